@@ -1,0 +1,51 @@
+# satpage: one entry point for set-up, the main job, tests and long runs.
+# `make run` and `make test` each do the whole set-up first (idempotent).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+TOOLS := $(CURDIR)/.tools/bin
+export PATH := $(TOOLS):$(PATH)
+GO_TEST_FLAGS ?= -race -count=1
+PYTEST_FLAGS ?= -n 2
+
+.PHONY: setup run test pytest gotest lint proto proto-check build bench help
+
+help:  ## list the targets
+	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+setup:  ## install everything (Debian packages, .venv, Go tools, helm); safe to run twice
+	bash scripts/setup.sh --with-helm
+
+run: setup build  ## the main job: satpage compare on the default scenario, in-process
+	$(VENV)/bin/satpage compare
+
+test: setup build proto-check lint pytest gotest  ## the default test suite (what CI runs)
+
+pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a failure
+	$(PY) -m pytest $(PYTEST_FLAGS)
+
+gotest:  ## Go tests with the race detector
+	cd services && go test $(GO_TEST_FLAGS) ./...
+
+lint:  ## ruff for Python, go vet for Go
+	$(VENV)/bin/ruff check orbit-model pager sim bench
+	cd services && go vet ./...
+
+build:  ## build the Go binaries into bin/
+	mkdir -p bin
+	cd services && CGO_ENABLED=0 go build -trimpath -o ../bin/ ./cmd/...
+
+proto:  ## regenerate Go and Python stubs from services/proto
+	cd services && $(CURDIR)/$(PY) -m grpc_tools.protoc -Iproto \
+	  --plugin=protoc-gen-go=$(TOOLS)/protoc-gen-go --plugin=protoc-gen-go-grpc=$(TOOLS)/protoc-gen-go-grpc \
+	  --go_out=gen --go_opt=paths=source_relative \
+	  --go-grpc_out=gen --go-grpc_opt=paths=source_relative \
+	  satpage/v1/satpage.proto
+	$(PY) -m grpc_tools.protoc -Isatpage/rpc=services/proto/satpage/v1 \
+	  --python_out=sim --pyi_out=sim --grpc_python_out=sim satpage/rpc/satpage.proto
+
+proto-check: proto  ## fail when the checked-in stubs differ from what the .proto generates
+	@git diff --exit-code --stat -- services/gen sim/satpage/rpc \
+	  || { echo "generated stubs are stale: run 'make proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- services/gen sim/satpage/rpc)" \
+	  || { echo "untracked generated stubs: run 'make proto' and commit" >&2; git status --short -- services/gen sim/satpage/rpc >&2; exit 1; }

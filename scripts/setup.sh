@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: Debian packages, the Python
+# virtual environment at .venv/ (pinned by constraints.txt), the Go code
+# generators and helm in .tools/bin, and the Go module cache.
+# Usage: scripts/setup.sh [--with-helm]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TOOLS=$ROOT/.tools/bin
+mkdir -p "$TOOLS"
+
+log() { echo "setup: $*" >&2; }
+
+# Debian packages (redis-server for the page frames; jq/iproute2 for scripts).
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+if ((${#need_apt[@]})); then
+  log "apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# The packaged service may have started a redis on 6379: tests start their own.
+
+# Python: one venv, three editable packages, pinned. compat mode puts each
+# component folder on sys.path, so the repo-root folder pager/ cannot shadow
+# the package pager/pager/ as a namespace package.
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+if [[ ! -x .venv/bin/python ]]; then
+  log "creating .venv with $PY"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.satpage-installed
+if [[ ! -f $stamp || constraints.txt -nt $stamp || orbit-model/pyproject.toml -nt $stamp \
+      || pager/pyproject.toml -nt $stamp || sim/pyproject.toml -nt $stamp ]]; then
+  log "pip install (constraints.txt)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints.txt -r requirements-dev.txt \
+    --config-settings editable_mode=compat -e orbit-model -e pager -e sim
+  touch "$stamp"
+fi
+
+# Go: code generators pinned here, the module cache, and optionally helm.
+PROTOC_GEN_GO=v1.36.12
+PROTOC_GEN_GO_GRPC=v1.6.2
+HELM=v3.21.4
+export GOBIN=$TOOLS GOFLAGS=-mod=mod
+if [[ "$("$TOOLS/protoc-gen-go" --version 2>/dev/null)" != "protoc-gen-go $PROTOC_GEN_GO" ]]; then
+  log "go install protoc-gen-go@$PROTOC_GEN_GO"
+  go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO"
+fi
+if [[ "$("$TOOLS/protoc-gen-go-grpc" --version 2>/dev/null)" != "protoc-gen-go-grpc ${PROTOC_GEN_GO_GRPC#v}" ]]; then
+  log "go install protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC"
+  go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC"
+fi
+(cd services && go mod download)
+if [[ "${1:-}" == "--with-helm" ]] && ! "$TOOLS/helm" version --short 2>/dev/null | grep -q "$HELM"; then
+  log "go install helm $HELM (about a minute the first time)"
+  go install "helm.sh/helm/v3/cmd/helm@$HELM"
+fi
+log "ready"

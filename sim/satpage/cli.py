@@ -1,0 +1,58 @@
+"""The ``satpage`` command: a thin layer over orbit_model, pager and satpage.sim.
+
+Each command lives in its own module under ``satpage.commands`` and is
+registered here; a new command is a new module plus one line below.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from satpage import __version__
+from satpage.commands import cluster, compare, deploy, orbit, paper, population, sweep
+from satpage.console import stderr
+
+app = typer.Typer(
+    name="satpage",
+    help="Move client session state between satellites: simulate, compare, deploy.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+app.command("paper")(paper.paper)
+app.command("compare")(compare.compare)
+app.command("sweep")(sweep.sweep)
+app.add_typer(orbit.app, name="orbit")
+app.add_typer(population.app, name="population")
+app.add_typer(cluster.app, name="cluster")
+app.add_typer(deploy.app, name="deploy")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """satpage: move client session state between satellites."""
+
+
+def main() -> None:
+    """Entry point: library errors about bad input become ``error: ...`` and exit 2."""
+    try:
+        app()
+    except (ValueError, OSError) as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

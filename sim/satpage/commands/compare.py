@@ -1,0 +1,10 @@
+"""`satpage compare`: placeholder until issue 7 lands (owner replaces this module)."""
+
+from __future__ import annotations
+
+from satpage.console import fail
+
+
+def compare() -> None:
+    """Not built yet (issue 7)."""
+    fail("satpage compare is not built yet (issue 7)")
