@@ -1,0 +1,212 @@
+"""The costs of DESIGN.md section 4, accumulated from movement event logs.
+
+`CostAccumulator` takes one chunk's event log at a time (``add``) and merges
+with others (``merge``), so a run can be split over processes in any way; all
+sums are integers or are added in chunk order, and latency percentiles come
+from a fixed histogram, so the result does not depend on the split.
+
+Cost model (docs/strategies.md has the prose):
+
+- A movement (fault, handover transfer, push) from satellite A to satellite B at
+  time t costs the ISL shortest-path hops between A and B at t; a transfer
+  between two visits of the same satellite moves nothing and costs nothing.
+- ``ground-store``: every access fetches the page from the ground gateway, over
+  the ISL path from the serving satellite to the satellite above the gateway and
+  the feeder link, which counts as one more hop.
+- A fault's latency is the path's propagation delay (length / c) plus
+  ``per_hop_processing_ms`` per hop, there and back. Handover transfers and
+  pushes happen off the access path: they cost hops and bytes, not latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from satpage.geometry import C_KM_S
+from satpage.network import Router, route_walk
+from satpage.replay import CREATE, END, FAULT, GROUND, HANDOVER, PUSH
+from satpage.workload import ChunkTrace
+
+__all__ = ["CostAccumulator", "LATENCY_BIN_MS", "LATENCY_MAX_MS", "SUMMARY_KEYS"]
+
+LATENCY_BIN_MS = 0.01     # resolution of the latency percentiles
+LATENCY_MAX_MS = 1000.0   # longer faults land in the last bin (counted, reported as max)
+
+#: Keys of a strategy's summary, in report order.
+SUMMARY_KEYS = (
+    "page_moves", "page_hops", "byte_hops", "fault_latency_ms", "fault_latency_p50_ms",
+    "fault_latency_p99_ms", "faults", "access_latency_ms_mean", "handover_transfer_bytes",
+    "handover_transfer_pages", "isl_load_max_bytes", "isl_load_mean_bytes",
+    "isl_load_peak_bytes_per_s", "pages_held_max_per_satellite",
+    "pages_held_mean_per_satellite", "pages_left_behind", "pages_at_session_end",
+    "moves_per_session", "hops_per_move", "accesses",
+)
+
+
+@dataclass
+class CostAccumulator:
+    """Running totals for one strategy over any number of chunks."""
+
+    n_sats: int
+    n_link_ids: int
+    load_bins: int
+    duration_ns: int
+    page_bytes: int
+    counts: dict[str, int] = field(default_factory=dict)
+    latency_sum_ns: int = 0     # integer, so chunk sums add up the same in any order
+    latency_hist: np.ndarray = field(default=None)       # type: ignore[assignment]
+    latency_max_ms: float = 0.0
+    link_load: np.ndarray = field(default=None)          # (load_bins, n_link_ids) pages
+    held_delta: np.ndarray = field(default=None)         # (n_sats, load_bins) page deltas
+    unreachable: int = 0
+
+    def __post_init__(self) -> None:
+        nbins = int(round(LATENCY_MAX_MS / LATENCY_BIN_MS)) + 1
+        if self.latency_hist is None:
+            self.latency_hist = np.zeros(nbins, dtype=np.int64)
+        if self.link_load is None:
+            self.link_load = np.zeros((self.load_bins, self.n_link_ids), dtype=np.int64)
+        if self.held_delta is None:
+            self.held_delta = np.zeros((self.n_sats, self.load_bins), dtype=np.int64)
+        for k in ("page_moves", "page_hops", "faults", "handover_transfer_pages", "accesses",
+                  "pages_left_behind", "pages_at_session_end", "sessions", "visits",
+                  "creates", "ground_fetches"):
+            self.counts.setdefault(k, 0)
+
+    # -- accumulation ------------------------------------------------------------------------
+    def _bin(self, t_ns: np.ndarray) -> np.ndarray:
+        b = (np.asarray(t_ns, np.int64) * self.load_bins) // max(self.duration_ns, 1)
+        return np.clip(b, 0, self.load_bins - 1)
+
+    def add(self, events: np.ndarray, ct: ChunkTrace, router: Router, step_ns: int,
+            per_hop_processing_ms: float) -> None:
+        """Account one chunk's event log (satpage.replay.EVENT_DTYPE)."""
+        tr = ct.trace
+        vsat = tr.visit_satellite.astype(np.int64)
+        kind = events["kind"]
+        c = self.counts
+        c["accesses"] += tr.n_accesses
+        c["sessions"] += tr.n_sessions
+        c["visits"] += tr.n_visits
+
+        # satellites at both ends; ground fetches start at the satellite above the gateway
+        t = events["time_ns"]
+        step_idx = np.clip(t // step_ns - ct.window_step0, 0, ct.pos.shape[1] - 1)
+        src = np.where(events["from_visit"] >= 0, vsat[np.maximum(events["from_visit"], 0)], -1)
+        dst = np.where(events["to_visit"] >= 0, vsat[np.maximum(events["to_visit"], 0)], -1)
+        ground = kind == GROUND
+        src = np.where(ground, ct.gateway_sat[step_idx], src)
+
+        is_move = np.isin(kind, (FAULT, HANDOVER, PUSH, GROUND))
+        moved = is_move & ((src != dst) | ground)
+        m = np.flatnonzero(moved)
+        ms, md = src[m], dst[m]
+        hops = np.zeros(m.size, np.int64)
+        dist = np.zeros(m.size, np.float64)
+        snaps = router.snapshot_index(t[m])
+        pred, remap = router.predecessors(snaps)
+        weight = np.ones(m.size, np.int64)
+        route_walk(ms, md, step_idx[m], remap.astype(np.int64), pred, ct.pos,
+                   router.topology.neighbours, weight, self._bin(t[m]), self.link_load,
+                   hops, dist)
+        self.unreachable += int(np.sum(hops < 0))
+        hops = np.maximum(hops, 0)
+        mk = kind[m]
+        g = mk == GROUND
+        feeder_km = np.where(g, ct.gateway_range_km[step_idx[m]], 0.0)
+        page_hops = hops + g
+        c["page_moves"] += int(m.size)
+        c["page_hops"] += int(page_hops.sum())
+        c["ground_fetches"] += int(g.sum())
+        ho = (mk == HANDOVER) | (mk == PUSH)
+        c["handover_transfer_pages"] += int(ho.sum())
+
+        fault = (mk == FAULT) | g
+        lat_ms = 2.0 * ((dist[fault] + feeder_km[fault]) / C_KM_S * 1e3
+                        + page_hops[fault] * per_hop_processing_ms)
+        c["faults"] += int(fault.sum())
+        if lat_ms.size:
+            self.latency_sum_ns += int(np.round(lat_ms * 1e6).astype(np.int64).sum())
+            self.latency_max_ms = max(self.latency_max_ms, float(lat_ms.max()))
+            b = np.minimum((lat_ms / LATENCY_BIN_MS).astype(np.int64),
+                           self.latency_hist.size - 1)
+            self.latency_hist += np.bincount(b, minlength=self.latency_hist.size)
+
+        # pages held per satellite: +1 where a page arrives, -1 where it leaves
+        cr = kind == CREATE
+        c["creates"] += int(cr.sum())
+        tb = self._bin(t)
+        arrive = cr | (moved & ~ground)
+        leave = (moved & ~ground) | (kind == END)
+        np.add.at(self.held_delta, (dst[arrive], tb[arrive]), 1)
+        np.add.at(self.held_delta, (src[leave], tb[leave]), -1)
+
+        # pages left behind: held at session end by a satellite other than the last server
+        end = np.flatnonzero(kind == END)
+        last_sat = vsat[tr.visit_offsets[1:] - 1]
+        c["pages_at_session_end"] += int(end.size)
+        c["pages_left_behind"] += int(np.sum(src[end] != last_sat[events["session"][end]]))
+
+    def merge(self, other: CostAccumulator) -> None:
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+        self.latency_sum_ns += other.latency_sum_ns
+        self.latency_hist += other.latency_hist
+        self.latency_max_ms = max(self.latency_max_ms, other.latency_max_ms)
+        self.link_load += other.link_load
+        self.held_delta += other.held_delta
+        self.unreachable += other.unreachable
+
+    # -- results -------------------------------------------------------------------------------
+    def held_series(self) -> np.ndarray:
+        """int64 (n_sats, load_bins): pages held by each satellite at the end of each bin,
+        stale trail included (pages are released when their session ends)."""
+        return np.cumsum(self.held_delta, axis=1)
+
+    def percentile_ms(self, q: float) -> float:
+        n = int(self.latency_hist.sum())
+        if n == 0:
+            return 0.0
+        k = np.searchsorted(np.cumsum(self.latency_hist), q / 100.0 * n, side="left")
+        if k >= self.latency_hist.size - 1:
+            return self.latency_max_ms
+        return (k + 0.5) * LATENCY_BIN_MS
+
+    def summary(self, link_exists: np.ndarray) -> dict[str, float | int]:
+        c = self.counts
+        per_link_pages = self.link_load.sum(axis=0)[link_exists]
+        bin_s = self.duration_ns / 1e9 / self.load_bins
+        held = self.held_series()
+        faults = c["faults"]
+        return {
+            "page_moves": c["page_moves"],
+            "page_hops": c["page_hops"],
+            "byte_hops": c["page_hops"] * self.page_bytes,
+            "fault_latency_ms": self.latency_sum_ns / 1e6 / faults if faults else 0.0,
+            "fault_latency_p50_ms": self.percentile_ms(50),
+            "fault_latency_p99_ms": self.percentile_ms(99),
+            "fault_latency_max_ms": self.latency_max_ms,
+            "faults": faults,
+            "access_latency_ms_mean": self.latency_sum_ns / 1e6 / max(c["accesses"], 1),
+            "handover_transfer_pages": c["handover_transfer_pages"],
+            "handover_transfer_bytes": c["handover_transfer_pages"] * self.page_bytes,
+            "isl_load_max_bytes": int(per_link_pages.max(initial=0)) * self.page_bytes,
+            "isl_load_mean_bytes": float(per_link_pages.mean()) * self.page_bytes
+            if per_link_pages.size else 0.0,
+            "isl_load_peak_bytes_per_s": float(self.link_load[:, link_exists].max(initial=0))
+            * self.page_bytes / bin_s,
+            "pages_held_max_per_satellite": int(held.max(initial=0)),
+            "pages_held_mean_per_satellite": float(held.mean()) if held.size else 0.0,
+            "pages_left_behind": c["pages_left_behind"],
+            "pages_at_session_end": c["pages_at_session_end"],
+            "moves_per_session": c["page_moves"] / max(c["sessions"], 1),
+            "hops_per_move": c["page_hops"] / max(c["page_moves"], 1),
+            "accesses": c["accesses"],
+            "accesses_per_visit": c["accesses"] / max(c["visits"], 1),
+            "sessions": c["sessions"],
+            "visits": c["visits"],
+            "ground_fetches": c["ground_fetches"],
+            "unreachable_transfers": self.unreachable,
+        }

@@ -1,0 +1,177 @@
+"""ISL routing for the simulation: the +Grid topology of DESIGN.md section 3, shortest
+paths in hops, and one compiled walk along each path that yields hops, path length
+(for the propagation delay) and the load on every ISL it crosses.
+
+Routing tables are snapshots: one for the whole run when the topology is static
+(no latitude cut-off), else one per ``routing_step_ns`` (cross-plane links switch
+off and on with latitude). A transfer uses the snapshot at or before its time and
+the satellite positions at the handover step at or before it; link lengths come
+from those positions, so the delay follows the constellation as it moves.
+
+Links are undirected and numbered ``lo * 4 + j`` where ``lo`` is the lower satellite
+index of the pair and ``j`` the slot of the other end in ``neighbours[lo]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+from satpage.geometry import C_KM_S, SatelliteSet
+
+__all__ = ["Topology", "plus_grid", "Router", "route_walk"]
+
+log = logging.getLogger(__name__)
+
+MAX_DEGREE = 4
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """+Grid neighbours: ``neighbours`` int32 (n_sats, 4), -1 where there is no link;
+    ``cross_plane`` bool (n_sats, 4) marks links to another plane."""
+
+    neighbours: np.ndarray
+    cross_plane: np.ndarray
+
+    @property
+    def n_sats(self) -> int:
+        return self.neighbours.shape[0]
+
+    @property
+    def n_link_ids(self) -> int:
+        return self.n_sats * MAX_DEGREE
+
+    def link_exists(self) -> np.ndarray:
+        """bool (n_sats * 4,): ids that name a real undirected link (lower end owns it)."""
+        own = (self.neighbours > np.arange(self.n_sats)[:, None]) & (self.neighbours >= 0)
+        return own.reshape(-1)
+
+
+def plus_grid(plane: np.ndarray, slot: np.ndarray, star: bool) -> Topology:
+    """In-plane predecessor and successor, and the same slot in the neighbouring planes;
+    no links across the seam of a walker-star constellation (planes P-1 and 0 there
+    counter-rotate). Planes may have different sizes (TLE shells): a cross-plane link
+    exists only where the neighbouring plane has that slot."""
+    plane = np.asarray(plane, dtype=np.int64)
+    slot = np.asarray(slot, dtype=np.int64)
+    n = plane.size
+    n_planes = int(plane.max()) + 1
+    index = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(plane, slot, strict=True))}
+    size = np.bincount(plane, minlength=n_planes)
+    nb = np.full((n, MAX_DEGREE), -1, dtype=np.int32)
+    cross = np.zeros((n, MAX_DEGREE), dtype=bool)
+    for i in range(n):
+        p, k = int(plane[i]), int(slot[i])
+        s = int(size[p])
+        if s > 1:
+            nb[i, 0] = index.get((p, (k + 1) % s), -1)
+            nb[i, 1] = index.get((p, (k - 1) % s), -1)
+            if s == 2:
+                nb[i, 1] = -1           # a two-satellite ring has one link, not two
+        for j, q in ((2, p + 1), (3, p - 1)):
+            if n_planes < 2 or (star and not 0 <= q < n_planes):
+                continue
+            q %= n_planes
+            if q == p or (n_planes == 2 and j == 3):
+                continue
+            nb[i, j] = index.get((q, k), -1)
+            cross[i, j] = nb[i, j] >= 0
+    return Topology(nb, cross)
+
+
+class Router:
+    """Shortest-hop routing tables, one snapshot per routing step when links switch."""
+
+    def __init__(self, sats: SatelliteSet, topology: Topology, latitude_cutoff_deg: float,
+                 routing_step_ns: int) -> None:
+        self.sats = sats
+        self.topology = topology
+        self.cutoff_deg = float(latitude_cutoff_deg)
+        self.static = self.cutoff_deg >= 90.0
+        self.routing_step_ns = int(routing_step_ns)
+        self._cache: dict[int, np.ndarray] = {}
+
+    def snapshot_index(self, t_ns: np.ndarray) -> np.ndarray:
+        if self.static:
+            return np.zeros(np.shape(t_ns), dtype=np.int64)
+        return np.asarray(t_ns, dtype=np.int64) // self.routing_step_ns
+
+    def predecessors(self, snaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(pred int32 (n_snap, n, n), remap int64) where ``remap[i]`` is the row of
+        ``pred`` for the i-th entry of ``snaps`` (unique snapshot ids)."""
+        uniq, remap = np.unique(snaps, return_inverse=True)
+        tables = [self._table(int(s)) for s in uniq]
+        return np.stack(tables) if tables else np.zeros((0, 0, 0), np.int32), remap
+
+    def _table(self, snap: int) -> np.ndarray:
+        if snap in self._cache:
+            return self._cache[snap]
+        nb = self.topology.neighbours
+        up = nb >= 0
+        if not self.static:
+            pos = self.sats.positions_km(np.array([snap * self.routing_step_ns]))[:, 0]
+            lat = np.degrees(np.arcsin(pos[:, 2] / np.linalg.norm(pos, axis=1)))
+            high = np.abs(lat) > self.cutoff_deg
+            down = self.topology.cross_plane & (high[:, None] | high[np.maximum(nb, 0)])
+            up &= ~down
+        rows = np.repeat(np.arange(nb.shape[0]), MAX_DEGREE)[up.reshape(-1)]
+        cols = nb.reshape(-1)[up.reshape(-1)]
+        graph = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nb.shape[0],) * 2)
+        _, pred = shortest_path(graph, method="D", directed=False, unweighted=True,
+                                return_predecessors=True)
+        pred = pred.astype(np.int32)
+        if len(self._cache) > 64:       # bounded: snapshots are visited in time order
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[snap] = pred
+        return pred
+
+
+@numba.njit(cache=True, nogil=True)
+def route_walk(src, dst, step_idx, table_idx, pred, pos, neighbours, weight, bin_idx,
+               load, hops_out, dist_out):
+    """Walk each path dst -> src along ``pred[table]``; write hops and path length (km),
+    add ``weight[i]`` to ``load[bin_idx[i], link]`` for every link crossed.
+    Unreachable pairs get hops -1 and length 0."""
+    n = src.size
+    for i in range(n):
+        a = src[i]
+        b = dst[i]
+        h = 0
+        d = 0.0
+        tbl = table_idx[i]
+        ti = step_idx[i]
+        cur = b
+        ok = True
+        while cur != a:
+            prev = pred[tbl, a, cur]
+            if prev < 0:
+                ok = False
+                break
+            dx = pos[prev, ti, 0] - pos[cur, ti, 0]
+            dy = pos[prev, ti, 1] - pos[cur, ti, 1]
+            dz = pos[prev, ti, 2] - pos[cur, ti, 2]
+            d += np.sqrt(dx * dx + dy * dy + dz * dz)
+            h += 1
+            lo = min(prev, cur)
+            hi = max(prev, cur)
+            for j in range(neighbours.shape[1]):
+                if neighbours[lo, j] == hi:
+                    load[bin_idx[i], lo * neighbours.shape[1] + j] += weight[i]
+                    break
+            cur = prev
+        if ok:
+            hops_out[i] = h
+            dist_out[i] = d
+        else:
+            hops_out[i] = -1
+            dist_out[i] = 0.0
+
+
+def propagation_ms(distance_km: np.ndarray) -> np.ndarray:
+    return np.asarray(distance_km) / C_KM_S * 1e3

@@ -1,0 +1,430 @@
+"""Scenarios: the TOML files that say what `satpage compare` and `satpage sweep` simulate.
+
+A scenario is one TOML file with a few top-level keys (``name``, ``seed``,
+``description``) and one table per section below. Every key is declared here
+once, with its type, default and meaning; ``sim/README.md`` documents the same
+keys (a test checks that each one is there). Unknown or mistyped keys are
+errors that name the key and the file, so a typo never silently falls back to
+a default.
+
+Keys are addressed as ``section.key`` (``workload.zipf_s``) by ``--set`` and by
+``satpage sweep --vary``; top-level keys by their bare name (``seed``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Scenario",
+    "ConstellationSection",
+    "TimeSection",
+    "HandoverSection",
+    "ClientsSection",
+    "SessionsSection",
+    "WorkloadSection",
+    "NetworkSection",
+    "StrategiesSection",
+    "RunSection",
+    "STRATEGY_NAMES",
+    "HANDOVER_POLICIES",
+    "load_scenario",
+    "parse_scenario",
+    "default_scenario_path",
+    "shipped_scenario",
+    "scenario_keys",
+    "with_overrides",
+    "parse_override",
+]
+
+#: Strategies known to `satpage compare` (docs/strategies.md describes each one).
+STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead")
+HANDOVER_POLICIES = ("highest-elevation", "longest-visibility", "nearest", "trail")
+_LIFETIMES = ("exponential", "fixed", "uniform")
+_STARTS = ("uniform",)
+_PLACEMENTS = ("population", "point")
+
+
+def _doc(text: str, **kw: Any) -> Any:
+    return field(metadata={"doc": text}, **kw)
+
+
+@dataclass(frozen=True)
+class ConstellationSection:
+    spec: str = _doc("constellation spec: `walker:T/P/F:ALT_KM:INC_DEG`, "
+                     "`walker-star:T/P/F:ALT_KM:INC_DEG` or `tle:PATH` (DESIGN.md section 3)",
+                     default="walker-star:150/10/1:500:87")
+    isl_latitude_cutoff_deg: float = _doc(
+        "cross-plane ISLs are down while either end is above this |latitude| "
+        "(90 = never down)", default=90.0)
+
+
+@dataclass(frozen=True)
+class TimeSection:
+    epoch: str = _doc("scenario epoch, ISO 8601 UTC; time 0 of every integer-ns time",
+                      default="2023-06-01T00:00:00Z")
+    duration_s: float = _doc("simulated span; sessions start and end inside it",
+                             default=21600.0)
+    step_s: float = _doc("time step of the handover schedule (visibility is sampled at it)",
+                         default=10.0)
+    routing_step_s: float = _doc("time step at which ISL hops, delays and paths are "
+                                 "recomputed (a transfer uses the snapshot at or before it)",
+                                 default=60.0)
+
+
+@dataclass(frozen=True)
+class HandoverSection:
+    policy: str = _doc("`highest-elevation`, `longest-visibility`, `nearest`, or `trail` "
+                       "(the paper's trail: slots k, k+1, ... of one plane, one hop apart)",
+                       default="highest-elevation")
+    min_elevation_deg: float = _doc("a satellite can serve a client above this elevation",
+                                    default=10.0)
+    trail_visit_s: float = _doc("`trail` policy only: duration of each visit", default=240.0)
+    trail_handovers: int = _doc("`trail` policy only: handovers per session (visits - 1)",
+                                default=5)
+    trail_plane: int = _doc("`trail` policy only: the plane whose slots form the trail",
+                            default=0)
+
+
+@dataclass(frozen=True)
+class ClientsSection:
+    placement: str = _doc("`population` (a GPW cell drawn with probability proportional to "
+                          "its population, then a uniform point in it) or `point`",
+                          default="population")
+    source: str = _doc("population source: `default` (the embedded GPW v4.11 2020 grid, "
+                       "30 arc-min, data/) or `gpw:PATH`", default="default")
+    lat_deg: float = _doc("`point` placement: client latitude", default=0.0)
+    lon_deg: float = _doc("`point` placement: client longitude", default=0.0)
+
+
+@dataclass(frozen=True)
+class SessionsSection:
+    count: int = _doc("number of sessions (one client each)", default=2000)
+    start: str = _doc("distribution of session start times: `uniform` over the span",
+                      default="uniform")
+    lifetime: str = _doc("distribution of session lifetimes: `exponential`, `fixed`, "
+                         "`uniform` (on [0, 2 x mean])", default="exponential")
+    lifetime_mean_s: float = _doc("mean session lifetime (ignored by the `trail` policy)",
+                                  default=1200.0)
+
+
+@dataclass(frozen=True)
+class WorkloadSection:
+    pages: int = _doc("page-table entries per session object", default=1000)
+    page_bytes: int = _doc("bytes per page (byte-hops = page_bytes x page-hops)",
+                           default=4096)
+    zipf_s: float = _doc("Zipf exponent of page popularity, f = a / r^s (0 = uniform)",
+                         default=1.0)
+    access_rate_per_s: float = _doc("Poisson access rate per session; 0 = use "
+                                    "`accesses_per_visit` instead", default=5.0)
+    accesses_per_visit: int = _doc("exact accesses per serving satellite (the paper's A), "
+                                   "spread evenly over each visit; used when "
+                                   "`access_rate_per_s` = 0", default=0)
+
+
+@dataclass(frozen=True)
+class NetworkSection:
+    per_hop_processing_ms: float = _doc("processing time added per ISL hop, each way",
+                                        default=0.1)
+    gateway_lat_deg: float = _doc("`ground-store`: latitude of the ground gateway that "
+                                  "holds session objects", default=59.97)
+    gateway_lon_deg: float = _doc("`ground-store`: longitude of the ground gateway",
+                                  default=11.05)
+    load_bins: int = _doc("time bins of the ISL load and pages-held series", default=96)
+
+
+@dataclass(frozen=True)
+class StrategiesSection:
+    compare: tuple[str, ...] = _doc("strategies to compare, in report order: "
+                                    + ", ".join(f"`{s}`" for s in STRATEGY_NAMES),
+                                    default=STRATEGY_NAMES)
+    hot_k: int = _doc("`hot-k`: the K most used pages moved at every handover", default=32)
+    push_min_uses: int = _doc("`push-ahead`: a page used at least this often during a visit "
+                              "is pushed to the next satellite before the handover",
+                              default=1)
+
+
+@dataclass(frozen=True)
+class RunSection:
+    chunk_sessions: int = _doc("sessions per work unit; seeds are derived per chunk, so "
+                               "results do not depend on the process count", default=250)
+    processes: int = _doc("worker processes (1 = in-process)", default=1)
+
+
+_SECTIONS: dict[str, type] = {
+    "constellation": ConstellationSection,
+    "time": TimeSection,
+    "handover": HandoverSection,
+    "clients": ClientsSection,
+    "sessions": SessionsSection,
+    "workload": WorkloadSection,
+    "network": NetworkSection,
+    "strategies": StrategiesSection,
+    "run": RunSection,
+}
+
+_TOP_DOCS = {
+    "name": "short name recorded in every report",
+    "seed": "root seed; every random draw derives from it (numpy SeedSequence)",
+    "description": "free text recorded in the report",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario; ``source`` is the file it came from (or ``<default>``)."""
+
+    name: str = "default"
+    seed: int = 2023
+    description: str = ""
+    constellation: ConstellationSection = field(default_factory=ConstellationSection)
+    time: TimeSection = field(default_factory=TimeSection)
+    handover: HandoverSection = field(default_factory=HandoverSection)
+    clients: ClientsSection = field(default_factory=ClientsSection)
+    sessions: SessionsSection = field(default_factory=SessionsSection)
+    workload: WorkloadSection = field(default_factory=WorkloadSection)
+    network: NetworkSection = field(default_factory=NetworkSection)
+    strategies: StrategiesSection = field(default_factory=StrategiesSection)
+    run: RunSection = field(default_factory=RunSection)
+    source: str = "<default>"
+
+    # -- derived quantities -----------------------------------------------------------------
+    @property
+    def epoch(self) -> dt.datetime:
+        return _parse_epoch(self.time.epoch, self.source)
+
+    @property
+    def duration_ns(self) -> int:
+        return int(round(self.time.duration_s * 1e9))
+
+    @property
+    def step_ns(self) -> int:
+        return int(round(self.time.step_s * 1e9))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (what reports record); ``source`` left out."""
+        out: dict[str, Any] = {"name": self.name, "seed": self.seed,
+                               "description": self.description}
+        for sec in _SECTIONS:
+            d = dataclasses.asdict(getattr(self, sec))
+            out[sec] = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        return out
+
+    def get(self, key: str) -> Any:
+        """The value of ``section.key`` or a top-level key."""
+        if "." not in key:
+            _check_key(key, "", self.source)
+            return getattr(self, key)
+        sec, k = key.split(".", 1)
+        _check_key(k, sec, self.source)
+        return getattr(getattr(self, sec), k)
+
+
+def scenario_keys() -> dict[str, str]:
+    """Every key a scenario may hold (``section.key`` -> its documentation)."""
+    out = dict(_TOP_DOCS)
+    for sec, cls in _SECTIONS.items():
+        for f in fields(cls):
+            out[f"{sec}.{f.name}"] = f.metadata["doc"]
+    return out
+
+
+# -- loading --------------------------------------------------------------------------------
+
+def default_scenario_path() -> Path:
+    """The shipped default scenario (inside the package, so it works from any directory)."""
+    return shipped_scenario("default")
+
+
+def shipped_scenario(name: str) -> Path:
+    """Path of a scenario shipped with satpage: ``default``, ``paper-mimic``, ``large``."""
+    path = Path(str(resources.files("satpage") / "scenarios" / f"{name}.toml"))
+    if not path.is_file():
+        raise ValueError(f"no shipped scenario named {name!r} (looked for {path})")
+    return path
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; errors name the key and the file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+    return parse_scenario(data, source=str(path))
+
+
+def parse_scenario(data: dict[str, Any], source: str = "<dict>") -> Scenario:
+    """Validate a nested dict (as TOML gives it) into a Scenario."""
+    top: dict[str, Any] = {}
+    sections: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ValueError(f"{source}: [{key}] must be a table, got {value!r}")
+            sections[key] = _build_section(key, value, source)
+        elif key in _TOP_DOCS:
+            top[key] = _coerce(key, value, type(getattr(Scenario(), key)), source)
+        else:
+            raise ValueError(f"{source}: unknown key {key!r} "
+                             f"(known: {', '.join(list(_TOP_DOCS) + list(_SECTIONS))})")
+    sc = Scenario(**top, **sections, source=source)
+    _validate(sc)
+    return sc
+
+
+def _build_section(name: str, table: dict[str, Any], source: str) -> Any:
+    cls = _SECTIONS[name]
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, value in table.items():
+        if key not in known:
+            raise ValueError(f"{source}: unknown key {name}.{key!r} "
+                             f"(known in [{name}]: {', '.join(known)})")
+        default = known[key].default
+        kwargs[key] = _coerce(f"{name}.{key}", value, type(default), source)
+    return cls(**kwargs)
+
+
+def _coerce(key: str, value: Any, want: type, source: str) -> Any:
+    """TOML value to the declared type; ints are accepted where floats are declared."""
+    if want is bool:
+        ok = isinstance(value, bool)
+    elif want is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif want is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok:
+            value = float(value)
+    elif want is tuple:
+        ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        if ok:
+            value = tuple(value)
+    else:
+        ok = isinstance(value, want)
+    if not ok:
+        raise ValueError(f"{source}: key {key} must be {_TYPE_NAMES.get(want, want.__name__)}, "
+                         f"got {value!r}")
+    return value
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+               tuple: "a list of strings"}
+
+
+def _parse_epoch(text: str, source: str) -> dt.datetime:
+    try:
+        epoch = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{source}: time.epoch {text!r} is not an ISO 8601 time") from None
+    if epoch.tzinfo is None:
+        epoch = epoch.replace(tzinfo=dt.UTC)
+    return epoch.astimezone(dt.UTC)
+
+
+def _validate(sc: Scenario) -> None:
+    src = sc.source
+
+    def bad(key: str, value: Any, why: str) -> ValueError:
+        return ValueError(f"{src}: {key} = {value!r}: {why}")
+
+    _parse_epoch(sc.time.epoch, src)
+    for key in ("time.duration_s", "time.step_s", "time.routing_step_s",
+                "sessions.lifetime_mean_s", "handover.trail_visit_s"):
+        if not sc.get(key) > 0:
+            raise bad(key, sc.get(key), "must be positive")
+    if sc.time.step_s > sc.time.duration_s:
+        raise bad("time.step_s", sc.time.step_s, "must not exceed time.duration_s")
+    for key in ("sessions.count", "workload.pages", "workload.page_bytes",
+                "run.chunk_sessions", "run.processes", "network.load_bins"):
+        if sc.get(key) <= 0:
+            raise bad(key, sc.get(key), "must be a positive integer")
+    for key in ("workload.zipf_s", "workload.access_rate_per_s", "workload.accesses_per_visit",
+                "network.per_hop_processing_ms", "strategies.hot_k",
+                "handover.trail_handovers", "handover.trail_plane"):
+        if sc.get(key) < 0:
+            raise bad(key, sc.get(key), "must not be negative")
+    if sc.strategies.push_min_uses < 1:
+        raise bad("strategies.push_min_uses", sc.strategies.push_min_uses, "must be at least 1")
+    if (sc.workload.access_rate_per_s > 0) == (sc.workload.accesses_per_visit > 0):
+        raise ValueError(f"{src}: give exactly one of workload.access_rate_per_s "
+                         f"({sc.workload.access_rate_per_s!r}) and workload.accesses_per_visit "
+                         f"({sc.workload.accesses_per_visit!r}) as positive")
+    if not -90 <= sc.handover.min_elevation_deg < 90:
+        raise bad("handover.min_elevation_deg", sc.handover.min_elevation_deg,
+                  "must be in [-90, 90)")
+    for key in ("clients.lat_deg", "network.gateway_lat_deg"):
+        if not -90 <= sc.get(key) <= 90:
+            raise bad(key, sc.get(key), "latitude must be in [-90, 90]")
+    for key in ("clients.lon_deg", "network.gateway_lon_deg"):
+        if not -180 <= sc.get(key) <= 360:
+            raise bad(key, sc.get(key), "longitude must be in [-180, 360]")
+    choices = {"handover.policy": HANDOVER_POLICIES, "sessions.lifetime": _LIFETIMES,
+               "sessions.start": _STARTS, "clients.placement": _PLACEMENTS}
+    for key, allowed in choices.items():
+        if sc.get(key) not in allowed:
+            raise bad(key, sc.get(key), f"must be one of {', '.join(allowed)}")
+    if not sc.strategies.compare:
+        raise bad("strategies.compare", [], "name at least one strategy")
+    for name in sc.strategies.compare:
+        if name not in STRATEGY_NAMES:
+            raise bad("strategies.compare", name,
+                      f"unknown strategy (known: {', '.join(STRATEGY_NAMES)})")
+    if len(set(sc.strategies.compare)) != len(sc.strategies.compare):
+        raise bad("strategies.compare", list(sc.strategies.compare), "names a strategy twice")
+    src_spec = sc.clients.source
+    if src_spec != "default" and not src_spec.startswith("gpw:"):
+        raise bad("clients.source", src_spec, "must be `default` or `gpw:PATH`")
+    spec = sc.constellation.spec
+    if not spec.startswith(("walker:", "walker-star:", "tle:")):
+        raise bad("constellation.spec", spec,
+                  "must start with walker:, walker-star: or tle:")
+
+
+# -- overrides (--set and sweeps) -----------------------------------------------------------
+
+def _check_key(key: str, section: str, source: str) -> None:
+    full = f"{section}.{key}" if section else key
+    if section and section not in _SECTIONS:
+        raise ValueError(f"unknown scenario section {section!r} in {full!r} "
+                         f"(known: {', '.join(_SECTIONS)})")
+    if full not in scenario_keys():
+        raise ValueError(f"unknown scenario key {full!r} ({source})")
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``section.key=VALUE`` with VALUE parsed as a TOML value (bare words are strings)."""
+    if "=" not in text:
+        raise ValueError(f"override {text!r} must look like section.key=value")
+    key, raw = (s.strip() for s in text.split("=", 1))
+    return key, _parse_value(raw)
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def with_overrides(sc: Scenario, overrides: dict[str, Any] | list[tuple[str, Any]]) -> Scenario:
+    """A new validated scenario with ``section.key`` values replaced."""
+    items = overrides.items() if isinstance(overrides, dict) else overrides
+    data = sc.to_dict()
+    for key, value in items:
+        if "." in key:
+            sec, k = key.split(".", 1)
+            _check_key(k, sec, "--set")
+            data[sec][k] = value
+        else:
+            _check_key(key, "", "--set")
+            data[key] = value
+    out = parse_scenario(data, source=sc.source)
+    return replace(out, source=sc.source)

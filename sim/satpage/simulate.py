@@ -1,0 +1,183 @@
+"""The handover simulation: scenario -> satellites, ISL routing, sessions -> traces ->
+replay per strategy -> costs. This is what `satpage compare` runs.
+
+Work is split into chunks of ``run.chunk_sessions`` sessions (start-time order).
+Chunk ``i`` draws its randomness from ``SeedSequence(seed, spawn_key=(1 + i,))``
+and the session table from ``spawn_key=(0,)``, and chunk results are merged in
+chunk order with integer sums, so the same scenario and seed give the same
+numbers with any number of processes (tests/test_simulate.py checks 1 vs 2).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pager import Trace
+from satpage.costs import CostAccumulator
+from satpage.geometry import SatelliteSet
+from satpage.network import Router, Topology, plus_grid
+from satpage.replay import StrategyParams, replay
+from satpage.scenario import Scenario
+from satpage.workload import ChunkTrace, build_trace, make_sessions
+
+__all__ = ["World", "RunResult", "prepare", "run_scenario", "chunk_traces", "STAGES"]
+
+log = logging.getLogger(__name__)
+
+STAGES = ("sessions", "schedule", "replay", "costs")
+
+
+@dataclass(eq=False)
+class World:
+    """What every chunk needs: satellites, routing, the session table."""
+
+    scenario: Scenario
+    sats: SatelliteSet
+    topology: Topology
+    router: Router
+    sessions: np.ndarray
+    setup_s: float
+
+    @property
+    def n_chunks(self) -> int:
+        c = self.scenario.run.chunk_sessions
+        return (self.sessions.size + c - 1) // c
+
+    def chunk_rows(self, i: int) -> tuple[int, np.ndarray]:
+        c = self.scenario.run.chunk_sessions
+        return i * c, self.sessions[i * c:(i + 1) * c]
+
+
+def prepare(sc: Scenario) -> World:
+    t0 = time.perf_counter()
+    sats = SatelliteSet(sc.constellation.spec, sc.epoch)
+    topo = plus_grid(sats.plane, sats.slot, sats.star)
+    router = Router(sats, topo, sc.constellation.isl_latitude_cutoff_deg,
+                    int(round(sc.time.routing_step_s * 1e9)))
+    sessions = make_sessions(sc)
+    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0)
+
+
+@dataclass
+class ChunkResult:
+    index: int
+    costs: dict[str, CostAccumulator]
+    stage_s: dict[str, float]
+    uncovered_steps: int
+    client_steps: int
+
+
+def _new_acc(w: World) -> CostAccumulator:
+    sc = w.scenario
+    return CostAccumulator(n_sats=w.sats.n_sats, n_link_ids=w.topology.n_link_ids,
+                           load_bins=sc.network.load_bins, duration_ns=sc.duration_ns,
+                           page_bytes=sc.workload.page_bytes)
+
+
+def chunk_trace(w: World, i: int) -> ChunkTrace:
+    first, rows = w.chunk_rows(i)
+    return build_trace(w.scenario, w.sats, rows, i, first)
+
+
+def chunk_traces(w: World) -> Iterator[Trace]:
+    """The scenario's traces, chunk by chunk (what `--backend cluster` replays)."""
+    for i in range(w.n_chunks):
+        yield chunk_trace(w, i).trace
+
+
+def run_chunk(w: World, i: int) -> ChunkResult:
+    sc = w.scenario
+    stage = dict.fromkeys(STAGES, 0.0)
+    t0 = time.perf_counter()
+    ct = chunk_trace(w, i)
+    stage["schedule"] = time.perf_counter() - t0
+    params = StrategyParams(sc.strategies.hot_k, sc.strategies.push_min_uses)
+    costs = {}
+    for name in sc.strategies.compare:
+        t1 = time.perf_counter()
+        events = replay(ct.trace, name, params, ct.session_end_ns)
+        t2 = time.perf_counter()
+        acc = _new_acc(w)
+        acc.add(events, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms)
+        del events
+        stage["replay"] += t2 - t1
+        stage["costs"] += time.perf_counter() - t2
+        costs[name] = acc
+    return ChunkResult(i, costs, stage, ct.uncovered_steps, ct.client_steps)
+
+
+# -- processes --------------------------------------------------------------------------------
+_WORLD: World | None = None
+
+
+def _init_worker(sc: Scenario) -> None:
+    global _WORLD
+    logging.getLogger().setLevel(logging.WARNING)
+    _WORLD = prepare(sc)
+
+
+def _worker_chunk(i: int) -> ChunkResult:
+    assert _WORLD is not None
+    return run_chunk(_WORLD, i)
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    world: World
+    costs: dict[str, CostAccumulator]
+    stage_s: dict[str, float] = field(default_factory=dict)
+    wall_s: float = 0.0
+    processes: int = 1
+    uncovered_steps: int = 0
+    client_steps: int = 0
+
+    def summaries(self) -> dict[str, dict]:
+        exists = self.world.topology.link_exists()
+        return {name: acc.summary(exists) for name, acc in self.costs.items()}
+
+
+def run_scenario(sc: Scenario, processes: int | None = None,
+                 on_chunk: Callable[[int, int], None] | None = None,
+                 world: World | None = None) -> RunResult:
+    """Run every chunk (in this process or ``processes`` workers) and merge in order.
+    ``on_chunk(done, total)`` is called after each chunk (progress bars)."""
+    t0 = time.perf_counter()
+    procs = processes or sc.run.processes
+    w = world or prepare(sc)
+    n = w.n_chunks
+    costs = {name: _new_acc(w) for name in sc.strategies.compare}
+    stage = dict.fromkeys(STAGES, 0.0)
+    stage["sessions"] = w.setup_s
+    res = RunResult(sc, w, costs, stage, processes=procs)
+
+    def absorb(r: ChunkResult, done: int) -> None:
+        for name, acc in r.costs.items():
+            costs[name].merge(acc)
+        for k, v in r.stage_s.items():
+            stage[k] += v
+        res.uncovered_steps += r.uncovered_steps
+        res.client_steps += r.client_steps
+        if on_chunk:
+            on_chunk(done, n)
+
+    if procs <= 1 or n <= 1:
+        for i in range(n):
+            absorb(run_chunk(w, i), i + 1)
+    else:
+        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker,
+                                 initargs=(sc,)) as ex:
+            for done, r in enumerate(ex.map(_worker_chunk, range(n)), start=1):
+                absorb(r, done)
+    res.wall_s = time.perf_counter() - t0
+    if res.uncovered_steps:
+        log.warning("%d of %d client steps had no satellite above %.1f deg elevation "
+                    "(the previous server was kept)", res.uncovered_steps, res.client_steps,
+                    sc.handover.min_elevation_deg)
+    return res
