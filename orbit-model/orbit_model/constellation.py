@@ -182,6 +182,7 @@ class Constellation:
     shells: tuple[Shell, ...]
     spec: str
     _array: list = field(default_factory=list, repr=False)  # lazily built SatrecArray
+    _reported: set = field(default_factory=set, repr=False)  # satellites whose SGP4 failure was logged
 
     def __post_init__(self) -> None:
         for name in ("shell", "plane", "slot"):

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from sgp4.api import SGP4_ERRORS
 from skyfield.framelib import itrs
@@ -35,6 +36,7 @@ __all__ = [
     "propagate",
     "teme_to_itrs_matrices",
     "itrs_positions_km",
+    "teme_positions_km",
     "iter_itrs_chunks",
     "geodetic_from_itrs",
     "subsatellite_points",
@@ -82,7 +84,11 @@ def _as_times(t_ns) -> np.ndarray:
 def _report_errors(constellation: Constellation, error: np.ndarray) -> None:
     if not error.any():
         return
-    sats = np.flatnonzero(error.any(axis=1))
+    sats = np.array([i for i in np.flatnonzero(error.any(axis=1)) if i not in constellation._reported],
+                    dtype=np.int64)
+    if sats.size == 0:
+        return
+    constellation._reported.update(int(i) for i in sats)
     first = sats[:5]
     detail = "; ".join(
         f"satellite {i} ({constellation.names[i] or 'unnamed'}): "
@@ -141,22 +147,28 @@ def propagate(constellation: Constellation, t_ns, frame: str = "teme") -> Epheme
     return Ephemeris(t_ns=t_ns, position_km=position, velocity_km_s=velocity, error=error, frame=frame)
 
 
-def _hermite(t0, t1, p0, v0, p1, v1, t):
-    """Cubic Hermite between knots; times in seconds, broadcast over satellites."""
-    h = t1 - t0
-    s = (t - t0) / h
-    s2, s3 = s * s, s * s * s
-    h00 = 2 * s3 - 3 * s2 + 1
-    h10 = s3 - 2 * s2 + s
-    h01 = -2 * s3 + 3 * s2
-    h11 = s3 - s2
-    return (h00[None, :, None] * p0 + (h10 * h)[None, :, None] * v0
-            + h01[None, :, None] * p1 + (h11 * h)[None, :, None] * v1)
+@numba.njit(cache=True)
+def _hermite_kernel(pos_k, vel_k, knot_s, t_s, seg, out):
+    """Cubic Hermite between SGP4 knots: pos_k/vel_k (n_sats, n_knots, 3), out (n_sats, n_t, 3)."""
+    for j in range(t_s.size):
+        g = seg[j]
+        h = knot_s[g + 1] - knot_s[g]
+        s = (t_s[j] - knot_s[g]) / h
+        s2 = s * s
+        s3 = s2 * s
+        h00 = 2 * s3 - 3 * s2 + 1
+        h10 = (s3 - 2 * s2 + s) * h
+        h01 = -2 * s3 + 3 * s2
+        h11 = (s3 - s2) * h
+        for i in range(pos_k.shape[0]):
+            for c in range(3):
+                out[i, j, c] = (h00 * pos_k[i, g, c] + h10 * vel_k[i, g, c]
+                                + h01 * pos_k[i, g + 1, c] + h11 * vel_k[i, g + 1, c])
 
 
-def itrs_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = DEFAULT_KNOT_NS,
+def teme_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = DEFAULT_KNOT_NS,
                       report: bool = True) -> np.ndarray:
-    """Earth-fixed positions (n_sats, n_times, 3) km.
+    """TEME positions (n_sats, n_times, 3) km, NaN where SGP4 fails.
 
     With ``knot_ns`` SGP4 runs only on knots at most ``knot_ns`` apart and
     positions between them come from cubic Hermite interpolation of the TEME
@@ -181,11 +193,19 @@ def itrs_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = 
         seg = np.clip(np.searchsorted(knots, t_ns, side="right") - 1, 0, knots.size - 2)
         knot_s = (knots - knots[0]) / NS_PER_S
         t_s = (t_ns - knots[0]) / NS_PER_S
-        position = _hermite(knot_s[seg], knot_s[seg + 1], pos_k[:, seg], vel_k[:, seg],
-                            pos_k[:, seg + 1], vel_k[:, seg + 1], t_s)
+        position = np.empty((pos_k.shape[0], t_ns.size, 3))
+        _hermite_kernel(pos_k, vel_k, knot_s, t_s, seg, position)
         error = np.maximum(error_k[:, seg], error_k[:, seg + 1])
     if report:
         _report_errors(constellation, error)
+    return position
+
+
+def itrs_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = DEFAULT_KNOT_NS,
+                      report: bool = True) -> np.ndarray:
+    """Earth-fixed positions (n_sats, n_times, 3) km (see ``teme_positions_km`` for ``knot_ns``)."""
+    t_ns = _as_times(t_ns)
+    position = teme_positions_km(constellation, t_ns, knot_ns=knot_ns, report=report)
     rotation, _ = teme_to_itrs_matrices(constellation, t_ns)
     return _rotate(rotation, position)
 
