@@ -9,7 +9,9 @@ __version__ = "0.1.0"
 from orbit_model.clients import Clients, place_clients, population_in_region, region_mask
 from orbit_model.clients_io import read_clients, read_region, write_clients
 from orbit_model.footprint import (
+    FootprintLoad,
     footprint_central_angle_rad,
+    footprint_load,
     footprint_outline_deg,
     footprint_population,
     footprint_radius_km,
@@ -21,7 +23,7 @@ __all__ = [
     # population (issue 6)
     "PopulationGrid", "EARTH_RADIUS_KM",
     "footprint_central_angle_rad", "footprint_radius_km", "footprint_population",
-    "footprint_outline_deg",
+    "footprint_outline_deg", "FootprintLoad", "footprint_load",
     "Clients", "place_clients", "region_mask", "population_in_region",
     "read_region", "read_clients", "write_clients",
 ]

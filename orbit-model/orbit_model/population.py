@@ -210,7 +210,7 @@ class PopulationGrid:
         radius = np.asarray(radius_km, dtype=np.float64)
         bad = ~(radius >= 0)
         if np.any(bad):
-            raise ValueError(f"radius_km must be >= 0, got {radius[bad].flat[0]!r}")
+            raise ValueError(f"radius_km must be >= 0, got {radius[bad].flat[0].item()!r}")
         if not earth_radius_km > 0:
             raise ValueError(f"earth_radius_km must be positive, got {earth_radius_km!r}")
         return self.population_in_cap(lat_deg, lon_deg, radius / earth_radius_km, method=method)
@@ -232,10 +232,10 @@ class PopulationGrid:
         _check_latitudes(lat)
         bad = ~(ang >= 0)
         if np.any(bad):
-            raise ValueError(f"central angle must be >= 0 radians, got {ang[bad].flat[0]!r}")
+            raise ValueError(f"central angle must be >= 0 radians, got {ang[bad].flat[0].item()!r}")
         bad = ~np.isfinite(lon)
         if np.any(bad):
-            raise ValueError(f"longitude must be finite, got {lon[bad].flat[0]!r}")
+            raise ValueError(f"longitude must be finite, got {lon[bad].flat[0].item()!r}")
         shape = lat.shape
         lat, lon, ang = lat.ravel(), lon.ravel(), np.minimum(ang.ravel(), np.pi)
         out = np.empty(lat.size, dtype=np.float64)
@@ -317,7 +317,7 @@ class PopulationGrid:
 def _check_latitudes(lat: np.ndarray) -> None:
     bad = ~((lat >= -90.0) & (lat <= 90.0))
     if np.any(bad):
-        raise ValueError(f"latitude must be in [-90, 90] degrees, got {lat[bad].flat[0]!r}")
+        raise ValueError(f"latitude must be in [-90, 90] degrees, got {lat[bad].flat[0].item()!r}")
 
 
 _DEFAULT_CACHE: dict[tuple[str, int], PopulationGrid] = {}

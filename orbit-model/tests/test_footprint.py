@@ -9,6 +9,7 @@ from orbit_model import (
     EARTH_RADIUS_KM,
     PopulationGrid,
     footprint_central_angle_rad,
+    footprint_load,
     footprint_outline_deg,
     footprint_population,
     footprint_radius_km,
@@ -97,3 +98,30 @@ def test_the_outline_lies_at_the_footprint_radius_and_is_closed():
 def test_impossible_footprints_quote_the_value(alt, el, match):
     with pytest.raises(ValueError, match=match):
         footprint_central_angle_rad(alt, el)
+
+
+def test_footprint_load_follows_skyfields_subsatellite_points():
+    from skyfield.api import EarthSatellite, wgs84
+
+    from orbit_model.constellation import Constellation
+    from orbit_model.timebase import skyfield_times, timescale
+
+    grid = PopulationGrid.default()
+    cons = Constellation.from_spec("walker-star:12/3/1:500:87", epoch="2023-06-01T00:00:00Z")
+    t_ns = np.arange(0, 6000, 600, dtype=np.int64) * 10**9
+    load = footprint_load(grid, cons, t_ns, 10.0)
+    assert load.population.shape == (12, t_ns.size)
+    times = skyfield_times(cons.epoch, t_ns)
+    radius_km = footprint_radius_km(500.0, 10.0)
+    for i in (0, 5, 11):
+        sat = EarthSatellite.from_satrec(cons.satrecs[i], timescale())
+        lat, lon = wgs84.latlon_of(sat.at(times))
+        # 1e-4 deg is 11 m on the ground: the propagation's interpolation is sub-metre
+        np.testing.assert_allclose(load.sub_lat_deg[i], lat.degrees, atol=1e-4)
+        dlon = (load.sub_lon_deg[i] - lon.degrees + 180.0) % 360.0 - 180.0
+        np.testing.assert_allclose(dlon, 0.0, atol=1e-4)
+        for j in (0, 4, 9):
+            d = haversine_km(lat.degrees[j], lon.degrees[j], grid.lat_centres_deg[:, None],
+                             grid.lon_centres_deg[None, :])
+            assert load.population[i, j] == pytest.approx(grid.counts[d <= radius_km].sum(),
+                                                          rel=1e-6, abs=1)
