@@ -49,3 +49,7 @@ proto-check: proto  ## fail when the checked-in stubs differ from what the .prot
 	  || { echo "generated stubs are stale: run 'make proto' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- services/gen sim/satpage/rpc)" \
 	  || { echo "untracked generated stubs: run 'make proto' and commit" >&2; git status --short -- services/gen sim/satpage/rpc >&2; exit 1; }
+
+.PHONY: bench-population
+bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy
+	$(PY) bench/bench_population.py
