@@ -25,6 +25,7 @@ import gzip
 import hashlib
 import io
 import logging
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,8 +162,8 @@ def read_npz(path: str | Path) -> GridArrays:
                               float(z["cell_size_deg"]), str(path))
     except KeyError as exc:
         raise ValueError(f"{path}: not a satpage population grid (missing {exc})") from None
-    except (EOFError, ValueError) as exc:
-        if str(path) in str(exc):
+    except (EOFError, ValueError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ValueError) and str(path) in str(exc):
             raise
         raise ValueError(f"{path}: not a satpage population grid ({exc})") from None
 

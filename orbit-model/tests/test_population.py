@@ -144,6 +144,14 @@ def test_a_corrupt_gzip_file_names_the_file(tmp_path):
         PopulationGrid.from_file(p)
 
 
+@pytest.mark.parametrize("name", ["broken.tif", "broken.npz"])
+def test_a_corrupt_geotiff_or_npz_names_the_file(tmp_path, name):
+    p = tmp_path / name
+    p.write_bytes(b"\x00\x01 not a raster at all")
+    with pytest.raises(ValueError, match=name):
+        PopulationGrid.from_file(p)
+
+
 def test_an_unknown_header_line_is_quoted(tmp_path):
     p = tmp_path / "h.asc"
     p.write_text("ncols 2\nnrows 1\nxllcorner 0\nyllcorner 0\ncellsize 1\nbanana 3\n1 2\n")
