@@ -1,15 +1,340 @@
-"""`satpage deploy ...`: placeholder until issue 11 lands (owner replaces this module)."""
+"""`satpage deploy ...`: render deployment files for a constellation or a scenario.
+
+- ``satpage deploy values``: a Helm values file for charts/satpage (constellation
+  spec, Redis sized for the scenario's pages), for a plain ``helm install -f``.
+- ``satpage deploy stack``: the Docker Swarm stack file (one satnode service and one
+  Redis service per satellite, ``endpoint_mode: dnsrr``, and the gateway).
+
+Both only write text; nothing is deployed. The checked-in
+charts/swarm/satpage-stack.yml is ``satpage deploy stack`` for the default
+constellation (a test keeps them equal).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from satpage import __version__
 from satpage.console import fail
 
-app = typer.Typer(help="Not built yet (issue 11).", no_args_is_help=True)
+__all__ = [
+    "ImageSet",
+    "RedisSizing",
+    "app",
+    "redis_sizing",
+    "render_stack",
+    "render_values",
+    "satellite_count",
+]
+
+DEFAULT_SPEC = "walker-star:150/10/1:500:87"
+DEFAULT_REGISTRY = "satpage.local"
+SWARM_GATEWAY_PORT = 17000
+# Redis memory per page frame: 5,219 bytes per 4 KiB value measured on Debian's
+# Redis 7.0.15 (10,000 SETs, used_memory delta; docs/deploy.md). jemalloc rounds a
+# 4,096-byte value up to its 5,120-byte class; the key and dict entry add ~100.
+FRAME_FACTOR = 1.25
+FRAME_EXTRA_BYTES = 128
+MIN_MAXMEMORY_MIB = 32  # an idle Redis uses ~1 MiB; room for small scenarios
+MIB = 1 << 20
+
+app = typer.Typer(help="Render deployment files (Helm values, Swarm stack) for a constellation.",
+                  no_args_is_help=True)
 
 
-@app.command("todo")
-def todo() -> None:
-    """Not built yet (issue 11)."""
-    fail("satpage deploy is not built yet (issue 11)")
+@dataclasses.dataclass(frozen=True)
+class ImageSet:
+    """Image references of one deployment: ``<registry>/<name>:<tag>``."""
+
+    registry: str = DEFAULT_REGISTRY
+    tag: str = __version__
+
+    def ref(self, name: str) -> str:
+        return f"{self.registry}/{name}:{self.tag}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RedisSizing:
+    """Redis ``maxmemory`` of one satellite and the container memory limit around it."""
+
+    maxmemory_mib: int
+    limit_mib: int
+    frame_bytes: int
+    frames_per_satellite: int
+
+
+def satellite_count(spec: str) -> int:
+    """T of a Walker spec (``walker[-star]:T/P/F:ALT_KM:INC_DEG``); ValueError quotes the spec."""
+    from orbit_model.constellation import parse_walker_spec
+
+    if not spec.startswith(("walker:", "walker-star:")):
+        raise ValueError(f"constellation {spec!r}: a deployment needs a Walker spec "
+                         "(walker:T/P/F:ALT_KM:INC_DEG or walker-star:...); satnode computes "
+                         "its ISL neighbours from it")
+    return parse_walker_spec(spec)[1]
+
+
+def redis_sizing(*, satellites: int, pages: int, page_bytes: int, active_sessions: float,
+                 hot_share: float) -> RedisSizing:
+    """Size one satellite's Redis for the frames it may hold.
+
+    The frames of the active sessions are ``active_sessions x pages``; the most loaded
+    satellite holds ``hot_share`` of them (population-weighted clients crowd a few
+    satellites; the engine's pages-held-per-satellite report measures the share of a
+    scenario), and never less than an even spread.
+    """
+    if pages < 1 or page_bytes < 1:
+        raise ValueError(f"pages={pages} and page_bytes={page_bytes} must be at least 1")
+    if not 0.0 < hot_share <= 1.0:
+        raise ValueError(f"hot share {hot_share} must be in (0, 1]")
+    if active_sessions < 0:
+        raise ValueError(f"active sessions {active_sessions} must not be negative")
+    frame_bytes = math.ceil(page_bytes * FRAME_FACTOR) + FRAME_EXTRA_BYTES
+    share = max(hot_share, 1.0 / satellites)
+    frames = math.ceil(max(active_sessions, 1.0) * pages * share)
+    maxmemory = max(MIN_MAXMEMORY_MIB, math.ceil(frames * frame_bytes / MIB))
+    # Redis' own overhead and the replication/client buffers: +25 % and 16 MiB.
+    limit = math.ceil(maxmemory * 1.25) + 16
+    return RedisSizing(maxmemory, limit, frame_bytes, frames)
+
+
+def render_values(spec: str, *, sizing: RedisSizing, images: ImageSet,
+                  gateway_service_type: str = "ClusterIP", source: str = "") -> str:
+    """A values file for charts/satpage: only the keys that differ by scenario, commented."""
+    satellites = satellite_count(spec)
+    if gateway_service_type not in ("ClusterIP", "NodePort"):
+        raise ValueError(f"gateway service type {gateway_service_type!r} is not ClusterIP or NodePort")
+    registry_note = ("local images, never pulled" if images.registry == DEFAULT_REGISTRY
+                     else "pulled if not present")
+    return f"""\
+# satpage Helm values rendered by `satpage deploy values` (satpage {__version__}){f' from {source}' if source else ''}.
+# Install: helm install satpage charts/satpage -f THIS_FILE
+constellation:
+  # {satellites} satellites: the StatefulSet runs pods 0..{satellites - 1}
+  spec: "{spec}"
+satnode:
+  image:
+    repository: {images.registry}/satnode  # {registry_note}
+    tag: "{images.tag}"
+redis:
+  image:
+    repository: {images.registry}/redis
+    tag: "{images.tag}"
+  # up to {sizing.frames_per_satellite} frames of {sizing.frame_bytes} bytes (Redis' measured cost of one page)
+  maxmemory: {sizing.maxmemory_mib}mb
+  resources:
+    requests:
+      cpu: 2m
+      memory: 8Mi
+    limits:
+      cpu: 250m
+      memory: {sizing.limit_mib}Mi
+gateway:
+  image:
+    repository: {images.registry}/gateway
+    tag: "{images.tag}"
+  service:
+    type: {gateway_service_type}
+"""
+
+
+def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEWAY_PORT,
+                 redis_maxmemory_mib: int = 48) -> str:
+    """The Docker Swarm stack: satellite i is service ``sat-i`` with Redis ``redis-i``.
+
+    Swarm has no pods, so each satellite is two services on one overlay network,
+    all ``endpoint_mode: dnsrr`` (no service VIPs: this kernel has no IPVS); a
+    satellite knows its index from ``SATPAGE_INDEX`` and reaches peers as ``sat-{index}``.
+    The gateway publishes ``gateway_port`` in host mode, which binds every host
+    address: scripts/e2e-swarm.sh guards it so only loopback reaches it.
+    """
+    satellites = satellite_count(spec)
+    if not 1 <= gateway_port <= 65535:
+        raise ValueError(f"gateway port {gateway_port} is not a TCP port")
+    head = f"""\
+# Docker Swarm stack of the satpage constellation {spec} ({satellites} satellites).
+# Generated by `satpage deploy stack --constellation {spec}`: edit the generator
+# (sim/satpage/commands/deploy.py), not this file. Deploy and guard: docs/deploy.md.
+# Satellite i = service sat-i (satnode) + service redis-i (its page frames), all
+# endpoint_mode dnsrr on the overlay network `constellation`; gateway on host port {gateway_port}.
+version: "3.8"
+
+x-deploy: &deploy
+  endpoint_mode: dnsrr
+  replicas: 1
+  restart_policy:
+    condition: any
+    delay: 1s
+
+x-satnode-env: &satnode-env
+  SATPAGE_CONSTELLATION: "{spec}"
+  SATPAGE_PEER_TEMPLATE: "sat-{{index}}:7000"
+  SATPAGE_STORE: redis
+  SATPAGE_LISTEN: ":7000"
+  SATPAGE_METRICS_LISTEN: ":9100"
+
+x-satnode: &satnode
+  image: {images.ref("satnode")}
+  read_only: true
+  networks: [constellation]
+  healthcheck:
+    test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7000", "-connect-timeout=3s", "-rpc-timeout=3s"]
+    interval: 10s
+    timeout: 5s
+    retries: 3
+    start_period: 60s
+  deploy:
+    <<: *deploy
+    resources:
+      limits:
+        memory: 128M
+
+x-redis: &redis
+  image: {images.ref("redis")}
+  read_only: true
+  command: ["--port", "6379", "--protected-mode", "no", "--save", "", "--appendonly", "no",
+            "--dir", "/data", "--maxmemory", "{redis_maxmemory_mib}mb", "--maxmemory-policy", "noeviction"]
+  networks: [constellation]
+  volumes:
+    - type: tmpfs
+      target: /data
+  deploy:
+    <<: *deploy
+    resources:
+      limits:
+        memory: {redis_maxmemory_mib + 48}M
+
+services:
+"""
+    body = []
+    for i in range(satellites):
+        body.append(f"""\
+  sat-{i}:
+    <<: *satnode
+    hostname: sat-{i}
+    environment:
+      <<: *satnode-env
+      SATPAGE_INDEX: "{i}"
+      SATPAGE_REDIS_ADDR: "redis-{i}:6379"
+  redis-{i}:
+    <<: *redis
+    hostname: redis-{i}
+""")
+    tail = f"""\
+  gateway:
+    image: {images.ref("gateway")}
+    read_only: true
+    hostname: gateway
+    environment:
+      <<: *satnode-env
+    networks: [constellation]
+    ports:
+      - target: 7000
+        published: {gateway_port}
+        protocol: tcp
+        mode: host
+    healthcheck:
+      test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7000", "-connect-timeout=3s", "-rpc-timeout=3s"]
+      interval: 10s
+      timeout: 5s
+      retries: 3
+      start_period: 60s
+    deploy:
+      <<: *deploy
+      resources:
+        limits:
+          memory: 256M
+
+networks:
+  constellation:
+    driver: overlay
+    attachable: true
+"""
+    return head + "".join(body) + tail
+
+
+def _write(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+@app.command("values")
+def values(
+    scenario: Annotated[Path | None, typer.Option(
+        "--scenario", "-s", exists=True, dir_okay=False,
+        help="Scenario TOML: constellation, pages, page size, sessions.")] = None,
+    constellation: Annotated[str | None, typer.Option(
+        "--constellation", "-c",
+        help=f"Walker spec (overrides the scenario; default {DEFAULT_SPEC}).")] = None,
+    pages: Annotated[int | None, typer.Option(
+        help="Pages per session (default: scenario, else 1000).")] = None,
+    page_bytes: Annotated[int | None, typer.Option(
+        help="Bytes per page (default: scenario, else 4096).")] = None,
+    active_sessions: Annotated[float | None, typer.Option(
+        help="Sessions active at once (default: scenario count x mean lifetime / duration, else 1).")] = None,
+    hot_share: Annotated[float, typer.Option(
+        help="Largest share of the active frames one satellite holds.")] = 0.25,
+    registry: Annotated[str, typer.Option(
+        help="Image registry prefix (satpage.local = local images).")] = DEFAULT_REGISTRY,
+    tag: Annotated[str, typer.Option(help="Image tag.")] = __version__,
+    gateway_service: Annotated[str, typer.Option(
+        help="Gateway Service type: ClusterIP or NodePort.")] = "ClusterIP",
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Render a Helm values file for charts/satpage from a scenario or a constellation spec."""
+    try:
+        text = _values_text(scenario, constellation, pages, page_bytes, active_sessions,
+                            hot_share, ImageSet(registry, tag), gateway_service)
+    except ValueError as exc:
+        fail(str(exc))
+    _write(text, out)
+
+
+def _values_text(scenario: Path | None, constellation: str | None, pages: int | None,
+                 page_bytes: int | None, active_sessions: float | None, hot_share: float,
+                 images: ImageSet, gateway_service: str) -> str:
+    spec, source = DEFAULT_SPEC, ""
+    d_pages, d_bytes, d_active = 1000, 4096, 1.0
+    if scenario is not None:
+        from satpage.scenario import load_scenario
+
+        sc = load_scenario(scenario)
+        spec, source = sc.constellation.spec, str(scenario)
+        d_pages, d_bytes = sc.workload.pages, sc.workload.page_bytes
+        span_s = sc.time.duration_s
+        d_active = sc.sessions.count * min(1.0, sc.sessions.lifetime_mean_s / span_s) if span_s > 0 else 1.0
+    spec = constellation or spec
+    satellites = satellite_count(spec)
+    sizing = redis_sizing(satellites=satellites, pages=d_pages if pages is None else pages,
+                          page_bytes=d_bytes if page_bytes is None else page_bytes,
+                          active_sessions=d_active if active_sessions is None else active_sessions,
+                          hot_share=hot_share)
+    return render_values(spec, sizing=sizing, images=images,
+                         gateway_service_type=gateway_service, source=source)
+
+
+@app.command("stack")
+def stack(
+    constellation: Annotated[str, typer.Option("--constellation", "-c", help="Walker spec.")] = DEFAULT_SPEC,
+    registry: Annotated[str, typer.Option(help="Image registry prefix.")] = DEFAULT_REGISTRY,
+    tag: Annotated[str, typer.Option(help="Image tag.")] = __version__,
+    gateway_port: Annotated[int, typer.Option(
+        help="Host port of the gateway (host mode).")] = SWARM_GATEWAY_PORT,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Render the Docker Swarm stack file (one satnode and one Redis service per satellite)."""
+    try:
+        text = render_stack(constellation, images=ImageSet(registry, tag), gateway_port=gateway_port)
+    except ValueError as exc:
+        fail(str(exc))
+    _write(text, out)

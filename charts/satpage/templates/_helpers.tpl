@@ -1,0 +1,211 @@
+{{/*
+Names, labels and the values every template shares.
+*/}}
+
+{{/* The chart name, overridable. */}}
+{{- define "satpage.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The resource name prefix: release-chart, or the release name alone when it
+already contains the chart name. Truncated at 63 characters (DNS label limit).
+The satellite pods are <fullname>-<index>: satpage.validate checks that the
+names stay within Kubernetes' limits.
+*/}}
+{{- define "satpage.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Chart name and version for the helm.sh/chart label. */}}
+{{- define "satpage.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Common labels. */}}
+{{- define "satpage.labels" -}}
+helm.sh/chart: {{ include "satpage.chart" . }}
+{{ include "satpage.selectorLabels" . }}
+{{- if .Chart.AppVersion }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: satpage
+{{- end }}
+
+{{/* Selector labels (immutable once deployed: no version in them). */}}
+{{- define "satpage.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "satpage.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The satellites' selector: selectorLabels plus the component. */}}
+{{- define "satpage.satellite.selectorLabels" -}}
+{{ include "satpage.selectorLabels" . }}
+app.kubernetes.io/component: satellite
+{{- end }}
+
+{{/* The gateway's selector. */}}
+{{- define "satpage.gateway.selectorLabels" -}}
+{{ include "satpage.selectorLabels" . }}
+app.kubernetes.io/component: gateway
+{{- end }}
+
+{{/* Headless Service of the satellites: its pod names are the ISL peers. */}}
+{{- define "satpage.headlessName" -}}
+{{- printf "%s-headless" (include "satpage.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "satpage.gatewayName" -}}
+{{- printf "%s-gateway" (include "satpage.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "satpage.configName" -}}
+{{- printf "%s-config" (include "satpage.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The ServiceAccount the pods run as. */}}
+{{- define "satpage.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "satpage.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Parse the constellation spec (Walker notation, DESIGN.md section 3):
+walker:T/P/F:ALT_KM:INC_DEG or walker-star:T/P/F:ALT_KM:INC_DEG.
+Returns the satellite count T; fails, naming the value, when the spec does not
+parse or is inconsistent, so nothing is deployed half-way. The schema checks the
+shape; this checks what a pattern cannot (P divides T, F < P).
+*/}}
+{{- define "satpage.satellites" -}}
+{{- $spec := .Values.constellation.spec | toString }}
+{{- if not (regexMatch "^walker(-star)?:[0-9]+/[0-9]+/[0-9]+:[0-9]+(\\.[0-9]+)?:[0-9]+(\\.[0-9]+)?$" $spec) }}
+{{- fail (printf "constellation.spec %q does not parse: want walker:T/P/F:ALT_KM:INC_DEG or walker-star:T/P/F:ALT_KM:INC_DEG, e.g. walker-star:150/10/1:500:87" $spec) }}
+{{- end }}
+{{- $tpf := splitList "/" (index (splitList ":" $spec) 1) }}
+{{- $t := index $tpf 0 | atoi }}
+{{- $p := index $tpf 1 | atoi }}
+{{- $f := index $tpf 2 | atoi }}
+{{- if or (lt $t 1) (lt $p 1) }}
+{{- fail (printf "constellation.spec %q: T=%d satellites in P=%d planes, both must be at least 1" $spec $t $p) }}
+{{- end }}
+{{- if ne (mod $t $p) 0 }}
+{{- fail (printf "constellation.spec %q: T=%d satellites do not divide into P=%d planes" $spec $t $p) }}
+{{- end }}
+{{- if ge $f $p }}
+{{- fail (printf "constellation.spec %q: phasing F=%d must be less than P=%d" $spec $f $p) }}
+{{- end }}
+{{- /* The same limits as orbit_model.parse_walker_spec. */}}
+{{- $alt := index (splitList ":" $spec) 2 | float64 }}
+{{- if lt $alt 150.0 }}
+{{- fail (printf "constellation.spec %q: altitude %v km is below 150 km" $spec $alt) }}
+{{- end }}
+{{- $inc := index (splitList ":" $spec) 3 | float64 }}
+{{- if gt $inc 180.0 }}
+{{- fail (printf "constellation.spec %q: inclination %v deg is outside 0-180 deg" $spec $inc) }}
+{{- end }}
+{{- $t }}
+{{- end }}
+
+{{/* Image reference: repository:tag, tag defaulting to the chart's appVersion. */}}
+{{- define "satpage.image" -}}
+{{- printf "%s:%s" .image.repository (default .root.Chart.AppVersion .image.tag | toString) }}
+{{- end }}
+
+{{/*
+Pull policy: as given, else Never for images under the local satpage.local/
+prefix (they exist only where they were imported; a pull can only fail) and
+IfNotPresent for anything from a registry.
+*/}}
+{{- define "satpage.pullPolicy" -}}
+{{- if .pullPolicy }}
+{{- .pullPolicy }}
+{{- else if hasPrefix "satpage.local/" .repository }}
+{{- "Never" }}
+{{- else }}
+{{- "IfNotPresent" }}
+{{- end }}
+{{- end }}
+
+{{/* gRPC address template of satellite {index}: its stable name under the headless Service. */}}
+{{- define "satpage.peerTemplate" -}}
+{{- printf "%s-{index}.%s:%d" (include "satpage.fullname" .) (include "satpage.headlessName" .) (int .Values.satnode.grpcPort) }}
+{{- end }}
+
+{{/* Prometheus scrape annotations for a daemon's metrics port. */}}
+{{- define "satpage.prometheusAnnotations" -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: "/metrics"
+{{- end }}
+
+{{/* Checks that span several values; called once from the StatefulSet. */}}
+{{- define "satpage.validate" -}}
+{{- $t := include "satpage.satellites" . | int }}
+{{- $full := include "satpage.fullname" . }}
+{{- if gt (len $full) 52 }}
+{{- fail (printf "name %q is longer than 52 characters (the StatefulSet's controller-revision-hash label would pass 63): shorten the release name or set fullnameOverride" $full) }}
+{{- end }}
+{{- $longest := printf "%s-%d" (include "satpage.fullname" .) (sub $t 1) }}
+{{- if gt (len $longest) 63 }}
+{{- fail (printf "pod name %q is longer than 63 characters: shorten the release name or set fullnameOverride" $longest) }}
+{{- end }}
+{{- if eq (int .Values.satnode.grpcPort) (int .Values.satnode.metricsPort) }}
+{{- fail (printf "satnode.grpcPort and satnode.metricsPort are both %d" (int .Values.satnode.grpcPort)) }}
+{{- end }}
+{{- if and (eq .Values.satnode.store "redis") (not .Values.redis.enabled) }}
+{{- fail "satnode.store is \"redis\" but redis.enabled is false: enable the Redis sidecar or use store \"memory\"" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Redis container of a satellite pod (its page frames). It listens on the pod's
+loopback only: no other pod can reach another satellite's frames, and for the same
+reason it has no network probe (kubelet probes the pod IP); satnode's health covers
+its store. In-memory only, `noeviction`: a full store refuses writes, never drops a page.
+*/}}
+{{- define "satpage.redisContainer" -}}
+{{- $v := .root.Values -}}
+- name: redis
+  image: {{ include "satpage.image" (dict "image" $v.redis.image "root" .root) | quote }}
+  imagePullPolicy: {{ include "satpage.pullPolicy" $v.redis.image }}
+  {{- if .native }}
+  restartPolicy: Always
+  {{- end }}
+  args:
+    - --bind
+    - 127.0.0.1
+    - --port
+    - {{ $v.redis.port | quote }}
+    - --protected-mode
+    - "yes"
+    - --save
+    - ""
+    - --appendonly
+    - "no"
+    - --dir
+    - /data
+    - --maxmemory
+    - {{ $v.redis.maxmemory | quote }}
+    - --maxmemory-policy
+    - noeviction
+  resources:
+    {{- toYaml $v.redis.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $v.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: redis-data
+      mountPath: /data
+{{- end }}

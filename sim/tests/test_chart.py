@@ -1,0 +1,279 @@
+"""The Helm chart charts/satpage: lint, schema rejections, and what it renders.
+
+helm comes from .tools/bin (scripts/setup.sh --with-helm, part of `make test`);
+the authority for "valid" is helm itself (lint, schema validation, rendering).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from satpage import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "satpage"
+HELM = ROOT / ".tools" / "bin" / "helm"
+# helm built by `go install` has no version stamp and assumes Kubernetes 1.20;
+# the chart needs >= 1.27 (GA gRPC probes). 1.34 is the test cluster's version.
+KUBE = "1.34.0"
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    if not HELM.exists():
+        pytest.fail(f"{HELM} is missing: run scripts/setup.sh --with-helm (make test does)")
+    return HELM
+
+
+def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HELM_CACHE_HOME": "/tmp/satpage-helm-cache",
+           "HELM_CONFIG_HOME": "/tmp/satpage-helm-config", "HELM_DATA_HOME": "/tmp/satpage-helm-data"}
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def render(helm: Path, *args: str, kube: str = KUBE) -> dict[str, list[dict]]:
+    """helm template -> {kind: [objects]}."""
+    out = run_helm(helm, "template", "t", str(CHART), "--kube-version", kube, *args)
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    by_kind: dict[str, list[dict]] = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    return by_kind
+
+
+def reject(helm: Path, *args: str) -> str:
+    out = run_helm(helm, "template", "t", str(CHART), "--kube-version", KUBE, *args)
+    assert out.returncode != 0, f"helm accepted {args}"
+    assert out.stdout.strip() == "", "nothing may be rendered when a value is wrong"
+    return out.stderr
+
+
+CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
+
+
+@pytest.mark.parametrize("values", [None, *CI_VALUES], ids=lambda p: p.name if p else "defaults")
+def test_helm_lint_is_clean_for_the_defaults_and_every_ci_values_file(helm, values):
+    args = ["lint", "--strict", str(CHART), "--kube-version", KUBE]
+    if values:
+        args += ["-f", str(values)]
+    out = run_helm(helm, *args)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 chart(s) failed" in out.stdout
+    assert "[WARNING]" not in out.stdout and "[ERROR]" not in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("satnode.store=disk", "/satnode/store"),
+        ("satnode.grpcPort=seven", "/satnode/grpcPort"),
+        ("satnode.grpcPort=70000", "/satnode/grpcPort"),
+        ("satnode.replicas=3", "replicas"),
+        ("redis.maxmemory=lots", "/redis/maxmemory"),
+        ("gateway.service.type=LoadBalancer", "/gateway/service/type"),
+        ("satnode.image.pullPolicy=Sometimes", "/satnode/image/pullPolicy"),
+        ("constellation.spec=iridium", "/constellation/spec"),
+        ("podManagementPolicy=Random", "/podManagementPolicy"),
+    ],
+)
+def test_the_schema_rejects_a_wrong_value_naming_it(helm, setting, named):
+    err = reject(helm, "--set", setting)
+    assert "schema" in err
+    assert named in err
+
+
+def test_a_values_file_with_a_misspelt_key_is_rejected(helm, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("constellation:\n  spec: walker:24/4/1:550:53\nsatnodes:\n  store: memory\n")
+    err = reject(helm, "-f", str(bad))
+    assert "'satnodes' not allowed" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("walker:150/7/1:500:87", "do not divide into P=7 planes"),
+        ("walker-star:150/10/10:500:87", "phasing F=10 must be less than P=10"),
+        ("walker:24/4/1:100:53", "altitude 100 km is below 150 km"),
+        ("walker:24/4/1:550:200", "inclination 200 deg is outside"),
+    ],
+)
+def test_a_constellation_that_does_not_make_sense_fails_before_anything_renders(helm, spec, why):
+    from orbit_model.constellation import parse_walker_spec
+
+    with pytest.raises(ValueError):  # the authority agrees the spec is wrong
+        parse_walker_spec(spec)
+    err = reject(helm, "--set", f"constellation.spec={spec}")
+    assert spec in err and why in err
+
+
+@pytest.mark.parametrize("spec", ["walker-star:150/10/1:500:87", "walker:24/4/1:550:53",
+                                  "walker-star:66/6/2:780:86.4", "walker:1/1/0:500:0"])
+def test_the_statefulset_runs_one_pod_per_satellite_of_the_spec(helm, spec):
+    from orbit_model.constellation import parse_walker_spec
+
+    objs = render(helm, "--set", f"constellation.spec={spec}")
+    (sts,) = objs["StatefulSet"]
+    assert sts["spec"]["replicas"] == parse_walker_spec(spec)[1]
+    (cm,) = objs["ConfigMap"]
+    assert cm["data"]["SATPAGE_CONSTELLATION"] == spec
+
+
+def test_peer_names_are_the_pods_of_the_statefulset_under_the_headless_service(helm):
+    objs = render(helm)
+    (sts,) = objs["StatefulSet"]
+    headless = [s for s in objs["Service"] if s["spec"].get("clusterIP") == "None"]
+    assert len(headless) == 1
+    assert sts["spec"]["serviceName"] == headless[0]["metadata"]["name"]
+    assert headless[0]["spec"]["publishNotReadyAddresses"] is True
+    template = objs["ConfigMap"][0]["data"]["SATPAGE_PEER_TEMPLATE"]
+    # Pod i of a StatefulSet is <name>-i, resolvable as <name>-i.<serviceName>.
+    want = f"{sts['metadata']['name']}-42.{sts['spec']['serviceName']}:7000"
+    assert template.replace("{index}", "42") == want
+    # satnode takes its index from the hostname's ordinal suffix (services/README.md).
+    assert sts["spec"]["template"]["spec"].get("hostname") is None
+    selector = headless[0]["spec"]["selector"]
+    labels = sts["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items()
+
+
+def _containers(pod_spec: dict) -> list[dict]:
+    return pod_spec.get("initContainers", []) + pod_spec["containers"]
+
+
+def test_every_container_is_non_root_read_only_and_bounded(helm):
+    objs = render(helm)
+    pods = [o["spec"]["template"]["spec"] for o in objs["StatefulSet"] + objs["Deployment"]]
+    pods += [o["spec"] for o in objs["Pod"]]
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["automountServiceAccountToken"] is False
+        for c in _containers(pod):
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True, c["name"]
+            assert sc["allowPrivilegeEscalation"] is False, c["name"]
+            assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
+            assert {"cpu", "memory"} <= c["resources"]["limits"].keys(), c["name"]
+            assert {"cpu", "memory"} <= c["resources"]["requests"].keys(), c["name"]
+
+
+def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
+    objs = render(helm)
+    for workload, name in ((objs["StatefulSet"][0], "satnode"), (objs["Deployment"][0], "gateway")):
+        tpl = workload["spec"]["template"]
+        (c,) = [c for c in tpl["spec"]["containers"] if c["name"] == name]
+        grpc_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "grpc")
+        metrics_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "metrics")
+        for probe in ("readinessProbe", "livenessProbe"):
+            assert c[probe]["grpc"] == {"port": grpc_port}, (name, probe)
+        ann = tpl["metadata"]["annotations"]
+        assert ann["prometheus.io/scrape"] == "true"
+        assert ann["prometheus.io/port"] == str(metrics_port)
+        assert ann["prometheus.io/path"] == "/metrics"
+        assert re.fullmatch(r"[0-9a-f]{64}", ann["checksum/config"])
+
+
+def test_redis_is_a_native_sidecar_on_new_kubernetes_and_a_second_container_before(helm):
+    new = render(helm, kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+    old = render(helm, kube="1.28.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+    (sidecar,) = new["initContainers"]
+    assert sidecar["name"] == "redis" and sidecar["restartPolicy"] == "Always"
+    assert [c["name"] for c in new["containers"]] == ["satnode"]
+    assert "initContainers" not in old
+    assert [c["name"] for c in old["containers"]] == ["satnode", "redis"]
+    for spec in (new, old):
+        redis = next(c for c in _containers(spec) if c["name"] == "redis")
+        args = redis["args"]
+        assert args[args.index("--bind") + 1] == "127.0.0.1"
+        assert args[args.index("--maxmemory-policy") + 1] == "noeviction"
+        (mount,) = redis["volumeMounts"]
+        (vol,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+        assert "emptyDir" in vol
+
+
+def test_local_images_are_never_pulled_and_registry_images_only_when_absent(helm):
+    local = render(helm)
+    for c in _containers(local["StatefulSet"][0]["spec"]["template"]["spec"]):
+        assert c["image"] == f"satpage.local/{c['name']}:{__version__}"
+        assert c["imagePullPolicy"] == "Never"
+    remote = render(helm, "-f", str(CHART / "ci" / "registry-values.yaml"))
+    for c in _containers(remote["StatefulSet"][0]["spec"]["template"]["spec"]):
+        assert c["image"].startswith("registry.example.com/satpage/")
+        assert c["imagePullPolicy"] == "IfNotPresent"
+    assert render(helm, "--set", "satnode.image.pullPolicy=Always")["StatefulSet"][0][
+        "spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+
+
+def test_chart_app_version_is_the_package_version_that_images_are_tagged_with():
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == __version__
+    assert chart["apiVersion"] == "v2"
+
+
+def test_the_pdb_and_the_test_pod_cover_the_satellites(helm):
+    objs = render(helm)
+    (pdb,) = objs["PodDisruptionBudget"]
+    sts = objs["StatefulSet"][0]
+    assert pdb["spec"]["selector"]["matchLabels"] == sts["spec"]["selector"]["matchLabels"]
+    (test,) = objs["Pod"]
+    assert test["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    addrs = [c["command"][1] for c in _containers(test["spec"])]
+    assert addrs == ["-addr=t-satpage-0.t-satpage-headless:7000",
+                     "-addr=t-satpage-149.t-satpage-headless:7000",
+                     "-addr=t-satpage-gateway:7000"]
+
+
+def test_a_store_needing_redis_without_redis_is_rejected(helm):
+    err = reject(helm, "--set", "redis.enabled=false")
+    assert "redis.enabled is false" in err
+
+
+def test_the_readme_values_table_is_generated_from_values_yaml():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "chart-readme.py"), str(CHART), "--check"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def _leaves(node: dict, prefix: str = "") -> list[str]:
+    out = []
+    for k, v in node.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out += _leaves(v, path + ".")
+        else:
+            out.append(path)
+    return out
+
+
+def test_every_value_is_documented_and_known_to_the_schema():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chart_readme", ROOT / "scripts" / "chart-readme.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = (CHART / "values.yaml").read_text()
+    documented = {k for k, _ in mod.documented_keys(text)}
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["additionalProperties"] is False
+    for leaf in _leaves(yaml.safe_load(text)):
+        parts = leaf.split(".")
+        assert any(".".join(parts[:n]) in documented for n in range(1, len(parts) + 1)), leaf
+        node = schema
+        for part in parts:
+            if "$ref" in node:
+                node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+            if node.get("type") == "object" and "properties" not in node:
+                break  # free-form Kubernetes objects (securityContext, affinity)
+            assert part in node["properties"], leaf
+            node = node["properties"][part]

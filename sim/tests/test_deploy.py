@@ -1,0 +1,228 @@
+"""Deployment files: the Dockerfile and its Docker-free builder, the Swarm stack,
+`satpage deploy values`. The chart itself: test_chart.py."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from satpage import __version__
+from satpage.cli import app
+from satpage.commands import deploy
+
+ROOT = Path(__file__).resolve().parents[2]
+HELM = ROOT / ".tools" / "bin" / "helm"
+
+
+def _load_image_pack():
+    spec = importlib.util.spec_from_file_location("image_pack", ROOT / "scripts" / "image-pack.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("image_pack", mod)  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+image_pack = _load_image_pack()
+
+
+# --- Dockerfile and image-pack ---------------------------------------------------
+
+@pytest.mark.parametrize("target", ["satnode", "gateway", "redis"])
+def test_every_image_is_from_scratch_non_root_and_labelled(target):
+    text = (ROOT / "Dockerfile").read_text()
+    stage = image_pack.parse_dockerfile(text, target, {"VERSION": "9.9.9"})
+    uid, _, gid = stage.user.partition(":")
+    assert int(uid) > 0 and int(gid) > 0
+    for key in ("source", "version", "licenses", "revision", "title"):
+        assert stage.labels.get(f"org.opencontainers.image.{key}"), key
+    assert stage.labels["org.opencontainers.image.version"] == "9.9.9"
+    assert stage.entrypoint and stage.entrypoint[0].startswith("/")
+
+
+def test_the_dockerfile_default_version_is_the_package_version():
+    stage = image_pack.parse_dockerfile((ROOT / "Dockerfile").read_text(), "satnode", {})
+    assert stage.labels["org.opencontainers.image.version"] == __version__
+
+
+def _context(tmp_path: Path) -> Path:
+    ctx = tmp_path / "ctx"
+    (ctx / "redis" / "lib").mkdir(parents=True)
+    (ctx / "redis" / "data").mkdir()
+    for name, body in (("satnode", b"\x7fELF satnode"), ("gateway", b"\x7fELF gateway"),
+                       ("grpc_health_probe", b"\x7fELF probe"), ("redis/redis-server", b"\x7fELF redis"),
+                       ("redis/redis-cli", b"\x7fELF cli"), ("redis/lib/libc.so.6", b"libc")):
+        (ctx / name).write_bytes(body)
+        (ctx / name).chmod(0o755 if "lib" not in name else 0o644)
+    return ctx
+
+
+def _read_archive(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def test_image_pack_writes_a_consistent_oci_and_docker_archive(tmp_path):
+    ctx = _context(tmp_path)
+    out = tmp_path / "redis.tar"
+    rc = image_pack.main(["--context", str(ctx), "--target", "redis", "--tag", "satpage.local/redis:1",
+                          "--out", str(out), "--build-arg", "VERSION=1"])
+    assert rc == 0
+    files = _read_archive(out)
+    for name, data in files.items():  # every blob is named by its own digest
+        if name.startswith("blobs/sha256/"):
+            assert hashlib.sha256(data).hexdigest() == name.rsplit("/", 1)[1]
+    index = json.loads(files["index.json"])
+    (entry,) = index["manifests"]
+    assert entry["annotations"]["io.containerd.image.name"] == "satpage.local/redis:1"
+    manifest = json.loads(files[f"blobs/sha256/{entry['digest'].split(':')[1]}"])
+    config = json.loads(files[f"blobs/sha256/{manifest['config']['digest'].split(':')[1]}"])
+    (layer_desc,) = manifest["layers"]
+    layer = files[f"blobs/sha256/{layer_desc['digest'].split(':')[1]}"]
+    assert config["rootfs"]["diff_ids"] == [f"sha256:{hashlib.sha256(layer).hexdigest()}"]
+    assert config["config"]["User"] == "65532:65532"
+    assert config["config"]["Entrypoint"] == ["/redis-server"]
+    assert config["config"]["Cmd"][:2] == ["--port", "6379"]
+    assert config["config"]["WorkingDir"] == "/data"
+    assert config["config"]["Labels"]["org.opencontainers.image.licenses"] == "BSD-3-Clause"
+    docker = json.loads(files["manifest.json"])
+    assert docker[0]["RepoTags"] == ["satpage.local/redis:1"]
+    import io
+
+    with tarfile.open(fileobj=io.BytesIO(layer)) as lt:
+        members = {m.name: m for m in lt.getmembers()}
+    assert members["redis-server"].mode == 0o755 and members["redis-server"].uid == 0
+    assert members["lib/libc.so.6"].mode == 0o644
+    assert members["data"].isdir()
+    assert "satnode" not in members  # only the redis target's COPY
+
+
+def test_image_pack_is_reproducible(tmp_path):
+    ctx = _context(tmp_path)
+    digests = []
+    for n in range(2):
+        out = tmp_path / f"satnode{n}.tar"
+        image_pack.main(["--context", str(ctx), "--target", "satnode", "--tag", "x/satnode:1",
+                         "--out", str(out)])
+        digests.append(hashlib.sha256(out.read_bytes()).hexdigest())
+        os.utime(ctx / "satnode", (n * 1000, n * 1000))
+    assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "message"),
+    [
+        ("FROM debian:12 AS x\n", "only 'FROM scratch AS name'"),
+        ("FROM scratch AS x\nRUN echo hi\n", "line 2: instruction RUN"),
+        ("FROM scratch AS x\nENTRYPOINT /x --y\n", "JSON form"),
+        ("FROM scratch AS y\n", "target 'x' is not a stage"),
+        ("FROM scratch AS x\nLABEL a=$NOPE\n", "$NOPE is not a declared ARG"),
+    ],
+)
+def test_image_pack_refuses_what_it_cannot_build_naming_the_line(dockerfile, message):
+    with pytest.raises(ValueError, match=message.replace("$", r"\$").replace("(", r"\(")):
+        image_pack.parse_dockerfile(dockerfile, "x", {})
+
+
+# --- Swarm stack ---------------------------------------------------------------
+
+def test_the_checked_in_swarm_stack_is_what_the_generator_writes():
+    checked_in = (ROOT / "charts" / "swarm" / "satpage-stack.yml").read_text()
+    assert checked_in == deploy.render_stack(deploy.DEFAULT_SPEC, images=deploy.ImageSet())
+
+
+@pytest.mark.parametrize("spec", ["walker-star:150/10/1:500:87", "walker:24/4/1:550:53"])
+def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec):
+    from orbit_model.constellation import parse_walker_spec
+
+    total = parse_walker_spec(spec)[1]
+    stack = yaml.safe_load(deploy.render_stack(spec, images=deploy.ImageSet(tag="7")))
+    services = stack["services"]
+    assert len(services) == 2 * total + 1
+    for i in range(total):
+        sat = services[f"sat-{i}"]
+        env = sat["environment"]
+        assert env["SATPAGE_INDEX"] == str(i)
+        assert env["SATPAGE_REDIS_ADDR"] == f"redis-{i}:6379"
+        assert env["SATPAGE_CONSTELLATION"] == spec
+        assert env["SATPAGE_PEER_TEMPLATE"].replace("{index}", "3") == "sat-3:7000"
+        assert sat["image"] == "satpage.local/satnode:7"
+        assert services[f"redis-{i}"]["image"] == "satpage.local/redis:7"
+    for name, svc in services.items():
+        assert svc["deploy"]["endpoint_mode"] == "dnsrr", name
+        assert svc["read_only"] is True, name
+        assert svc["networks"] == ["constellation"], name
+    (port,) = services["gateway"]["ports"]
+    assert port["mode"] == "host" and port["published"] == deploy.SWARM_GATEWAY_PORT
+    assert "healthcheck" in services["sat-0"]
+    assert stack["networks"]["constellation"] == {"driver": "overlay", "attachable": True}
+
+
+def test_a_tle_constellation_cannot_be_deployed_and_the_message_says_why():
+    with pytest.raises(ValueError, match="needs a Walker spec"):
+        deploy.satellite_count("tle:catalog.txt")
+
+
+# --- satpage deploy values -------------------------------------------------------
+
+def test_redis_sizing_follows_the_measured_cost_of_a_frame():
+    # 143 active sessions x 1000 pages, a quarter on the busiest satellite.
+    s = deploy.redis_sizing(satellites=150, pages=1000, page_bytes=4096, active_sessions=143.0,
+                            hot_share=0.25)
+    assert s.frame_bytes >= 5219  # measured: 5,219 bytes of Redis memory per 4 KiB frame
+    assert s.frames_per_satellite == 35750
+    assert s.maxmemory_mib * (1 << 20) >= s.frames_per_satellite * s.frame_bytes
+    assert s.limit_mib > s.maxmemory_mib
+    small = deploy.redis_sizing(satellites=150, pages=10, page_bytes=64, active_sessions=1,
+                                hot_share=0.25)
+    assert small.maxmemory_mib == deploy.MIN_MAXMEMORY_MIB
+
+
+@pytest.mark.skipif(not HELM.exists(), reason="helm is not in .tools/bin (scripts/setup.sh --with-helm)")
+@pytest.mark.parametrize("args", [["--constellation", "walker:24/4/1:550:53", "--gateway-service", "NodePort"],
+                                  ["--scenario", str(ROOT / "sim" / "satpage" / "scenarios" / "default.toml")],
+                                  ["--registry", "registry.example.com/satpage", "--tag", "1.2.3"]])
+def test_rendered_values_install_with_plain_helm(tmp_path, args):
+    out = tmp_path / "values.yaml"
+    result = CliRunner().invoke(app, ["deploy", "values", *args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lint = subprocess.run([str(HELM), "template", "t", str(ROOT / "charts" / "satpage"), "-f", str(out),
+                           "--kube-version", "1.34.0"], capture_output=True, text=True, timeout=60)
+    assert lint.returncode == 0, lint.stderr
+    values = yaml.safe_load(out.read_text())
+    docs = [d for d in yaml.safe_load_all(lint.stdout) if d]
+    (sts,) = [d for d in docs if d["kind"] == "StatefulSet"]
+    from orbit_model.constellation import parse_walker_spec
+
+    assert sts["spec"]["replicas"] == parse_walker_spec(values["constellation"]["spec"])[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--constellation", "walker:150/7/1:500:87"], "'walker:150/7/1:500:87'"),
+        (["--constellation", "tle:x.txt"], "needs a Walker spec"),
+        (["--hot-share", "2"], "hot share 2.0"),
+        (["--gateway-service", "LoadBalancer"], "'LoadBalancer'"),
+    ],
+)
+def test_deploy_values_rejects_bad_input_naming_the_value(args, message):
+    result = CliRunner().invoke(app, ["deploy", "values", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_deploy_stack_writes_the_stack_for_another_constellation(tmp_path):
+    out = tmp_path / "stack.yml"
+    result = CliRunner().invoke(app, ["deploy", "stack", "-c", "walker:6/2/1:550:53", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(yaml.safe_load(out.read_text())["services"]) == 13
