@@ -296,13 +296,14 @@ def _plot_fig1(path: Path, grid, load, title: str) -> None:
     fig.colorbar(image, ax=ax, shrink=0.7, label="people per cell")
     lat, lon = footprint_outline_deg(load.sub_lat_deg[:, 0], load.sub_lon_deg[:, 0],
                                      load.central_angle_rad, 145)
+    alpha = float(np.clip(100.0 / max(len(lat), 1), 0.2, 0.8))   # dense catalogues stay legible
     for la, lo in zip(lat, lon, strict=True):
         if not np.all(np.isfinite(la)):
             continue
         # break the ring where it crosses the antimeridian
         jump = np.flatnonzero(np.abs(np.diff(lo)) > 180.0) + 1
         ax.plot(np.insert(lo, jump, np.nan), np.insert(la, jump, np.nan),
-                color="tab:blue", lw=0.7, alpha=0.8)
+                color="tab:blue", lw=0.7, alpha=alpha)
     ax.scatter(load.sub_lon_deg[:, 0], load.sub_lat_deg[:, 0], s=8, color="navy", zorder=3,
                label="sub-satellite point")
     ax.set_xlim(-180, 180)
