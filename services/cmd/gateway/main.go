@@ -1,12 +1,57 @@
 // Command gateway is the ground entry point (wiring only; logic in internal/).
+// Settings: flags or SATPAGE_* environment variables (services/README.md).
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/satpage/satpage/services/internal/config"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/daemon"
+	"github.com/satpage/satpage/services/internal/gateway"
+	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/peers"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "gateway: not built yet (issue 8)")
-	os.Exit(2)
+	if err := run(); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	}
+}
+
+func run() error {
+	host, _ := os.Hostname()
+	cfg, err := config.Load(config.Gateway, os.Args[1:], os.Getenv, host, os.Stderr)
+	if err != nil {
+		return err
+	}
+	log := daemon.Logger(os.Stderr, cfg.SlogLevel(), cfg.LogFormat, "gateway")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	grid, err := constellation.NewGrid(cfg.Spec())
+	if err != nil {
+		return err
+	}
+	pool := peers.NewPool(cfg.PeerAddr)
+	defer pool.Close()
+	m := metrics.NewGateway()
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout})
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "constellation", cfg.Constellation, "peer_template", cfg.PeerTemplate, "peer_port_base", cfg.PeerPortBase)
+	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
+		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: g.Register, Logger: log,
+		Services: []string{"satpage.v1.PageService", "satpage.v1.GatewayService"}})
 }

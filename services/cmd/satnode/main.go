@@ -1,12 +1,67 @@
 // Command satnode is the satellite node daemon (wiring only; logic in internal/).
+// Settings: flags or SATPAGE_* environment variables (services/README.md).
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/satpage/satpage/services/internal/config"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/daemon"
+	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/node"
+	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/store"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "satnode: not built yet (issue 8)")
-	os.Exit(2)
+	if err := run(); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "satnode:", err)
+		os.Exit(2)
+	}
+}
+
+func run() error {
+	host, _ := os.Hostname()
+	cfg, err := config.Load(config.Satnode, os.Args[1:], os.Getenv, host, os.Stderr)
+	if err != nil {
+		return err
+	}
+	log := daemon.Logger(os.Stderr, cfg.SlogLevel(), cfg.LogFormat, "satnode").With("satellite", cfg.Index)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	grid, err := constellation.NewGrid(cfg.Spec())
+	if err != nil {
+		return err
+	}
+	var st store.PageStore = store.NewMemory()
+	if cfg.Store == "redis" {
+		if st, err = store.NewRedis(ctx, cfg.RedisAddr); err != nil {
+			return err
+		}
+	}
+	defer st.Close()
+	pool := peers.NewPool(cfg.PeerAddr)
+	defer pool.Close()
+	m := metrics.NewNode(cfg.Index)
+	n, err := node.New(node.Options{Index: uint32(cfg.Index), Grid: grid, Store: st, Peers: pool,
+		Logger: log, Metrics: m, PageBytes: cfg.PageBytes})
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
+		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
+	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
+		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Logger: log,
+		Services: []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"}})
 }

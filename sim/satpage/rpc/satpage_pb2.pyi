@@ -1,8 +1,45 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
+    OUTCOME_LOCAL: _ClassVar[Outcome]
+    OUTCOME_CREATED: _ClassVar[Outcome]
+    OUTCOME_MOVED: _ClassVar[Outcome]
+
+class Strategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STRATEGY_UNSPECIFIED: _ClassVar[Strategy]
+    STRATEGY_ON_DEMAND: _ClassVar[Strategy]
+    STRATEGY_PROACTIVE: _ClassVar[Strategy]
+OUTCOME_UNSPECIFIED: Outcome
+OUTCOME_LOCAL: Outcome
+OUTCOME_CREATED: Outcome
+OUTCOME_MOVED: Outcome
+STRATEGY_UNSPECIFIED: Strategy
+STRATEGY_ON_DEMAND: Strategy
+STRATEGY_PROACTIVE: Strategy
+
+class Route(_message.Message):
+    __slots__ = ("origin", "destination", "scenario_time_ns", "hops", "path")
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    origin: int
+    destination: int
+    scenario_time_ns: int
+    hops: int
+    path: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, origin: _Optional[int] = ..., destination: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., hops: _Optional[int] = ..., path: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReadPageRequest(_message.Message):
     __slots__ = ("session_id", "page", "scenario_time_ns")
@@ -15,9 +52,267 @@ class ReadPageRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class ReadPageResponse(_message.Message):
-    __slots__ = ("data", "hops")
+    __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner")
     DATA_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_OWNER_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     hops: int
-    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ...) -> None: ...
+    outcome: Outcome
+    satellite: int
+    previous_owner: int
+    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ...) -> None: ...
+
+class ReadPagesRequest(_message.Message):
+    __slots__ = ("session_id", "pages", "scenario_time_ns", "omit_data")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    OMIT_DATA_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    scenario_time_ns: _containers.RepeatedScalarFieldContainer[int]
+    omit_data: bool
+    def __init__(self, session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ..., scenario_time_ns: _Optional[_Iterable[int]] = ..., omit_data: _Optional[bool] = ...) -> None: ...
+
+class ReadPagesResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ReadPageResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[ReadPageResponse, _Mapping]]] = ...) -> None: ...
+
+class WritePageRequest(_message.Message):
+    __slots__ = ("session_id", "page", "scenario_time_ns", "data")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    page: int
+    scenario_time_ns: int
+    data: bytes
+    def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class WritePageResponse(_message.Message):
+    __slots__ = ("hops", "outcome", "satellite")
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    hops: int
+    outcome: Outcome
+    satellite: int
+    def __init__(self, hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ...) -> None: ...
+
+class EndSessionRequest(_message.Message):
+    __slots__ = ("session_id", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class EndSessionResponse(_message.Message):
+    __slots__ = ("pages_deleted",)
+    PAGES_DELETED_FIELD_NUMBER: _ClassVar[int]
+    pages_deleted: int
+    def __init__(self, pages_deleted: _Optional[int] = ...) -> None: ...
+
+class Visit(_message.Message):
+    __slots__ = ("satellite", "start_ns")
+    SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    START_NS_FIELD_NUMBER: _ClassVar[int]
+    satellite: int
+    start_ns: int
+    def __init__(self, satellite: _Optional[int] = ..., start_ns: _Optional[int] = ...) -> None: ...
+
+class RegisterSessionRequest(_message.Message):
+    __slots__ = ("session_id", "visits", "strategy")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VISITS_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    visits: _containers.RepeatedCompositeFieldContainer[Visit]
+    strategy: Strategy
+    def __init__(self, session_id: _Optional[str] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., strategy: _Optional[_Union[Strategy, str]] = ...) -> None: ...
+
+class RegisterSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SessionStatsRequest(_message.Message):
+    __slots__ = ("session_id", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class SessionStatsResponse(_message.Message):
+    __slots__ = ("visit", "table_pages", "frames_by_visit", "ondemand_moves", "ondemand_hops", "proactive_moves", "proactive_hops", "accesses", "created")
+    VISIT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_BY_VISIT_FIELD_NUMBER: _ClassVar[int]
+    ONDEMAND_MOVES_FIELD_NUMBER: _ClassVar[int]
+    ONDEMAND_HOPS_FIELD_NUMBER: _ClassVar[int]
+    PROACTIVE_MOVES_FIELD_NUMBER: _ClassVar[int]
+    PROACTIVE_HOPS_FIELD_NUMBER: _ClassVar[int]
+    ACCESSES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    visit: int
+    table_pages: _containers.RepeatedScalarFieldContainer[int]
+    frames_by_visit: _containers.RepeatedScalarFieldContainer[int]
+    ondemand_moves: int
+    ondemand_hops: int
+    proactive_moves: int
+    proactive_hops: int
+    accesses: int
+    created: int
+    def __init__(self, visit: _Optional[int] = ..., table_pages: _Optional[_Iterable[int]] = ..., frames_by_visit: _Optional[_Iterable[int]] = ..., ondemand_moves: _Optional[int] = ..., ondemand_hops: _Optional[int] = ..., proactive_moves: _Optional[int] = ..., proactive_hops: _Optional[int] = ..., accesses: _Optional[int] = ..., created: _Optional[int] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Page(_message.Message):
+    __slots__ = ("page", "data")
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    page: int
+    data: bytes
+    def __init__(self, page: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class FetchPagesRequest(_message.Message):
+    __slots__ = ("route", "session_id", "pages")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    session_id: str
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class FetchPagesResponse(_message.Message):
+    __slots__ = ("pages", "hops")
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    pages: _containers.RepeatedCompositeFieldContainer[Page]
+    hops: int
+    def __init__(self, pages: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., hops: _Optional[int] = ...) -> None: ...
+
+class ReleasePagesRequest(_message.Message):
+    __slots__ = ("route", "session_id", "pages", "new_owner")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    NEW_OWNER_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    session_id: str
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    new_owner: int
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ..., new_owner: _Optional[int] = ...) -> None: ...
+
+class ReleasePagesResponse(_message.Message):
+    __slots__ = ("released", "hops")
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    released: int
+    hops: int
+    def __init__(self, released: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
+
+class HandOverRequest(_message.Message):
+    __slots__ = ("session_id", "to_satellite", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    to_satellite: int
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., to_satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class HandOverResponse(_message.Message):
+    __slots__ = ("table_pages", "hops")
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    table_pages: int
+    hops: int
+    def __init__(self, table_pages: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
+
+class TableEntry(_message.Message):
+    __slots__ = ("page", "owner")
+    PAGE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    page: int
+    owner: int
+    def __init__(self, page: _Optional[int] = ..., owner: _Optional[int] = ...) -> None: ...
+
+class AcceptTableRequest(_message.Message):
+    __slots__ = ("route", "session_id", "entries")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    session_id: str
+    entries: _containers.RepeatedCompositeFieldContainer[TableEntry]
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ...) -> None: ...
+
+class AcceptTableResponse(_message.Message):
+    __slots__ = ("hops",)
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    hops: int
+    def __init__(self, hops: _Optional[int] = ...) -> None: ...
+
+class MovePagesRequest(_message.Message):
+    __slots__ = ("session_id", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class MovePagesResponse(_message.Message):
+    __slots__ = ("moved", "page_hops")
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_HOPS_FIELD_NUMBER: _ClassVar[int]
+    moved: int
+    page_hops: int
+    def __init__(self, moved: _Optional[int] = ..., page_hops: _Optional[int] = ...) -> None: ...
+
+class SessionFramesRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SessionFramesResponse(_message.Message):
+    __slots__ = ("frames", "serving", "table_pages")
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    SERVING_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    frames: int
+    serving: bool
+    table_pages: int
+    def __init__(self, frames: _Optional[int] = ..., serving: _Optional[bool] = ..., table_pages: _Optional[int] = ...) -> None: ...
+
+class DropSessionRequest(_message.Message):
+    __slots__ = ("route", "session_id")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    session_id: str
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ...) -> None: ...
+
+class DropSessionResponse(_message.Message):
+    __slots__ = ("frames_deleted", "hops")
+    FRAMES_DELETED_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    frames_deleted: int
+    hops: int
+    def __init__(self, frames_deleted: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...

@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class PageServiceStub:
-    """Client-facing API, served by the gateway and by every satellite node.
+    """Client-facing API, served by the gateway (which routes each request to the
+    satellite serving the session at the request's scenario time) and by every
+    satellite node (which must then be the one holding the session's page table).
     """
 
     def __init__(self, channel):
@@ -40,14 +42,54 @@ class PageServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
                 _registered_method=True)
+        self.ReadPages = channel.unary_unary(
+                '/satpage.v1.PageService/ReadPages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
+                _registered_method=True)
+        self.WritePage = channel.unary_unary(
+                '/satpage.v1.PageService/WritePage',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
+                _registered_method=True)
+        self.EndSession = channel.unary_unary(
+                '/satpage.v1.PageService/EndSession',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
+                _registered_method=True)
 
 
 class PageServiceServicer:
-    """Client-facing API, served by the gateway and by every satellite node.
+    """Client-facing API, served by the gateway (which routes each request to the
+    satellite serving the session at the request's scenario time) and by every
+    satellite node (which must then be the one holding the session's page table).
     """
 
     def ReadPage(self, request, context):
-        """Read a page of a session (creating it when it never existed).
+        """Read a page of a session. A page owned by another satellite is moved here
+        first (a page fault); a page that never existed is created here, empty.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadPages(self, request, context):
+        """Read many pages of one session in order; the same as that many ReadPage
+        calls (handovers included at the gateway), in one round trip.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WritePage(self, request, context):
+        """Write a page of a session (moving it here first when it is owned elsewhere).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndSession(self, request, context):
+        """End a session: every frame it has on any satellite, and its page table, are deleted.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -61,6 +103,21 @@ def add_PageServiceServicer_to_server(servicer, server):
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.SerializeToString,
             ),
+            'ReadPages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadPages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.SerializeToString,
+            ),
+            'WritePage': grpc.unary_unary_rpc_method_handler(
+                    servicer.WritePage,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.SerializeToString,
+            ),
+            'EndSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSession,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'satpage.v1.PageService', rpc_method_handlers)
@@ -70,7 +127,9 @@ def add_PageServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class PageService:
-    """Client-facing API, served by the gateway and by every satellite node.
+    """Client-facing API, served by the gateway (which routes each request to the
+    satellite serving the session at the request's scenario time) and by every
+    satellite node (which must then be the one holding the session's page table).
     """
 
     @staticmethod
@@ -90,6 +149,601 @@ class PageService:
             '/satpage.v1.PageService/ReadPage',
             satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadPages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.PageService/ReadPages',
+            satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WritePage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.PageService/WritePage',
+            satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.PageService/EndSession',
+            satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class GatewayServiceStub:
+    """Ground control of sessions, served by the gateway only.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.RegisterSession = channel.unary_unary(
+                '/satpage.v1.GatewayService/RegisterSession',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
+                _registered_method=True)
+        self.SessionStats = channel.unary_unary(
+                '/satpage.v1.GatewayService/SessionStats',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
+                _registered_method=True)
+
+
+class GatewayServiceServicer:
+    """Ground control of sessions, served by the gateway only.
+    """
+
+    def RegisterSession(self, request, context):
+        """Tell the gateway which satellites serve a session and from when
+        (handovers are predictable from the orbits); opens the session's page
+        table at the first serving satellite.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SessionStats(self, request, context):
+        """Counts of one session, after performing every handover due by scenario_time_ns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_GatewayServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'RegisterSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterSession,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.SerializeToString,
+            ),
+            'SessionStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.SessionStats,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'satpage.v1.GatewayService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('satpage.v1.GatewayService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class GatewayService:
+    """Ground control of sessions, served by the gateway only.
+    """
+
+    @staticmethod
+    def RegisterSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.GatewayService/RegisterSession',
+            satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SessionStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.GatewayService/SessionStats',
+            satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class SatelliteServiceStub:
+    """Satellite-to-satellite API (and the gateway's uplink to a serving satellite).
+    Requests that carry a Route are relayed hop by hop over ISLs until they reach
+    route.destination; every relay adds one to route.hops.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.OpenSession = channel.unary_unary(
+                '/satpage.v1.SatelliteService/OpenSession',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
+                _registered_method=True)
+        self.FetchPages = channel.unary_unary(
+                '/satpage.v1.SatelliteService/FetchPages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
+                _registered_method=True)
+        self.ReleasePages = channel.unary_unary(
+                '/satpage.v1.SatelliteService/ReleasePages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
+                _registered_method=True)
+        self.HandOver = channel.unary_unary(
+                '/satpage.v1.SatelliteService/HandOver',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
+                _registered_method=True)
+        self.AcceptTable = channel.unary_unary(
+                '/satpage.v1.SatelliteService/AcceptTable',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
+                _registered_method=True)
+        self.MovePages = channel.unary_unary(
+                '/satpage.v1.SatelliteService/MovePages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
+                _registered_method=True)
+        self.SessionFrames = channel.unary_unary(
+                '/satpage.v1.SatelliteService/SessionFrames',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
+                _registered_method=True)
+        self.DropSession = channel.unary_unary(
+                '/satpage.v1.SatelliteService/DropSession',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
+                _registered_method=True)
+
+
+class SatelliteServiceServicer:
+    """Satellite-to-satellite API (and the gateway's uplink to a serving satellite).
+    Requests that carry a Route are relayed hop by hop over ISLs until they reach
+    route.destination; every relay adds one to route.hops.
+    """
+
+    def OpenSession(self, request, context):
+        """Open an empty page table for a session at this satellite (its first serving satellite).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchPages(self, request, context):
+        """Fetch pages from their owner (route.destination), relayed. The owner keeps
+        them until ReleasePages: a move stores the page at the new owner first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleasePages(self, request, context):
+        """Delete pages at their old owner (route.destination) after the new owner stored them, relayed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def HandOver(self, request, context):
+        """Hand the session's page table over from this (the old serving) satellite to another.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AcceptTable(self, request, context):
+        """Store a page table handed over by the old serving satellite (route.origin), relayed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MovePages(self, request, context):
+        """Proactive transfer: move every page of the session owned elsewhere to this
+        (the serving) satellite.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SessionFrames(self, request, context):
+        """What this satellite holds of a session: frames, and the page-table size if it serves it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropSession(self, request, context):
+        """Delete every frame of a session held at route.destination, relayed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SatelliteServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'FetchPages': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchPages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.SerializeToString,
+            ),
+            'ReleasePages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleasePages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.SerializeToString,
+            ),
+            'HandOver': grpc.unary_unary_rpc_method_handler(
+                    servicer.HandOver,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.SerializeToString,
+            ),
+            'AcceptTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcceptTable,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.SerializeToString,
+            ),
+            'MovePages': grpc.unary_unary_rpc_method_handler(
+                    servicer.MovePages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.SerializeToString,
+            ),
+            'SessionFrames': grpc.unary_unary_rpc_method_handler(
+                    servicer.SessionFrames,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.SerializeToString,
+            ),
+            'DropSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropSession,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'satpage.v1.SatelliteService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('satpage.v1.SatelliteService', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class SatelliteService:
+    """Satellite-to-satellite API (and the gateway's uplink to a serving satellite).
+    Requests that carry a Route are relayed hop by hop over ISLs until they reach
+    route.destination; every relay adds one to route.hops.
+    """
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/OpenSession',
+            satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchPages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/FetchPages',
+            satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleasePages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/ReleasePages',
+            satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HandOver(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/HandOver',
+            satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcceptTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/AcceptTable',
+            satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MovePages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/MovePages',
+            satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SessionFrames(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/SessionFrames',
+            satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/DropSession',
+            satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

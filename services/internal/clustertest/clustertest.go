@@ -1,0 +1,153 @@
+// Package clustertest runs a whole constellation of satellite nodes and a
+// gateway in one test process over bufconn, with a switch to cut a node off
+// (a partition) and per-node metrics to read.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+		"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/gateway"
+	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/node"
+	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+// Cluster is an in-process constellation.
+type Cluster struct {
+	Grid    *constellation.Grid
+	Nodes   []*node.Node
+	Stores  []store.PageStore
+	Metrics []*metrics.Node
+	Gateway satpagev1.PageServiceClient
+	Control satpagev1.GatewayServiceClient
+
+	mu   sync.Mutex // guards down
+	down map[uint32]bool
+	lis  map[string]*bufconn.Listener
+}
+
+// Options tune New.
+type Options struct {
+	// Store returns satellite i's store (default: memory).
+	Store func(t *testing.T, i int) store.PageStore
+	// Interceptor, if set, wraps every node's unary handlers (fault injection).
+	Interceptor func(i int) grpc.UnaryServerInterceptor
+}
+
+// New starts every satellite of spec and a gateway.
+func New(t *testing.T, spec string, o Options) *Cluster {
+	t.Helper()
+	s, err := constellation.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grid, err := constellation.NewGrid(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}}
+	for i := range s.Satellites {
+		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
+	}
+	c.lis["gateway"] = bufconn.Listen(1 << 20)
+	for i := range s.Satellites {
+		var st store.PageStore = store.NewMemory()
+		if o.Store != nil {
+			st = o.Store(t, i)
+		}
+		m := metrics.NewNode(i)
+		pool := c.Pool()
+		n, err := node.New(node.Options{Index: uint32(i), Grid: grid, Store: st, Peers: pool, Metrics: m, PageBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
+		if o.Interceptor != nil {
+			if ic := o.Interceptor(i); ic != nil {
+				chain = append(chain, ic)
+			}
+		}
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...))
+		n.Register(srv)
+		go srv.Serve(c.lis["sat-"+strconv.Itoa(i)])
+		t.Cleanup(func() { srv.Stop(); pool.Close(); st.Close() })
+		c.Nodes, c.Stores, c.Metrics = append(c.Nodes, n), append(c.Stores, st), append(c.Metrics, m)
+	}
+	gpool := c.Pool()
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gsrv := grpc.NewServer()
+	g.Register(gsrv)
+	go gsrv.Serve(c.lis["gateway"])
+	conn := c.dial(t, "gateway")
+	t.Cleanup(func() { conn.Close(); gsrv.Stop(); gpool.Close() })
+	c.Gateway = satpagev1.NewPageServiceClient(conn)
+	c.Control = satpagev1.NewGatewayServiceClient(conn)
+	return c
+}
+
+// partitioned fails every request to satellite i while it is partitioned off.
+func (c *Cluster) partitioned(i uint32) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		c.mu.Lock()
+		down := c.down[i]
+		c.mu.Unlock()
+		if down {
+			return nil, status.Errorf(codes.Unavailable, "satellite %d is partitioned off", i)
+		}
+		return h(ctx, req)
+	}
+}
+
+func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
+	l, ok := c.lis[addr]
+	if !ok {
+		return nil, fmt.Errorf("no such address %q", addr)
+	}
+	return l.DialContext(ctx)
+}
+
+// Pool is a peers.Pool that dials the in-process satellites.
+func (c *Cluster) Pool() *peers.Pool {
+	return peers.NewPool(func(i uint32) string { return "passthrough:///sat-" + strconv.Itoa(int(i)) },
+		grpc.WithContextDialer(c.dialer), grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+func (c *Cluster) dial(t *testing.T, name string) *grpc.ClientConn {
+	conn, err := grpc.NewClient("passthrough:///"+name, grpc.WithContextDialer(c.dialer),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// Satellite is a client straight to satellite i (bypassing the gateway).
+func (c *Cluster) Satellite(t *testing.T, i int) (satpagev1.PageServiceClient, satpagev1.SatelliteServiceClient) {
+	conn := c.dial(t, "sat-"+strconv.Itoa(i))
+	t.Cleanup(func() { conn.Close() })
+	return satpagev1.NewPageServiceClient(conn), satpagev1.NewSatelliteServiceClient(conn)
+}
+
+// Partition makes satellite i answer every request with Unavailable (down) or serve again.
+func (c *Cluster) Partition(i uint32, down bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down[i] = down
+}

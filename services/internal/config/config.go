@@ -1,0 +1,234 @@
+// Package config holds the settings of satnode and gateway: DefaultConfig,
+// Validate, and Load from flags and SATPAGE_* environment variables (flags
+// win). services/README.md lists the contract; the container images, the
+// local cluster, the Swarm stack and the Helm chart rely on these names.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// Role is the binary a configuration is for.
+type Role string
+
+const (
+	Satnode Role = "satnode"
+	Gateway Role = "gateway"
+)
+
+// Config is every setting of both daemons (the gateway ignores the node-only ones).
+type Config struct {
+	Index         int    // satellite index; -1 = from the hostname's ordinal suffix
+	Constellation string // Walker spec
+	Listen        string // gRPC (API, health, reflection)
+	MetricsListen string // Prometheus /metrics; "" or "off" disables
+	RedisAddr     string // this satellite's Redis: host:port or a Unix socket path
+	Store         string // redis | memory
+	PeerTemplate  string // address of satellite i: {index} -> i, {port} -> PeerPortBase + i
+	PeerPortBase  int
+	PageBytes     int           // largest page accepted
+	StopTimeout   time.Duration // graceful stop, then force
+	RPCTimeout    time.Duration // deadline the gateway gives a request that has none
+	LogLevel      string        // debug | info | warn | error
+	LogFormat     string        // json | text
+}
+
+// DefaultConfig is the documented defaults (services/README.md).
+func DefaultConfig() Config {
+	return Config{
+		Index:         -1,
+		Constellation: "walker-star:150/10/1:500:87",
+		Listen:        ":7000",
+		MetricsListen: ":9100",
+		RedisAddr:     "127.0.0.1:6379",
+		Store:         "redis",
+		PeerTemplate:  "127.0.0.1:{port}",
+		PeerPortBase:  7000,
+		PageBytes:     4096,
+		StopTimeout:   10 * time.Second,
+		RPCTimeout:    30 * time.Second,
+		LogLevel:      "info",
+		LogFormat:     "json",
+	}
+}
+
+// MaxPageBytes bounds --page-bytes below gRPC's default 4 MiB message limit.
+const MaxPageBytes = 1 << 20
+
+// Validate checks the settings a role uses and names each bad value.
+func (c Config) Validate(role Role) error {
+	var problems []error
+	bad := func(format string, a ...any) {
+		problems = append(problems, fmt.Errorf(format+": %w", append(a, errs.ErrInvalid)...))
+	}
+	spec, err := constellation.ParseSpec(c.Constellation)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("--constellation: %w", err))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("--listen %q is not host:port", c.Listen)
+	}
+	if c.MetricsListen != "" && c.MetricsListen != "off" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			bad("--metrics-listen %q is not host:port (or off)", c.MetricsListen)
+		}
+	}
+	if !strings.Contains(c.PeerTemplate, "{index}") && !strings.Contains(c.PeerTemplate, "{port}") {
+		bad("--peer-template %q names neither {index} nor {port}", c.PeerTemplate)
+	}
+	if c.PeerPortBase < 0 || c.PeerPortBase+spec.Satellites > 65536 {
+		bad("--peer-port-base %d: ports up to %d do not fit in 1..65535", c.PeerPortBase, c.PeerPortBase+spec.Satellites-1)
+	}
+	if c.PageBytes < 1 || c.PageBytes > MaxPageBytes {
+		bad("--page-bytes %d outside [1, %d]", c.PageBytes, MaxPageBytes)
+	}
+	if c.StopTimeout <= 0 {
+		bad("--stop-timeout %v is not positive", c.StopTimeout)
+	}
+	if c.RPCTimeout <= 0 {
+		bad("--rpc-timeout %v is not positive", c.RPCTimeout)
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		bad("--log-level %q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("--log-format %q is not json or text", c.LogFormat)
+	}
+	if role == Satnode {
+		if c.Index < 0 || (spec.Satellites > 0 && c.Index >= spec.Satellites) {
+			bad("--index %d outside [0, %d)", c.Index, spec.Satellites)
+		}
+		switch c.Store {
+		case "redis":
+			if c.RedisAddr == "" {
+				bad("--redis is empty")
+			}
+		case "memory":
+		default:
+			bad("--store %q is not redis or memory", c.Store)
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// Spec is the parsed constellation (call after Validate).
+func (c Config) Spec() constellation.Spec {
+	s, _ := constellation.ParseSpec(c.Constellation)
+	return s
+}
+
+// PeerAddr is the gRPC address of satellite i.
+func (c Config) PeerAddr(i uint32) string {
+	r := strings.NewReplacer("{index}", strconv.FormatUint(uint64(i), 10),
+		"{port}", strconv.Itoa(c.PeerPortBase+int(i)))
+	return r.Replace(c.PeerTemplate)
+}
+
+// SlogLevel is LogLevel parsed (info when invalid).
+func (c Config) SlogLevel() slog.Level {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return slog.LevelInfo
+	}
+	return lvl
+}
+
+var ordinal = regexp.MustCompile(`-(\d+)$`)
+
+// IndexFromHostname is the ordinal suffix of a StatefulSet-style hostname
+// ("satpage-sat-17" -> 17), or -1.
+func IndexFromHostname(host string) int {
+	m := ordinal.FindStringSubmatch(host)
+	if m == nil {
+		return -1
+	}
+	i, err := strconv.Atoi(m[1])
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+// setting is one row of the contract: flag name, environment variable, help.
+type setting struct {
+	flag, env, help string
+	bind            func(fs *flag.FlagSet, c *Config, name, help string)
+}
+
+func str(p func(*Config) *string) func(*flag.FlagSet, *Config, string, string) {
+	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.StringVar(p(c), name, *p(c), help) }
+}
+
+func num(p func(*Config) *int) func(*flag.FlagSet, *Config, string, string) {
+	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.IntVar(p(c), name, *p(c), help) }
+}
+
+func dur(p func(*Config) *time.Duration) func(*flag.FlagSet, *Config, string, string) {
+	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.DurationVar(p(c), name, *p(c), help) }
+}
+
+var settings = []setting{
+	{"index", "SATPAGE_INDEX", "this satellite's index p*S + k (default: ordinal suffix of the hostname)", num(func(c *Config) *int { return &c.Index })},
+	{"constellation", "SATPAGE_CONSTELLATION", "constellation spec walker[-star]:T/P/F:ALT_KM:INC_DEG", str(func(c *Config) *string { return &c.Constellation })},
+	{"listen", "SATPAGE_LISTEN", "gRPC address (API, health, reflection)", str(func(c *Config) *string { return &c.Listen })},
+	{"metrics-listen", "SATPAGE_METRICS_LISTEN", "Prometheus /metrics address (off disables)", str(func(c *Config) *string { return &c.MetricsListen })},
+	{"redis", "SATPAGE_REDIS_ADDR", "this satellite's Redis: host:port or a Unix socket path", str(func(c *Config) *string { return &c.RedisAddr })},
+	{"store", "SATPAGE_STORE", "page store: redis or memory", str(func(c *Config) *string { return &c.Store })},
+	{"peer-template", "SATPAGE_PEER_TEMPLATE", "address of satellite i: {index} is i, {port} is peer-port-base + i", str(func(c *Config) *string { return &c.PeerTemplate })},
+	{"peer-port-base", "SATPAGE_PEER_PORT_BASE", "see peer-template", num(func(c *Config) *int { return &c.PeerPortBase })},
+	{"page-bytes", "SATPAGE_PAGE_BYTES", "largest page accepted, bytes", num(func(c *Config) *int { return &c.PageBytes })},
+	{"stop-timeout", "SATPAGE_STOP_TIMEOUT", "graceful stop before forcing", dur(func(c *Config) *time.Duration { return &c.StopTimeout })},
+	{"rpc-timeout", "SATPAGE_RPC_TIMEOUT", "deadline given to requests that carry none", dur(func(c *Config) *time.Duration { return &c.RPCTimeout })},
+	{"log-level", "SATPAGE_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
+	{"log-format", "SATPAGE_LOG_FORMAT", "json or text", str(func(c *Config) *string { return &c.LogFormat })},
+}
+
+// Load reads the environment (getenv), then the flags in args (flags win),
+// derives the index from hostname when unset, and validates for role.
+func Load(role Role, args []string, getenv func(string) string, hostname string, usage io.Writer) (Config, error) {
+	c := DefaultConfig()
+	var envErrs []error
+	for _, s := range settings {
+		v := getenv(s.env)
+		if v == "" {
+			continue
+		}
+		fs := flag.NewFlagSet("env", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		s.bind(fs, &c, s.flag, s.help)
+		if err := fs.Set(s.flag, v); err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: %v: %w", s.env, v, err, errs.ErrInvalid))
+		}
+	}
+	if err := errors.Join(envErrs...); err != nil {
+		return c, err
+	}
+	fs := flag.NewFlagSet(string(role), flag.ContinueOnError)
+	fs.SetOutput(usage)
+	for _, s := range settings {
+		s.bind(fs, &c, s.flag, s.help+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errs.ErrInvalid)
+	}
+	if c.Index < 0 {
+		c.Index = IndexFromHostname(hostname)
+	}
+	return c, c.Validate(role)
+}

@@ -1,0 +1,124 @@
+package constellation
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// Grid is the +Grid ISL graph of a constellation with all-pairs hop counts
+// precomputed (breadth-first search from every satellite: T^2 entries, 22,500
+// for the default). Immutable after NewGrid, so safe for concurrent use.
+type Grid struct {
+	spec      Spec
+	neighbors [][]uint32 // sorted ascending
+	dist      []uint16   // dist[a*T+b]; Unreachable when there is no path
+}
+
+// Unreachable marks a pair with no ISL path.
+const Unreachable = ^uint16(0)
+
+// NewGrid builds the +Grid topology of spec.
+func NewGrid(spec Spec) (*Grid, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	t, p, s := spec.Satellites, spec.Planes, spec.PerPlane()
+	g := &Grid{spec: spec, neighbors: make([][]uint32, t), dist: make([]uint16, t*t)}
+	for i := range t {
+		plane, slot := i/s, i%s
+		var nb []uint32
+		add := func(j int) {
+			if j != i && !slices.Contains(nb, uint32(j)) {
+				nb = append(nb, uint32(j))
+			}
+		}
+		add(plane*s + (slot+s-1)%s)
+		add(plane*s + (slot+1)%s)
+		for _, dp := range []int{-1, 1} {
+			q := plane + dp
+			if q < 0 || q >= p {
+				if spec.Kind == Star {
+					continue // no links across the seam of counter-rotating planes
+				}
+				q = (q + p) % p
+			}
+			add(q*s + slot)
+		}
+		slices.Sort(nb)
+		g.neighbors[i] = nb
+	}
+	queue := make([]uint32, 0, t)
+	for a := range t {
+		row := g.dist[a*t : (a+1)*t]
+		for b := range row {
+			row[b] = Unreachable
+		}
+		row[a] = 0
+		queue = append(queue[:0], uint32(a))
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for _, v := range g.neighbors[u] {
+				if row[v] == Unreachable {
+					row[v] = row[u] + 1
+					queue = append(queue, v)
+				}
+			}
+		}
+	}
+	return g, nil
+}
+
+// Spec is the constellation the grid was built for.
+func (g *Grid) Spec() Spec { return g.spec }
+
+// Satellites is T.
+func (g *Grid) Satellites() int { return g.spec.Satellites }
+
+// Check returns ErrOutOfRange naming i when i is not a satellite index.
+func (g *Grid) Check(i uint32) error {
+	if int(i) >= g.spec.Satellites {
+		return fmt.Errorf("satellite %d outside [0, %d): %w", i, g.spec.Satellites, errs.ErrOutOfRange)
+	}
+	return nil
+}
+
+// Neighbors are the ISL neighbours of satellite i at scenario time tNs, ascending.
+// The caller must not modify the slice.
+func (g *Grid) Neighbors(i uint32, tNs int64) []uint32 { return g.neighbors[i] }
+
+// IsNeighbor reports whether a and b share an ISL at tNs.
+func (g *Grid) IsNeighbor(a, b uint32, tNs int64) bool {
+	_, ok := slices.BinarySearch(g.neighbors[a], b)
+	return ok
+}
+
+// Hops is the ISL shortest-path length from a to b at tNs, or ErrNoRoute.
+func (g *Grid) Hops(a, b uint32, tNs int64) (int, error) {
+	d := g.dist[int(a)*g.spec.Satellites+int(b)]
+	if d == Unreachable {
+		return 0, fmt.Errorf("from satellite %d to %d: %w", a, b, errs.ErrNoRoute)
+	}
+	return int(d), nil
+}
+
+// NextHop is the neighbour of a on a shortest path to b at tNs (b != a): the
+// lowest-indexed neighbour one hop closer to b, so every relay picks the same path.
+func (g *Grid) NextHop(a, b uint32, tNs int64) (uint32, error) {
+	d, err := g.Hops(a, b, tNs)
+	if err != nil {
+		return 0, err
+	}
+	if d == 0 {
+		return a, nil
+	}
+	t := g.spec.Satellites
+	for _, n := range g.neighbors[a] {
+		if int(g.dist[int(n)*t+int(b)]) == d-1 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("from satellite %d to %d: no neighbour closer: %w", a, b, errs.ErrNoRoute)
+}

@@ -1,0 +1,121 @@
+// Package daemon runs a gRPC server with the standard health service and
+// server reflection, and a Prometheus /metrics endpoint, until its context
+// ends; then it stops gracefully, forcing the stop after a timeout.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/peers"
+)
+
+// Options describe one daemon.
+type Options struct {
+	Listen        string
+	MetricsListen string // "" or "off": no metrics endpoint
+	StopTimeout   time.Duration
+	Registry      *prometheus.Registry
+	Register      func(grpc.ServiceRegistrar)
+	// Services whose health is reported besides the overall "" entry.
+	Services []string
+	Logger   *slog.Logger
+	// Ready, if set, receives the bound gRPC address once serving.
+	Ready func(addr net.Addr)
+}
+
+// Run serves until ctx is done, then stops: health turns NOT_SERVING, the
+// server drains in-flight RPCs for up to StopTimeout, then is stopped hard.
+func Run(ctx context.Context, o Options) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %q: %w", o.Listen, err)
+	}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(peers.MaxMessageBytes), grpc.MaxSendMsgSize(peers.MaxMessageBytes))
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	o.Register(srv)
+	for _, s := range append([]string{""}, o.Services...) {
+		hs.SetServingStatus(s, healthpb.HealthCheckResponse_SERVING)
+	}
+
+	var metricsSrv *http.Server
+	errc := make(chan error, 2)
+	if o.MetricsListen != "" && o.MetricsListen != "off" && o.Registry != nil {
+		ml, err := net.Listen("tcp", o.MetricsListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("listen on %q for metrics: %w", o.MetricsListen, err)
+		}
+		metricsSrv = &http.Server{Handler: metrics.Handler(o.Registry), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics server: %w", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", ml.Addr().String())
+	}
+	go func() {
+		if err := srv.Serve(lis); err != nil {
+			errc <- fmt.Errorf("grpc server: %w", err)
+		}
+	}()
+	log.Info("serving", "addr", lis.Addr().String())
+	if o.Ready != nil {
+		o.Ready(lis.Addr())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping", "cause", context.Cause(ctx))
+	case runErr = <-errc:
+		log.Error("server failed", "err", runErr)
+	}
+	hs.Shutdown() // every service NOT_SERVING: load balancers and probes stop sending
+	stopped := make(chan struct{})
+	go func() { srv.GracefulStop(); close(stopped) }()
+	timer := time.NewTimer(o.StopTimeout)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+		log.Info("stopped gracefully")
+	case <-timer.C:
+		log.Warn("graceful stop timed out; forcing", "timeout", o.StopTimeout)
+		srv.Stop()
+		<-stopped
+	}
+	if metricsSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = metricsSrv.Shutdown(sctx)
+	}
+	return runErr
+}
+
+// Logger builds the slog logger of a daemon.
+func Logger(w interface{ Write([]byte) (int, error) }, level slog.Level, format, binary string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
+	if format == "text" {
+		h = slog.NewTextHandler(w, opts)
+	}
+	return slog.New(h).With("binary", binary)
+}

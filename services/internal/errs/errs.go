@@ -1,0 +1,88 @@
+// Package errs holds satpage's sentinel errors in one block. Code wraps them
+// with %w and the value that was wrong; only gRPC handlers turn them into
+// status codes (Code), so the core stays free of transport concerns.
+package errs
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var (
+	// ErrNotFound: a page frame or page-table entry is not held here.
+	ErrNotFound = errors.New("not found")
+	// ErrUnknownSession: no page table (satnode) or no registration (gateway) for the session.
+	ErrUnknownSession = errors.New("unknown session")
+	// ErrSessionExists: the session already has a page table or registration here.
+	ErrSessionExists = errors.New("session already exists")
+	// ErrOutOfRange: a satellite index, page, or scenario time outside the valid range.
+	ErrOutOfRange = errors.New("out of range")
+	// ErrInvalid: a malformed request (missing field, oversize page, bad schedule).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrRelayLoop: a relayed request came back to a satellite it already passed, or
+	// arrived over something that is not an ISL.
+	ErrRelayLoop = errors.New("relay loop")
+	// ErrNoRoute: no ISL path between two satellites at the scenario time.
+	ErrNoRoute = errors.New("no ISL route")
+	// ErrNotServing: the session's page table is held by another satellite.
+	ErrNotServing = errors.New("not the serving satellite")
+	// ErrUnavailable: a peer or the store cannot be reached.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Code maps an error to its gRPC status code. Errors that already carry a
+// status (from a downstream RPC) keep it, so a relay passes codes through.
+func Code(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return codes.DeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return codes.Canceled
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrUnknownSession):
+		return codes.NotFound
+	case errors.Is(err, ErrSessionExists):
+		return codes.AlreadyExists
+	case errors.Is(err, ErrOutOfRange):
+		return codes.OutOfRange
+	case errors.Is(err, ErrInvalid):
+		return codes.InvalidArgument
+	case errors.Is(err, ErrRelayLoop):
+		return codes.Aborted
+	case errors.Is(err, ErrNotServing):
+		return codes.FailedPrecondition
+	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
+		return codes.Unavailable
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code()
+	}
+	return codes.Internal
+}
+
+// Status turns err into a gRPC status error with its message (for handlers).
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	if s, ok := status.FromError(err); ok && !isSentinel(err) {
+		return s.Err()
+	}
+	return status.Error(Code(err), err.Error())
+}
+
+func isSentinel(err error) bool {
+	for _, s := range []error{ErrNotFound, ErrUnknownSession, ErrSessionExists, ErrOutOfRange,
+		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrUnavailable,
+		context.DeadlineExceeded, context.Canceled} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,441 @@
+// Package gateway is the ground entry point: it knows each session's schedule
+// of serving satellites (handovers are predictable from the orbits), performs
+// the handovers due by each request's scenario time, and forwards the request
+// to the satellite serving the session at that time.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/node"
+	"github.com/satpage/satpage/services/internal/peers"
+)
+
+// MaxVisits bounds a registered schedule.
+const MaxVisits = 1 << 16
+
+// Gateway routes client requests. Safe for concurrent use.
+type Gateway struct {
+	grid       *constellation.Grid
+	peers      peers.Dialer
+	log        *slog.Logger
+	m          *metrics.Gateway
+	rpcTimeout time.Duration
+
+	mu       sync.Mutex // guards sessions (the map, not the sessions)
+	sessions map[string]*session
+}
+
+// session is one registered session.
+type session struct {
+	mu       sync.Mutex // held for a whole request: a session's requests and handovers run one at a time
+	id       string
+	visits   []*satpagev1.Visit
+	strategy satpagev1.Strategy
+	cur      int      // visit now serving
+	tables   []uint32 // page-table size handed over at each handover done
+	stats    satpagev1.SessionStatsResponse
+	ended    bool
+}
+
+// Options are what New needs.
+type Options struct {
+	Grid       *constellation.Grid
+	Peers      peers.Dialer
+	Logger     *slog.Logger
+	Metrics    *metrics.Gateway
+	RPCTimeout time.Duration
+}
+
+// New builds a gateway (the caller closes Peers).
+func New(o Options) (*Gateway, error) {
+	if o.Grid == nil || o.Peers == nil {
+		return nil, fmt.Errorf("gateway: grid and peers are required: %w", errs.ErrInvalid)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewGateway()
+	}
+	if o.RPCTimeout <= 0 {
+		o.RPCTimeout = 30 * time.Second
+	}
+	return &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
+		sessions: map[string]*session{}}, nil
+}
+
+// Register puts PageService and GatewayService on s.
+func (g *Gateway) Register(s grpc.ServiceRegistrar) {
+	satpagev1.RegisterPageServiceServer(s, &pageServer{g: g})
+	satpagev1.RegisterGatewayServiceServer(s, &gatewayServer{g: g})
+}
+
+// RegisterSession validates the schedule, opens the page table at the first
+// serving satellite and remembers the session.
+func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSessionRequest) error {
+	if req.SessionId == "" || len(req.SessionId) > node.MaxSessionIDBytes {
+		return fmt.Errorf("session_id %q: empty or longer than %d bytes: %w", req.SessionId, node.MaxSessionIDBytes, errs.ErrInvalid)
+	}
+	if len(req.Visits) == 0 || len(req.Visits) > MaxVisits {
+		return fmt.Errorf("session %q: %d visits, want 1..%d: %w", req.SessionId, len(req.Visits), MaxVisits, errs.ErrInvalid)
+	}
+	for i, v := range req.Visits {
+		if err := g.grid.Check(v.Satellite); err != nil {
+			return fmt.Errorf("session %q visit %d: %w", req.SessionId, i, err)
+		}
+		if i > 0 && v.StartNs < req.Visits[i-1].StartNs {
+			return fmt.Errorf("session %q: visit %d starts at %d ns, before visit %d at %d ns: %w",
+				req.SessionId, i, v.StartNs, i-1, req.Visits[i-1].StartNs, errs.ErrInvalid)
+		}
+	}
+	strategy := req.Strategy
+	switch strategy {
+	case satpagev1.Strategy_STRATEGY_UNSPECIFIED:
+		strategy = satpagev1.Strategy_STRATEGY_ON_DEMAND
+	case satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE:
+	default:
+		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, strategy, errs.ErrInvalid)
+	}
+	s := &session{id: req.SessionId, visits: req.Visits, strategy: strategy}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.mu.Lock()
+	if _, ok := g.sessions[req.SessionId]; ok {
+		g.mu.Unlock()
+		return fmt.Errorf("session %q is registered: %w", req.SessionId, errs.ErrSessionExists)
+	}
+	g.sessions[req.SessionId] = s
+	g.mu.Unlock()
+	c, err := g.peers.Satellite(req.Visits[0].Satellite)
+	if err == nil {
+		_, err = c.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: req.SessionId})
+	}
+	if err != nil {
+		g.mu.Lock()
+		delete(g.sessions, req.SessionId)
+		g.mu.Unlock()
+		return fmt.Errorf("open session %q at satellite %d: %w", req.SessionId, req.Visits[0].Satellite, err)
+	}
+	g.m.Sessions.Inc()
+	return nil
+}
+
+// acquire finds a session and locks it; the caller calls the returned unlock.
+func (g *Gateway) acquire(id string) (*session, func(), error) {
+	g.mu.Lock()
+	s := g.sessions[id]
+	g.mu.Unlock()
+	if s == nil {
+		return nil, nil, fmt.Errorf("session %q is not registered at the gateway: %w", id, errs.ErrUnknownSession)
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("session %q has ended: %w", id, errs.ErrUnknownSession)
+	}
+	return s, s.mu.Unlock, nil
+}
+
+// visitAt is the index of the visit serving s at tNs.
+func (s *session) visitAt(tNs int64) (int, error) {
+	if tNs < s.visits[0].StartNs {
+		return 0, fmt.Errorf("scenario time %d ns is before session %q starts at %d ns: %w", tNs, s.id, s.visits[0].StartNs, errs.ErrOutOfRange)
+	}
+	// Last visit starting at or before tNs.
+	v := sort.Search(len(s.visits), func(i int) bool { return s.visits[i].StartNs > tNs }) - 1
+	if v < s.cur {
+		return 0, fmt.Errorf("scenario time %d ns is before visit %d of session %q (starts %d ns), which already serves it: %w",
+			tNs, s.cur, s.id, s.visits[s.cur].StartNs, errs.ErrOutOfRange)
+	}
+	return v, nil
+}
+
+// advance performs every handover due by tNs (s locked) and returns the serving satellite.
+func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, error) {
+	target, err := s.visitAt(tNs)
+	if err != nil {
+		return 0, err
+	}
+	for s.cur < target {
+		from, to := s.visits[s.cur].Satellite, s.visits[s.cur+1].Satellite
+		at := s.visits[s.cur+1].StartNs
+		c, err := g.peers.Satellite(from)
+		if err != nil {
+			return 0, err
+		}
+		h, err := c.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: s.id, ToSatellite: to, ScenarioTimeNs: at})
+		if err != nil {
+			return 0, fmt.Errorf("handover %d of session %q from satellite %d to %d: %w", s.cur+1, s.id, from, to, err)
+		}
+		s.tables = append(s.tables, h.TablePages)
+		s.cur++
+		g.m.Handovers.Inc()
+		if s.strategy == satpagev1.Strategy_STRATEGY_PROACTIVE {
+			c, err := g.peers.Satellite(to)
+			if err != nil {
+				return 0, err
+			}
+			m, err := c.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at})
+			if err != nil {
+				return 0, fmt.Errorf("proactive move of session %q to satellite %d: %w", s.id, to, err)
+			}
+			s.stats.ProactiveMoves += uint64(m.Moved)
+			s.stats.ProactiveHops += m.PageHops
+		}
+	}
+	return s.visits[s.cur].Satellite, nil
+}
+
+func (s *session) count(r *satpagev1.ReadPageResponse) {
+	s.stats.Accesses++
+	switch r.Outcome {
+	case satpagev1.Outcome_OUTCOME_CREATED:
+		s.stats.Created++
+	case satpagev1.Outcome_OUTCOME_MOVED:
+		s.stats.OndemandMoves++
+		s.stats.OndemandHops += uint64(r.Hops)
+	}
+}
+
+// withTimeout gives a request without a deadline the configured one.
+func (g *Gateway) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, g.rpcTimeout)
+}
+
+// ReadPage forwards one access to the serving satellite.
+func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	s, unlock, err := g.acquire(req.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sat, err := g.advance(ctx, s, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.peers.Page(sat)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.ReadPage(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.count(r)
+	return r, nil
+}
+
+// ReadPages splits the accesses by visit, performing handovers between them.
+func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
+	if err := node.CheckBatch(req); err != nil {
+		return nil, err
+	}
+	s, unlock, err := g.acquire(req.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, 0, len(req.Pages))}
+	for i := 0; i < len(req.Pages); {
+		sat, err := g.advance(ctx, s, req.ScenarioTimeNs[i])
+		if err != nil {
+			return nil, fmt.Errorf("access %d: %w", i, err)
+		}
+		j := i + 1
+		if s.cur+1 < len(s.visits) {
+			next := s.visits[s.cur+1].StartNs
+			for j < len(req.Pages) && req.ScenarioTimeNs[j] < next {
+				j++
+			}
+		} else {
+			j = len(req.Pages)
+		}
+		c, err := g.peers.Page(sat)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
+			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData})
+		if err != nil {
+			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
+		}
+		for _, x := range r.Results {
+			s.count(x)
+		}
+		out.Results = append(out.Results, r.Results...)
+		i = j
+	}
+	return out, nil
+}
+
+// WritePage forwards a write to the serving satellite.
+func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
+	s, unlock, err := g.acquire(req.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sat, err := g.advance(ctx, s, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.peers.Page(sat)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.WritePage(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.count(&satpagev1.ReadPageResponse{Outcome: r.Outcome, Hops: r.Hops})
+	return r, nil
+}
+
+// EndSession ends the session at its serving satellite and forgets it.
+func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
+	s, unlock, err := g.acquire(req.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	sat, err := g.advance(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs))
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.peers.Page(sat)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.EndSession(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.ended = true
+	g.mu.Lock()
+	delete(g.sessions, req.SessionId)
+	g.mu.Unlock()
+	g.m.Sessions.Dec()
+	return r, nil
+}
+
+// SessionStats performs the handovers due by the time given and reports the counts.
+func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {
+	s, unlock, err := g.acquire(req.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := g.advance(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs)); err != nil {
+		return nil, err
+	}
+	out := &satpagev1.SessionStatsResponse{Visit: uint32(s.cur), TablePages: append([]uint32{}, s.tables...),
+		OndemandMoves: s.stats.OndemandMoves, OndemandHops: s.stats.OndemandHops,
+		ProactiveMoves: s.stats.ProactiveMoves, ProactiveHops: s.stats.ProactiveHops,
+		Accesses: s.stats.Accesses, Created: s.stats.Created}
+	for v := 0; v <= s.cur; v++ {
+		c, err := g.peers.Satellite(s.visits[v].Satellite)
+		if err != nil {
+			return nil, err
+		}
+		f, err := c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id})
+		if err != nil {
+			return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[v].Satellite, err)
+		}
+		out.FramesByVisit = append(out.FramesByVisit, f.Frames)
+		if v == s.cur {
+			if !f.Serving {
+				return nil, fmt.Errorf("satellite %d should serve session %q but holds no page table: %w",
+					s.visits[v].Satellite, s.id, errs.ErrNotServing)
+			}
+			out.TablePages = append(out.TablePages, f.TablePages)
+		}
+	}
+	return out, nil
+}
+
+type pageServer struct {
+	satpagev1.UnimplementedPageServiceServer
+	g *Gateway
+}
+
+// done times a request and maps its error to a status (the only place errors become codes).
+func (g *Gateway) done(ctx context.Context, rpc string, start time.Time, err error) error {
+	st := errs.Status(err)
+	g.m.RPCSeconds.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
+	g.m.Requests.WithLabelValues(rpc, errs.Code(err).String()).Inc()
+	if err != nil {
+		g.log.DebugContext(ctx, "request failed", "rpc", rpc, "err", err)
+	}
+	return st
+}
+
+func (p *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	start := time.Now()
+	ctx, cancel := p.g.withTimeout(ctx)
+	defer cancel()
+	r, err := p.g.ReadPage(ctx, req)
+	return r, p.g.done(ctx, "ReadPage", start, err)
+}
+
+func (p *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
+	start := time.Now()
+	ctx, cancel := p.g.withTimeout(ctx)
+	defer cancel()
+	r, err := p.g.ReadPages(ctx, req)
+	return r, p.g.done(ctx, "ReadPages", start, err)
+}
+
+func (p *pageServer) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
+	start := time.Now()
+	ctx, cancel := p.g.withTimeout(ctx)
+	defer cancel()
+	r, err := p.g.WritePage(ctx, req)
+	return r, p.g.done(ctx, "WritePage", start, err)
+}
+
+func (p *pageServer) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
+	start := time.Now()
+	ctx, cancel := p.g.withTimeout(ctx)
+	defer cancel()
+	r, err := p.g.EndSession(ctx, req)
+	return r, p.g.done(ctx, "EndSession", start, err)
+}
+
+type gatewayServer struct {
+	satpagev1.UnimplementedGatewayServiceServer
+	g *Gateway
+}
+
+func (s *gatewayServer) RegisterSession(ctx context.Context, req *satpagev1.RegisterSessionRequest) (*satpagev1.RegisterSessionResponse, error) {
+	start := time.Now()
+	ctx, cancel := s.g.withTimeout(ctx)
+	defer cancel()
+	err := s.g.RegisterSession(ctx, req)
+	if err != nil {
+		return nil, s.g.done(ctx, "RegisterSession", start, err)
+	}
+	return &satpagev1.RegisterSessionResponse{}, s.g.done(ctx, "RegisterSession", start, nil)
+}
+
+func (s *gatewayServer) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {
+	start := time.Now()
+	ctx, cancel := s.g.withTimeout(ctx)
+	defer cancel()
+	r, err := s.g.SessionStats(ctx, req)
+	return r, s.g.done(ctx, "SessionStats", start, err)
+}

@@ -1,0 +1,307 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+// Register puts the node's PageService and SatelliteService on s.
+func (n *Node) Register(s grpc.ServiceRegistrar) {
+	satpagev1.RegisterPageServiceServer(s, &pageServer{n: n})
+	satpagev1.RegisterSatelliteServiceServer(s, &satServer{n: n})
+}
+
+// observe times a handler and maps its error to a gRPC status (the only place errors become codes).
+func (n *Node) observe(ctx context.Context, rpc string, start time.Time, err error) error {
+	n.m.RPCSeconds.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
+	if err == nil {
+		return nil
+	}
+	st := errs.Status(err)
+	n.log.DebugContext(ctx, "rpc failed", "rpc", rpc, "err", err)
+	return st
+}
+
+type pageServer struct {
+	satpagev1.UnimplementedPageServiceServer
+	n *Node
+}
+
+func accessResponse(n *Node, a Access, omitData bool) *satpagev1.ReadPageResponse {
+	r := &satpagev1.ReadPageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: n.self, PreviousOwner: a.PreviousOwner}
+	if !omitData {
+		r.Data = a.Data
+	}
+	return r
+}
+
+func (s *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	start := time.Now()
+	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, nil)
+	if err != nil {
+		return nil, s.n.observe(ctx, "ReadPage", start, err)
+	}
+	return accessResponse(s.n, a, false), s.n.observe(ctx, "ReadPage", start, nil)
+}
+
+func (s *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
+	start := time.Now()
+	if err := CheckBatch(req); err != nil {
+		return nil, s.n.observe(ctx, "ReadPages", start, err)
+	}
+	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, 0, len(req.Pages))}
+	for i, p := range req.Pages {
+		a, err := s.n.Access(ctx, req.SessionId, p, req.ScenarioTimeNs[i], nil)
+		if err != nil {
+			return nil, s.n.observe(ctx, "ReadPages", start, fmt.Errorf("access %d: %w", i, err))
+		}
+		out.Results = append(out.Results, accessResponse(s.n, a, req.OmitData))
+	}
+	return out, s.n.observe(ctx, "ReadPages", start, nil)
+}
+
+// CheckBatch validates a ReadPages request (shared with the gateway).
+func CheckBatch(req *satpagev1.ReadPagesRequest) error {
+	if len(req.Pages) != len(req.ScenarioTimeNs) {
+		return fmt.Errorf("%d pages but %d scenario times: %w", len(req.Pages), len(req.ScenarioTimeNs), errs.ErrInvalid)
+	}
+	if len(req.Pages) > MaxReadPages {
+		return fmt.Errorf("%d accesses in one ReadPages exceed %d: %w", len(req.Pages), MaxReadPages, errs.ErrInvalid)
+	}
+	for i := 1; i < len(req.ScenarioTimeNs); i++ {
+		if req.ScenarioTimeNs[i] < req.ScenarioTimeNs[i-1] {
+			return fmt.Errorf("scenario time %d of access %d is before %d of access %d: %w",
+				req.ScenarioTimeNs[i], i, req.ScenarioTimeNs[i-1], i-1, errs.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func (s *pageServer) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
+	start := time.Now()
+	data := req.Data
+	if data == nil {
+		data = []byte{}
+	}
+	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, data)
+	if err != nil {
+		return nil, s.n.observe(ctx, "WritePage", start, err)
+	}
+	return &satpagev1.WritePageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: s.n.self}, s.n.observe(ctx, "WritePage", start, nil)
+}
+
+func (s *pageServer) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
+	start := time.Now()
+	deleted, err := s.n.EndSession(ctx, req.SessionId, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, s.n.observe(ctx, "EndSession", start, err)
+	}
+	return &satpagev1.EndSessionResponse{PagesDeleted: uint32(deleted)}, s.n.observe(ctx, "EndSession", start, nil)
+}
+
+type satServer struct {
+	satpagev1.UnimplementedSatelliteServiceServer
+	n *Node
+}
+
+func (s *satServer) OpenSession(ctx context.Context, req *satpagev1.OpenSessionRequest) (*satpagev1.OpenSessionResponse, error) {
+	start := time.Now()
+	err := checkSession(req.SessionId)
+	if err == nil {
+		err = s.n.store.OpenTable(ctx, req.SessionId)
+	}
+	if err != nil {
+		return nil, s.n.observe(ctx, "OpenSession", start, fmt.Errorf("satellite %d: %w", s.n.self, err))
+	}
+	return &satpagev1.OpenSessionResponse{}, s.n.observe(ctx, "OpenSession", start, nil)
+}
+
+func checkPages(pages []uint32) error {
+	if len(pages) == 0 {
+		return fmt.Errorf("pages is empty: %w", errs.ErrInvalid)
+	}
+	if len(pages) > MaxBatchPages {
+		return fmt.Errorf("%d pages in one request exceed %d: %w", len(pages), MaxBatchPages, errs.ErrInvalid)
+	}
+	return nil
+}
+
+func (s *satServer) FetchPages(ctx context.Context, req *satpagev1.FetchPagesRequest) (*satpagev1.FetchPagesResponse, error) {
+	start := time.Now()
+	if err := s.routed(req.Route, req.SessionId, func() error { return checkPages(req.Pages) }); err != nil {
+		return nil, s.n.observe(ctx, "FetchPages", start, err)
+	}
+	if req.Route.Destination != s.n.self {
+		c, err := s.n.forward(req.Route, "FetchPages")
+		if err != nil {
+			return nil, s.n.observe(ctx, "FetchPages", start, err)
+		}
+		resp, err := c.FetchPages(ctx, req)
+		return resp, s.n.observe(ctx, "FetchPages", start, err)
+	}
+	pages, err := s.n.fetchLocal(ctx, req.SessionId, req.Pages)
+	if err != nil {
+		return nil, s.n.observe(ctx, "FetchPages", start, err)
+	}
+	return &satpagev1.FetchPagesResponse{Pages: pages, Hops: req.Route.Hops}, s.n.observe(ctx, "FetchPages", start, nil)
+}
+
+// routed validates the route and the session (and extra, if any).
+func (s *satServer) routed(r *satpagev1.Route, session string, extra func() error) error {
+	if err := s.n.checkRoute(r); err != nil {
+		return err
+	}
+	if err := checkSession(session); err != nil {
+		return err
+	}
+	if extra != nil {
+		return extra()
+	}
+	return nil
+}
+
+func (s *satServer) ReleasePages(ctx context.Context, req *satpagev1.ReleasePagesRequest) (*satpagev1.ReleasePagesResponse, error) {
+	start := time.Now()
+	if err := s.routed(req.Route, req.SessionId, func() error { return checkPages(req.Pages) }); err != nil {
+		return nil, s.n.observe(ctx, "ReleasePages", start, err)
+	}
+	if req.Route.Destination != s.n.self {
+		c, err := s.n.forward(req.Route, "ReleasePages")
+		if err != nil {
+			return nil, s.n.observe(ctx, "ReleasePages", start, err)
+		}
+		resp, err := c.ReleasePages(ctx, req)
+		return resp, s.n.observe(ctx, "ReleasePages", start, err)
+	}
+	if req.NewOwner == s.n.self {
+		return nil, s.n.observe(ctx, "ReleasePages", start,
+			fmt.Errorf("satellite %d cannot release pages to itself: %w", s.n.self, errs.ErrInvalid))
+	}
+	k, err := s.n.store.DeleteFrames(ctx, req.SessionId, req.Pages)
+	if err != nil {
+		return nil, s.n.observe(ctx, "ReleasePages", start, err)
+	}
+	return &satpagev1.ReleasePagesResponse{Released: uint32(k), Hops: req.Route.Hops}, s.n.observe(ctx, "ReleasePages", start, nil)
+}
+
+func (s *satServer) HandOver(ctx context.Context, req *satpagev1.HandOverRequest) (*satpagev1.HandOverResponse, error) {
+	start := time.Now()
+	k, hops, err := s.n.HandOver(ctx, req.SessionId, req.ToSatellite, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, s.n.observe(ctx, "HandOver", start, err)
+	}
+	return &satpagev1.HandOverResponse{TablePages: uint32(k), Hops: hops}, s.n.observe(ctx, "HandOver", start, nil)
+}
+
+func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableRequest) (*satpagev1.AcceptTableResponse, error) {
+	start := time.Now()
+	err := s.routed(req.Route, req.SessionId, func() error {
+		if len(req.Entries) > MaxTableEntries {
+			return fmt.Errorf("table of %d entries exceeds %d: %w", len(req.Entries), MaxTableEntries, errs.ErrInvalid)
+		}
+		for _, e := range req.Entries {
+			if err := s.n.grid.Check(e.Owner); err != nil {
+				return fmt.Errorf("owner of page %d: %w", e.Page, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.n.observe(ctx, "AcceptTable", start, err)
+	}
+	if req.Route.Destination != s.n.self {
+		c, err := s.n.forward(req.Route, "AcceptTable")
+		if err != nil {
+			return nil, s.n.observe(ctx, "AcceptTable", start, err)
+		}
+		resp, err := c.AcceptTable(ctx, req)
+		return resp, s.n.observe(ctx, "AcceptTable", start, err)
+	}
+	table := make(store.Table, len(req.Entries))
+	for _, e := range req.Entries {
+		table[e.Page] = e.Owner
+	}
+	if err := s.n.store.PutTable(ctx, req.SessionId, table); err != nil {
+		return nil, s.n.observe(ctx, "AcceptTable", start, err)
+	}
+	return &satpagev1.AcceptTableResponse{Hops: req.Route.Hops}, s.n.observe(ctx, "AcceptTable", start, nil)
+}
+
+func (s *satServer) MovePages(ctx context.Context, req *satpagev1.MovePagesRequest) (*satpagev1.MovePagesResponse, error) {
+	start := time.Now()
+	k, hops, err := s.n.MovePages(ctx, req.SessionId, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, s.n.observe(ctx, "MovePages", start, err)
+	}
+	return &satpagev1.MovePagesResponse{Moved: uint32(k), PageHops: hops}, s.n.observe(ctx, "MovePages", start, nil)
+}
+
+func (s *satServer) SessionFrames(ctx context.Context, req *satpagev1.SessionFramesRequest) (*satpagev1.SessionFramesResponse, error) {
+	start := time.Now()
+	f, serving, t, err := s.n.SessionFrames(ctx, req.SessionId)
+	if err != nil {
+		return nil, s.n.observe(ctx, "SessionFrames", start, err)
+	}
+	return &satpagev1.SessionFramesResponse{Frames: uint32(f), Serving: serving, TablePages: uint32(t)},
+		s.n.observe(ctx, "SessionFrames", start, nil)
+}
+
+func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionRequest) (*satpagev1.DropSessionResponse, error) {
+	start := time.Now()
+	if err := s.routed(req.Route, req.SessionId, nil); err != nil {
+		return nil, s.n.observe(ctx, "DropSession", start, err)
+	}
+	if req.Route.Destination != s.n.self {
+		c, err := s.n.forward(req.Route, "DropSession")
+		if err != nil {
+			return nil, s.n.observe(ctx, "DropSession", start, err)
+		}
+		resp, err := c.DropSession(ctx, req)
+		return resp, s.n.observe(ctx, "DropSession", start, err)
+	}
+	k, err := s.n.store.DropFrames(ctx, req.SessionId)
+	if err != nil {
+		return nil, s.n.observe(ctx, "DropSession", start, err)
+	}
+	return &satpagev1.DropSessionResponse{FramesDeleted: uint32(k), Hops: req.Route.Hops}, s.n.observe(ctx, "DropSession", start, nil)
+}
+
+// localClient calls this node's own handlers in-process (a routed request
+// whose destination is the node itself: zero hops, no network).
+type localClient struct{ n *Node }
+
+var _ satpagev1.SatelliteServiceClient = localClient{}
+
+func (l localClient) srv() *satServer { return &satServer{n: l.n} }
+
+func (l localClient) OpenSession(ctx context.Context, in *satpagev1.OpenSessionRequest, _ ...grpc.CallOption) (*satpagev1.OpenSessionResponse, error) {
+	return l.srv().OpenSession(ctx, in)
+}
+func (l localClient) FetchPages(ctx context.Context, in *satpagev1.FetchPagesRequest, _ ...grpc.CallOption) (*satpagev1.FetchPagesResponse, error) {
+	return l.srv().FetchPages(ctx, in)
+}
+func (l localClient) ReleasePages(ctx context.Context, in *satpagev1.ReleasePagesRequest, _ ...grpc.CallOption) (*satpagev1.ReleasePagesResponse, error) {
+	return l.srv().ReleasePages(ctx, in)
+}
+func (l localClient) HandOver(ctx context.Context, in *satpagev1.HandOverRequest, _ ...grpc.CallOption) (*satpagev1.HandOverResponse, error) {
+	return l.srv().HandOver(ctx, in)
+}
+func (l localClient) AcceptTable(ctx context.Context, in *satpagev1.AcceptTableRequest, _ ...grpc.CallOption) (*satpagev1.AcceptTableResponse, error) {
+	return l.srv().AcceptTable(ctx, in)
+}
+func (l localClient) MovePages(ctx context.Context, in *satpagev1.MovePagesRequest, _ ...grpc.CallOption) (*satpagev1.MovePagesResponse, error) {
+	return l.srv().MovePages(ctx, in)
+}
+func (l localClient) SessionFrames(ctx context.Context, in *satpagev1.SessionFramesRequest, _ ...grpc.CallOption) (*satpagev1.SessionFramesResponse, error) {
+	return l.srv().SessionFrames(ctx, in)
+}
+func (l localClient) DropSession(ctx context.Context, in *satpagev1.DropSessionRequest, _ ...grpc.CallOption) (*satpagev1.DropSessionResponse, error) {
+	return l.srv().DropSession(ctx, in)
+}

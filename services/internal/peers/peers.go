@@ -1,0 +1,84 @@
+// Package peers dials other satellites (lazily, one connection each, reused).
+package peers
+
+import (
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// Dialer returns a client for satellite i.
+type Dialer interface {
+	Satellite(i uint32) (satpagev1.SatelliteServiceClient, error)
+	Page(i uint32) (satpagev1.PageServiceClient, error)
+	Close() error
+}
+
+// Pool dials addr(i) once per satellite and keeps the connection.
+type Pool struct {
+	addr func(uint32) string
+	opts []grpc.DialOption
+
+	mu    sync.Mutex // guards conns
+	conns map[uint32]*grpc.ClientConn
+}
+
+var _ Dialer = (*Pool)(nil)
+
+// MaxMessageBytes lets a batch of 256 pages of 64 KiB through (gRPC's default is 4 MiB).
+const MaxMessageBytes = 32 << 20
+
+// NewPool dials satellite i at addr(i) with opts (insecure transport when none given).
+func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
+	return &Pool{addr: addr, opts: opts, conns: map[uint32]*grpc.ClientConn{}}
+}
+
+func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[i]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(p.addr(i), p.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dial satellite %d at %q: %v: %w", i, p.addr(i), err, errs.ErrUnavailable)
+	}
+	p.conns[i] = c
+	return c, nil
+}
+
+func (p *Pool) Satellite(i uint32) (satpagev1.SatelliteServiceClient, error) {
+	c, err := p.conn(i)
+	if err != nil {
+		return nil, err
+	}
+	return satpagev1.NewSatelliteServiceClient(c), nil
+}
+
+func (p *Pool) Page(i uint32) (satpagev1.PageServiceClient, error) {
+	c, err := p.conn(i)
+	if err != nil {
+		return nil, err
+	}
+	return satpagev1.NewPageServiceClient(c), nil
+}
+
+// Close closes every connection.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, c := range p.conns {
+		c.Close()
+		delete(p.conns, i)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package store holds one satellite's page frames and the page tables of the
+// sessions it serves, behind the PageStore interface. Two implementations,
+// Memory and Redis, pass the same conformance suite (package storetest).
+package store
+
+import "context"
+
+// Frame is the content of one page of a session.
+type Frame struct {
+	Page uint32
+	Data []byte
+}
+
+// Table is a session's page table: page -> owning satellite index.
+type Table map[uint32]uint32
+
+// PageStore is the state of one satellite. Ownership: the store owns what it
+// holds; slices and maps passed in are not retained (the store copies what it
+// keeps), and slices and maps returned belong to the caller.
+//
+// A single call is atomic with respect to other calls on the same store; a
+// sequence of calls is not (the node serialises a session's operations).
+// Errors wrap errs.ErrNotFound, errs.ErrUnknownSession or errs.ErrUnavailable
+// (the backend failed) and name the session and page.
+type PageStore interface {
+	// OpenTable creates an empty page table for session; errs.ErrSessionExists
+	// when it already has one here.
+	OpenTable(ctx context.Context, session string) error
+	// PutTable stores (replacing) the page table of session, creating it if needed.
+	PutTable(ctx context.Context, session string, table Table) error
+	// GetTable returns the page table of session; errs.ErrUnknownSession when absent.
+	GetTable(ctx context.Context, session string) (Table, error)
+	// TableSize is the number of entries; errs.ErrUnknownSession when absent.
+	TableSize(ctx context.Context, session string) (int, error)
+	// Owner looks up one entry: ok is false when the page was never created;
+	// errs.ErrUnknownSession when there is no table.
+	Owner(ctx context.Context, session string, page uint32) (owner uint32, ok bool, err error)
+	// SetOwner sets one entry; errs.ErrUnknownSession when there is no table.
+	SetOwner(ctx context.Context, session string, pages []uint32, owner uint32) error
+	// DeleteTable removes the page table of session; errs.ErrUnknownSession when absent.
+	DeleteTable(ctx context.Context, session string) error
+
+	// PutFrames stores (overwriting) frames of session.
+	PutFrames(ctx context.Context, session string, frames []Frame) error
+	// GetFrames returns the frames of pages in the order asked;
+	// errs.ErrNotFound naming the first page not held here.
+	GetFrames(ctx context.Context, session string, pages []uint32) ([]Frame, error)
+	// DeleteFrames deletes the frames of pages held here and returns how many it deleted.
+	DeleteFrames(ctx context.Context, session string, pages []uint32) (int, error)
+	// CountFrames is the number of frames of session held here (0 when none).
+	CountFrames(ctx context.Context, session string) (int, error)
+	// DropFrames deletes every frame of session held here and returns how many.
+	DropFrames(ctx context.Context, session string) (int, error)
+
+	// Close releases the backend connection.
+	Close() error
+}
