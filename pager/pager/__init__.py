@@ -2,10 +2,75 @@
 strategies and the replay engine shared by every backend.
 
 Public API: import from ``pager`` (see ``__all__``); modules behind it are internal.
+The model, the closed form and the cost accounting are in docs/paging-model.md.
 """
 
+from pager.engine import COUNTER_DTYPE, Replay, replay, run_paper
+from pager.paper import (
+    PAPER_QUANTITIES,
+    Moments,
+    PaperCounts,
+    PaperExpectation,
+    exact_paper,
+    paper_counts,
+    paper_summary,
+    table_movements,
+)
+from pager.strategy import (
+    EVENT_DTYPE,
+    GROUND,
+    NOWHERE,
+    SELECT_SIGNATURE,
+    EventKind,
+    OnDemand,
+    Proactive,
+    Strategy,
+    handover_rule,
+    select_all,
+    select_none,
+)
 from pager.trace import Trace
+from pager.workload import (
+    PAPER_ACCESS_INTERVAL_NS,
+    PaperParams,
+    ZipfSampler,
+    paper_key,
+    paper_trace,
+    zipf_probabilities,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["Trace", "__version__"]
+__all__ = [
+    "COUNTER_DTYPE",
+    "EVENT_DTYPE",
+    "GROUND",
+    "NOWHERE",
+    "PAPER_ACCESS_INTERVAL_NS",
+    "PAPER_QUANTITIES",
+    "SELECT_SIGNATURE",
+    "EventKind",
+    "Moments",
+    "OnDemand",
+    "PaperCounts",
+    "PaperExpectation",
+    "PaperParams",
+    "Proactive",
+    "Replay",
+    "Strategy",
+    "Trace",
+    "ZipfSampler",
+    "__version__",
+    "exact_paper",
+    "handover_rule",
+    "paper_counts",
+    "paper_key",
+    "paper_summary",
+    "paper_trace",
+    "replay",
+    "run_paper",
+    "select_all",
+    "select_none",
+    "table_movements",
+    "zipf_probabilities",
+]

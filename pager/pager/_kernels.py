@@ -1,0 +1,462 @@
+"""Compiled (Numba) kernels behind ``pager.engine`` and ``pager.workload``.
+
+Internal module: the public API is in ``pager``. Everything here works on
+plain arrays so that one compiled kernel serves every strategy: a strategy's
+handover rule comes in as a first-class function of the fixed signature
+``SELECT_SIGNATURE`` (see ``pager.strategy``), so the kernels are compiled and
+cached once, not once per strategy.
+
+Random numbers: each session owns an independent xoroshiro128++ stream
+(Blackman and Vigna, "Scrambled linear pseudorandom number generators", 2021)
+seeded by SplitMix64 from ``(key, global session index)``. A session's accesses
+therefore depend only on the key and its index: not on the chunk size, the
+thread count or how many sessions run beside it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import njit, prange, types
+
+# Owner codes in a session's page table (trail positions are >= 0).
+NOWHERE = -1  # page never created
+GROUND = -2  # page kept on the ground (e.g. a ground-store strategy)
+
+# Result codes of one access.
+HIT = 0
+CREATE = 1
+FAULT = 2
+REMOTE = 3
+CREATE_REMOTE = 4
+
+# Event kinds (public through pager.strategy.EventKind).
+KIND_FAULT = 0
+KIND_HANDOVER = 1
+KIND_PUSH = 2
+KIND_REMOTE = 3
+KIND_CREATE = 4
+
+# Per-session counter columns (public names in pager.engine.COUNTER_FIELDS).
+C_ACCESSES = 0
+C_HITS = 1
+C_CREATED = 2
+C_CREATED_GROUND = 3
+C_FAULT_MOVES = 4
+C_HANDOVER_MOVES = 5
+C_PUSH_MOVES = 6
+C_REMOTE = 7
+C_GROUND = 8
+C_TRAIL_HOPS = 9
+C_REMOTE_TRAIL_HOPS = 10
+N_COUNTERS = 11
+
+SELECT_SIGNATURE = types.int64(
+    types.int16[::1],  # owner: trail position of each page's owner, NOWHERE or GROUND
+    types.int32[::1],  # uses: accesses to each page so far in this session
+    types.int16[::1],  # last_use: trail position of each page's last access, -1 if none
+    types.int64,  # new_pos: trail position of the visit that starts
+    types.int64[::1],  # params: the strategy's integer parameters
+    types.int32[::1],  # out: write the selected pages here
+)
+"""Signature of a strategy's handover rule: returns how many pages it wrote to ``out``."""
+
+_SELECT_T = types.FunctionType(SELECT_SIGNATURE)
+
+_U64 = np.uint64
+_MASK32 = np.uint64(0xFFFFFFFF)
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _splitmix(x):
+    """SplitMix64 finaliser of ``x`` (already advanced by the caller)."""
+    z = x
+    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return z ^ (z >> _U64(31))
+
+
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << _U64(k)) | (x >> _U64(64 - k))
+
+
+@njit(cache=True)
+def session_state(key, session):
+    """The two xoroshiro128++ state words of a session (SplitMix64 seeding)."""
+    x = key + _U64(2) * _U64(session) * _GAMMA
+    s0 = _splitmix(x + _GAMMA)
+    s1 = _splitmix(x + _GAMMA + _GAMMA)
+    return s0, s1
+
+
+@njit(cache=True)
+def _next(s0, s1):
+    """One xoroshiro128++ output and the next state."""
+    result = _rotl(s0 + s1, 17) + s0
+    s1 ^= s0
+    s0 = _rotl(s0, 49) ^ s1 ^ (s1 << _U64(21))
+    s1 = _rotl(s1, 28)
+    return result, s0, s1
+
+
+@njit(cache=True)
+def _draw(u, n_pages, threshold, alias):
+    """Page for one 64-bit random word: the column from the high 32 bits
+    (multiply-shift), the alias coin from the low 32 bits."""
+    col = ((u >> _U64(32)) * _U64(n_pages)) >> _U64(32)
+    c = np.int64(col)
+    if (u & _MASK32) < threshold[c]:
+        return c
+    return np.int64(alias[c])
+
+
+@njit(cache=True)
+def build_alias(prob):
+    """Vose's alias table for ``prob`` (float64, sums to 1): integer thresholds
+    out of 2**32 and the alias of each column."""
+    n = prob.size
+    scaled = prob * n
+    threshold = np.empty(n, np.uint64)
+    alias = np.arange(n).astype(np.int32)
+    small = np.empty(n, np.int64)
+    large = np.empty(n, np.int64)
+    ns = 0
+    nl = 0
+    for i in range(n):
+        if scaled[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        nl -= 1
+        g = large[nl]
+        threshold[s] = np.uint64(scaled[s] * 4294967296.0)
+        alias[s] = g
+        scaled[g] = (scaled[g] + scaled[s]) - 1.0
+        if scaled[g] < 1.0:
+            small[ns] = g
+            ns += 1
+        else:
+            large[nl] = g
+            nl += 1
+    # Leftovers are 1 up to rounding: always accept the column itself.
+    for i in range(nl):
+        threshold[large[i]] = np.uint64(4294967296)
+    for i in range(ns):
+        threshold[small[i]] = np.uint64(4294967296)
+    return threshold, alias
+
+
+@njit(cache=True, parallel=True)
+def paper_pages(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias, out):
+    """Fill ``out`` (n_sessions, n_visits * n_accesses) with the pages that
+    ``paper_kernel`` draws for sessions ``first_session...``."""
+    n_pages = threshold.size
+    for i in prange(n_sessions):
+        s0, s1 = session_state(key, first_session + i)
+        for j in range(n_visits * n_accesses):
+            u, s0, s1 = _next(s0, s1)
+            out[i, j] = _draw(u, n_pages, threshold, alias)
+
+
+@njit(cache=True)
+def _access(p, pos, owner, uses, last_use, held, move_on_fault, create_on_ground):
+    """Apply one access to page ``p`` at trail position ``pos``: the page-table
+    semantics of DESIGN.md section 1. Returns the result code and the owner
+    the page had before the access."""
+    o = np.int64(owner[p])
+    uses[p] += 1
+    last_use[p] = pos
+    if o == pos:
+        return HIT, o
+    if o == NOWHERE:
+        if create_on_ground:
+            owner[p] = GROUND
+            return CREATE_REMOTE, o
+        owner[p] = pos
+        held[pos] += 1
+        return CREATE, o
+    if move_on_fault:
+        owner[p] = pos
+        held[pos] += 1
+        if o >= 0:
+            held[o] -= 1
+        return FAULT, o
+    return REMOTE, o
+
+
+@njit(cache=True)
+def _count_access(code, o, pos, cnt):
+    """Add one access's result to the session counters (event-logging path)."""
+    cnt[C_ACCESSES] += 1
+    if code == HIT:
+        cnt[C_HITS] += 1
+    elif code == CREATE:
+        cnt[C_CREATED] += 1
+    elif code == FAULT:
+        cnt[C_FAULT_MOVES] += 1
+        if o >= 0:
+            cnt[C_TRAIL_HOPS] += pos - o
+        else:
+            cnt[C_GROUND] += 1
+    elif code == REMOTE:
+        cnt[C_REMOTE] += 1
+        if o >= 0:
+            cnt[C_REMOTE_TRAIL_HOPS] += pos - o
+        else:
+            cnt[C_GROUND] += 1
+    else:  # CREATE_REMOTE: created on the ground through the ground link
+        cnt[C_CREATED_GROUND] += 1
+        cnt[C_REMOTE] += 1
+        cnt[C_GROUND] += 1
+
+
+@njit(cache=True)
+def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
+               create_on_ground, cnt):
+    """Apply accesses ``pages[lo:hi]`` at trail position ``pos``: the same
+    semantics as ``_access`` + ``_count_access``, with the counters in local
+    variables (registers) because this loop is the engine's hot path."""
+    hits = 0
+    created = 0
+    created_ground = 0
+    faults = 0
+    remote = 0
+    ground = 0
+    hops = 0
+    remote_hops = 0
+    for a in range(lo, hi):
+        p = pages[a]
+        o = np.int64(owner[p])
+        uses[p] += 1
+        last_use[p] = pos
+        if o == pos:
+            hits += 1
+        elif o == NOWHERE:
+            if create_on_ground:
+                owner[p] = GROUND
+                created_ground += 1
+                remote += 1
+                ground += 1
+            else:
+                owner[p] = pos
+                held[pos] += 1
+                created += 1
+        elif move_on_fault:
+            owner[p] = pos
+            held[pos] += 1
+            faults += 1
+            if o >= 0:
+                held[o] -= 1
+                hops += pos - o
+            else:
+                ground += 1
+        else:
+            remote += 1
+            if o >= 0:
+                remote_hops += pos - o
+            else:
+                ground += 1
+    cnt[C_ACCESSES] += hi - lo
+    cnt[C_HITS] += hits
+    cnt[C_CREATED] += created
+    cnt[C_CREATED_GROUND] += created_ground
+    cnt[C_FAULT_MOVES] += faults
+    cnt[C_REMOTE] += remote
+    cnt[C_GROUND] += ground
+    cnt[C_TRAIL_HOPS] += hops
+    cnt[C_REMOTE_TRAIL_HOPS] += remote_hops
+
+
+@njit(cache=True)
+def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
+    """Move the pages the strategy selects to the visit at ``pos``; returns how
+    many entries of ``out`` were examined (moved pages have ``out`` >= 0, the
+    skipped ones are overwritten with -1 so an event writer can follow)."""
+    n = select(owner, uses, last_use, pos, params, out)
+    for i in range(n):
+        p = out[i]
+        o = np.int64(owner[p])
+        if o == pos or o == NOWHERE:
+            out[i] = -1
+            continue
+        owner[p] = pos
+        held[pos] += 1
+        if o >= 0:
+            held[o] -= 1
+            cnt[C_TRAIL_HOPS] += pos - o
+        else:
+            cnt[C_GROUND] += 1
+        if push:
+            cnt[C_PUSH_MOVES] += 1
+        else:
+            cnt[C_HANDOVER_MOVES] += 1
+    return n
+
+
+def paper_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias,
+                 flags_a, select_a, params_a, counters_a, rows_a,
+                 flags_b, select_b, params_b, counters_b, rows_b):
+    """The paper workload generated on the fly and replayed under two strategies
+    (a and b) on the very same accesses, each with its own page table: sessions
+    ``first_session...``, ``n_visits`` visits of ``n_accesses`` Zipf accesses.
+    ``flags_*`` = (move_on_fault, create_on_ground, push). Writes per-session
+    counters (n_sessions, N_COUNTERS) and ``rows_*`` (n_sessions, n_visits,
+    n_visits): pages held by visit j at the end of visit k (Table I)."""
+    n_pages = threshold.size
+    for i in prange(n_sessions):
+        owner_a = np.full(n_pages, NOWHERE, np.int16)
+        uses_a = np.zeros(n_pages, np.int32)
+        last_a = np.full(n_pages, -1, np.int16)
+        held_a = np.zeros(n_visits, np.int64)
+        cnt_a = np.zeros(N_COUNTERS, np.int64)
+        owner_b = np.full(n_pages, NOWHERE, np.int16)
+        uses_b = np.zeros(n_pages, np.int32)
+        last_b = np.full(n_pages, -1, np.int16)
+        held_b = np.zeros(n_visits, np.int64)
+        cnt_b = np.zeros(N_COUNTERS, np.int64)
+        out = np.empty(n_pages, np.int32)
+        buf = np.empty(n_accesses, np.int32)
+        s0, s1 = session_state(key, first_session + i)
+        for pos in range(n_visits):
+            if pos > 0:
+                _handover(pos, owner_a, uses_a, last_a, held_a, select_a, params_a, out, cnt_a,
+                          flags_a[2])
+                _handover(pos, owner_b, uses_b, last_b, held_b, select_b, params_b, out, cnt_b,
+                          flags_b[2])
+            # Draw the visit's accesses once, then apply them with the code the
+            # Trace path uses: the two paths cannot drift apart.
+            for j in range(n_accesses):
+                u, s0, s1 = _next(s0, s1)
+                buf[j] = _draw(u, n_pages, threshold, alias)
+            _run_visit(buf, 0, n_accesses, pos, owner_a, uses_a, last_a, held_a, flags_a[0],
+                       flags_a[1], cnt_a)
+            _run_visit(buf, 0, n_accesses, pos, owner_b, uses_b, last_b, held_b, flags_b[0],
+                       flags_b[1], cnt_b)
+            for j in range(pos + 1):
+                rows_a[i, pos, j] = held_a[j]
+                rows_b[i, pos, j] = held_b[j]
+        for c in range(N_COUNTERS):
+            counters_a[i, c] = cnt_a[c]
+            counters_b[i, c] = cnt_b[c]
+
+
+@njit(cache=True)
+def _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
+               s, p, frm, to, t, kind):
+    ev_session[k] = s
+    ev_page[k] = p
+    ev_from[k] = frm
+    ev_to[k] = to
+    ev_time[k] = t
+    ev_kind[k] = kind
+
+
+def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_page,
+                 access_time_ns, move_on_fault, create_on_ground, push, lead_ns, select, params,
+                 counters, held_at_end, pages_at_visit_end, snapshot_offsets, snapshot_held,
+                 snapshots, event_offsets, log_creations, ev_session, ev_page, ev_from, ev_to,
+                 ev_time, ev_kind, record):
+    """Replay a Trace session by session (prange). Counters and per-visit
+    outputs always; the snapshot triangle when ``snapshots``; events into the
+    ``ev_*`` arrays at ``event_offsets[s]...`` when ``record``."""
+    n_sessions = visit_offsets.size - 1
+    for s in prange(n_sessions):
+        v0 = visit_offsets[s]
+        nv = visit_offsets[s + 1] - v0
+        owner = np.full(n_pages, NOWHERE, np.int16)
+        uses = np.zeros(n_pages, np.int32)
+        last_use = np.full(n_pages, -1, np.int16)
+        out = np.empty(n_pages, np.int32)
+        prev = np.empty(n_pages, np.int16)
+        held = np.zeros(max(nv, 1), np.int64)
+        cnt = np.zeros(N_COUNTERS, np.int64)
+        k = event_offsets[s] if record else 0
+        for pos in range(nv):
+            g = v0 + pos
+            if pos > 0:
+                if record:
+                    # Keep the owners from before the moves: the event writer
+                    # needs where each moved page came from.
+                    for q in range(n_pages):
+                        prev[q] = owner[q]
+                n = _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push)
+                if record:
+                    kind = KIND_PUSH if push else KIND_HANDOVER
+                    t = visit_start_ns[g] - lead_ns if push else visit_start_ns[g]
+                    for m in range(n):
+                        p = out[m]
+                        if p < 0:
+                            continue
+                        o = np.int64(prev[p])
+                        frm = v0 + o if o >= 0 else GROUND
+                        _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
+                                   s, p, frm, g, t, kind)
+                        k += 1
+            lo, hi = access_offsets[g], access_offsets[g + 1]
+            if not record:
+                _run_visit(access_page, lo, hi, pos, owner, uses, last_use, held,
+                           move_on_fault, create_on_ground, cnt)
+                lo = hi  # nothing left for the event-writing loop below
+            # Event-writing path: one access at a time, same semantics (_access).
+            for a in range(lo, hi):
+                p = access_page[a]
+                code, o = _access(p, pos, owner, uses, last_use, held, move_on_fault,
+                                  create_on_ground)
+                _count_access(code, o, pos, cnt)
+                frm = v0 + o if o >= 0 else o
+                if code == FAULT:
+                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
+                               s, p, frm, g, access_time_ns[a], KIND_FAULT)
+                    k += 1
+                elif code == REMOTE or code == CREATE_REMOTE:
+                    src = GROUND if code == CREATE_REMOTE else frm
+                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
+                               s, p, src, g, access_time_ns[a], KIND_REMOTE)
+                    k += 1
+                elif code == CREATE and log_creations:
+                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
+                               s, p, NOWHERE, g, access_time_ns[a], KIND_CREATE)
+                    k += 1
+            pages_at_visit_end[g] = cnt[C_CREATED] + cnt[C_CREATED_GROUND]
+            if snapshots:
+                b = snapshot_offsets[g]
+                for j in range(pos + 1):
+                    snapshot_held[b + j] = held[j]
+        for pos in range(nv):
+            held_at_end[v0 + pos] = held[pos]
+        for c in range(N_COUNTERS):
+            counters[s, c] = cnt[c]
+
+
+@functools.cache
+def typed_paper_kernel():
+    """``paper_kernel`` compiled for a first-class ``select`` (one compilation for
+    every strategy; the first call compiles or loads it from Numba's cache)."""
+    per_strategy = (types.boolean[::1], _SELECT_T, types.int64[::1], types.int64[:, ::1],
+                    types.int64[:, :, ::1])
+    return njit(
+        types.void(types.uint64, types.int64, types.int64, types.int64, types.int64,
+                   types.uint64[::1], types.int32[::1], *per_strategy, *per_strategy),
+        cache=True, parallel=True,
+    )(paper_kernel)
+
+
+@functools.cache
+def typed_trace_kernel():
+    """``trace_kernel`` compiled for a first-class ``select``."""
+    i64, i32 = types.int64[::1], types.int32[::1]
+    return njit(
+        types.void(types.int64, i64, i64, i64, i32, i64, types.boolean, types.boolean,
+                   types.boolean, types.int64, _SELECT_T, i64, types.int64[:, ::1], i32, i32,
+                   i64, i32, types.boolean, i64, types.boolean, i64, i32, i32, i32, i64,
+                   types.int8[::1], types.boolean),
+        cache=True, parallel=True,
+    )(trace_kernel)
