@@ -1,0 +1,81 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		role    Role
+		args    []string
+		env     map[string]string
+		host    string
+		check   func(Config) string
+		wantErr string
+	}{
+		{"the index comes from the hostname's ordinal", Satnode, nil, nil, "satpage-sat-17",
+			func(c Config) string { return check(c.Index, 17) }, ""},
+		{"environment variables set values", Satnode, nil,
+			map[string]string{"SATPAGE_INDEX": "3", "SATPAGE_LISTEN": "127.0.0.1:7003", "SATPAGE_STOP_TIMEOUT": "2s", "SATPAGE_STORE": "memory"}, "h",
+			func(c Config) string {
+				return check(c.Index, 3) + check(c.Listen, "127.0.0.1:7003") + check(c.StopTimeout, 2*time.Second) + check(c.Store, "memory")
+			}, ""},
+		{"flags win over the environment", Satnode, []string{"--index", "4"}, map[string]string{"SATPAGE_INDEX": "3"}, "h",
+			func(c Config) string { return check(c.Index, 4) }, ""},
+		{"the peer template fills index and port", Gateway, []string{"--peer-template", "sat-{index}:{port}", "--peer-port-base", "8000"}, nil, "gw",
+			func(c Config) string { return check(c.PeerAddr(12), "sat-12:8012") }, ""},
+		{"the gateway needs no index", Gateway, nil, nil, "gateway", func(c Config) string { return "" }, ""},
+		{"a satnode without an index fails naming it", Satnode, nil, nil, "laptop", nil, "--index -1"},
+		{"an index beyond the constellation", Satnode, []string{"--index", "150"}, nil, "h", nil, "--index 150 outside [0, 150)"},
+		{"a bad constellation", Gateway, []string{"--constellation", "walker:7/2/1:500:87"}, nil, "h", nil, "P = 2 does not divide T = 7"},
+		{"a bad store", Satnode, []string{"--index", "1", "--store", "disk"}, nil, "h", nil, `--store "disk"`},
+		{"a bad environment value", Satnode, nil, map[string]string{"SATPAGE_PEER_PORT_BASE": "many"}, "h", nil, `SATPAGE_PEER_PORT_BASE="many"`},
+		{"ports that do not fit", Gateway, []string{"--peer-port-base", "65500"}, nil, "h", nil, "--peer-port-base 65500"},
+		{"a page size too large", Gateway, []string{"--page-bytes", "99999999"}, nil, "h", nil, "--page-bytes 99999999"},
+		{"a stray argument", Gateway, []string{"extra"}, nil, "h", nil, `"extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(tt.role, tt.args, env(tt.env), tt.host, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error naming %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(c); msg != "" {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+func check[T comparable](got, want T) string {
+	if got != want {
+		return fmt.Sprintf("got %v, want %v; ", got, want)
+	}
+	return ""
+}
+
+func TestDefaultConfigIsValidForTheGatewayAndErrorsAreInvalid(t *testing.T) {
+	if err := DefaultConfig().Validate(Gateway); err != nil {
+		t.Errorf("DefaultConfig().Validate(Gateway): got %v, want nil", err)
+	}
+	err := DefaultConfig().Validate(Satnode)
+	if !errors.Is(err, errs.ErrInvalid) {
+		t.Errorf("a satnode with no index: got %v, want ErrInvalid", err)
+	}
+}
