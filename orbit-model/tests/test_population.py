@@ -130,6 +130,19 @@ def test_a_geotiff_reads_the_same_grid_as_the_ascii_file(tmp_path, grid):
     assert g.total == pytest.approx(grid.total, rel=1e-8)
 
 
+def test_a_geotiff_in_a_projected_crs_is_refused_with_its_crs(tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    from affine import Affine
+
+    path = tmp_path / "mercator.tif"
+    with rasterio.open(path, "w", driver="GTiff", width=4, height=2, count=1, dtype="float32",
+                       crs="EPSG:3857", transform=Affine(1000.0, 0.0, 0.0, 0.0, -1000.0, 0.0)
+                       ) as dst:
+        dst.write(np.ones((2, 4), dtype=np.float32), 1)
+    with pytest.raises(ValueError, match=r"mercator.tif.*EPSG:4326.*3857"):
+        PopulationGrid.from_file(path)
+
+
 # ---- bad input ----------------------------------------------------------------------
 
 def test_a_missing_file_names_the_file(tmp_path):

@@ -86,6 +86,18 @@ def test_bad_input_exits_2_and_names_the_value(args, message):
     assert squash(message) in squash(result.stderr)
 
 
+def test_the_group_without_options_shows_its_help_and_subcommands():
+    result = run()
+    assert result.exit_code == 0
+    for name in ("--lat", "--radius-km", "footprint", "map", "clients", "load"):
+        assert name in result.output
+
+
+def test_circle_options_with_a_subcommand_are_refused():
+    result = run("--lat", 3, "map")
+    assert result.exit_code == 2 and squash("go without a subcommand") in squash(result.stderr)
+
+
 def test_a_wrong_header_names_the_file(tmp_path):
     path = tmp_path / "broken.asc"
     path.write_text("ncols 2\nnrows 3\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2\n")
