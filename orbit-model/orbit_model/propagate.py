@@ -35,9 +35,12 @@ __all__ = [
     "Ephemeris",
     "propagate",
     "teme_to_itrs_matrices",
+    "gmst_angles_rad",
+    "teme_to_itrs_matrices_skyfield",
     "itrs_positions_km",
     "teme_positions_km",
     "iter_itrs_chunks",
+    "itrs_positions_at_km",
     "geodetic_from_itrs",
     "subsatellite_points",
     "WGS84_A_KM",
@@ -111,14 +114,38 @@ def _sgp4_teme(constellation: Constellation, t_ns: np.ndarray):
 def teme_to_itrs_matrices(constellation_or_epoch, t_ns) -> tuple[np.ndarray, np.ndarray]:
     """Rotation TEME -> ITRS, shape (n_times, 3, 3), and Earth's rotation rate (n_times,) rad/s.
 
-    Built from Skyfield's frames: ``itrs.rotation_at(t) @ TEME.rotation_at(t).T``.
+    Skyfield's frames give ``itrs.rotation_at(t) @ TEME.rotation_at(t).T``; the
+    precession-nutation matrix and GAST cancel in that product (Skyfield's own
+    ``find_events`` skips them for the same reason), leaving a z-rotation by
+    -GMST1982(UT1). That is computed here directly, with UT1 from Skyfield's
+    timescale; a test holds it to the full frame product.
     """
     epoch = getattr(constellation_or_epoch, "epoch", constellation_or_epoch)
     t = skyfield_times(epoch, _as_times(t_ns))
+    theta, theta_dot = theta_GMST1982(t.whole, t.ut1_fraction)  # rad, rad per UT1 day
+    theta = np.atleast_1d(theta)
+    c, s = np.cos(theta), np.sin(theta)
+    rotation = np.zeros((theta.size, 3, 3))
+    rotation[:, 0, 0], rotation[:, 0, 1] = c, s
+    rotation[:, 1, 0], rotation[:, 1, 1] = -s, c
+    rotation[:, 2, 2] = 1.0
+    return rotation, np.broadcast_to(theta_dot / _DAY_S, (theta.size,)).copy()
+
+
+def gmst_angles_rad(constellation_or_epoch, t_ns) -> np.ndarray:
+    """GMST-1982 angle theta (n_times,) rad: ITRS = rot_z(-theta) TEME (see ``teme_to_itrs_matrices``)."""
+    epoch = getattr(constellation_or_epoch, "epoch", constellation_or_epoch)
+    t = skyfield_times(epoch, _as_times(t_ns))
+    theta, _ = theta_GMST1982(t.whole, t.ut1_fraction)
+    return np.atleast_1d(np.asarray(theta, dtype=np.float64))
+
+
+def teme_to_itrs_matrices_skyfield(constellation_or_epoch, t_ns) -> np.ndarray:
+    """The same rotation as the full Skyfield frame product (slow; the reference for tests)."""
+    epoch = getattr(constellation_or_epoch, "epoch", constellation_or_epoch)
+    t = skyfield_times(epoch, _as_times(t_ns))
     rotation = mxm(itrs.rotation_at(t), transpose(TEME.rotation_at(t)))  # (3, 3, n)
-    _, theta_dot = theta_GMST1982(t.whole, t.ut1_fraction)  # rad per UT1 day
-    rotation = np.moveaxis(np.asarray(rotation).reshape(3, 3, -1), -1, 0)
-    return rotation, np.broadcast_to(theta_dot / _DAY_S, (rotation.shape[0],)).copy()
+    return np.moveaxis(np.asarray(rotation).reshape(3, 3, -1), -1, 0)
 
 
 def _rotate(rotation: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -208,6 +235,29 @@ def itrs_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = 
     position = teme_positions_km(constellation, t_ns, knot_ns=knot_ns, report=report)
     rotation, _ = teme_to_itrs_matrices(constellation, t_ns)
     return _rotate(rotation, position)
+
+
+def itrs_positions_at_km(constellation: Constellation, satellites, t_ns) -> np.ndarray:
+    """Earth-fixed positions (n, 3) km of ``satellites[i]`` at ``t_ns[i]`` (pairs, not a grid).
+
+    One ``Satrec.sgp4_array`` call per distinct satellite: for refining events
+    of many satellites at their own times.
+    """
+    satellites, t_ns = np.broadcast_arrays(np.asarray(satellites, np.int64), _as_times(t_ns))
+    satellites, t_ns = satellites.ravel(), t_ns.ravel()
+    position = np.full((t_ns.size, 3), np.nan)
+    if t_ns.size == 0:
+        return position
+    whole, fraction = utc_jd(constellation.epoch, t_ns)
+    order = np.argsort(satellites, kind="stable")
+    bounds = np.flatnonzero(np.diff(satellites[order])) + 1
+    for group in np.split(order, bounds):
+        satrec = constellation.satrecs[satellites[group[0]]]
+        error, r, _ = satrec.sgp4_array(whole[group], fraction[group])
+        r[error != 0] = np.nan
+        position[group] = r
+    rotation, _ = teme_to_itrs_matrices(constellation, t_ns)
+    return np.einsum("tij,tj->ti", rotation, position)
 
 
 def iter_itrs_chunks(constellation: Constellation, t_ns, chunk_steps: int = 360,

@@ -1,0 +1,412 @@
+"""Handover schedules for many ground clients, streamed over time in chunks.
+
+For every client and every time step the kernel finds the satellites above the
+minimum elevation (a latitude/longitude cell index over the satellites keeps
+this to the few hundred near each client), tracks visibility passes at step
+resolution, and applies the policy:
+
+- ``highest``: the satellite with the highest elevation;
+- ``nearest``: the satellite with the shortest slant range;
+- ``longest``: the satellite that stays above the minimum elevation longest
+  (needs the future: decided after the sweep from the passes).
+
+``sticky=True`` (default) keeps the serving satellite until it drops below the
+minimum elevation and only then applies the policy (a handover happens when it
+must); ``sticky=False`` re-applies the policy at every step. Ties go to the
+lowest satellite index. Times are the step times: a handover at ``time_ns``
+means the new satellite serves from that step on; -1 means no satellite is
+above the minimum elevation (an outage) from that step on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from orbit_model.constellation import Constellation
+from orbit_model.propagate import DEFAULT_KNOT_NS, _as_times, gmst_angles_rad, teme_positions_km
+from orbit_model.timebase import NS_PER_S
+from orbit_model.visibility import GroundPoints
+
+__all__ = ["HandoverSchedule", "handover_schedule", "POLICIES", "STEP_PASS_DTYPE"]
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("highest", "longest", "nearest")
+_POLICY_CODE = {"highest": 0, "nearest": 1, "longest": 2}
+
+STEP_PASS_DTYPE = np.dtype([
+    ("client", np.int32),
+    ("satellite", np.int32),
+    ("rise_step", np.int32),  # first step above the minimum elevation
+    ("set_step", np.int32),  # first step below it again (n_steps when still up at the end)
+    ("max_elevation_deg", np.float32),
+])
+
+
+@dataclass(frozen=True)
+class HandoverSchedule:
+    """Serving satellite over time for each client, in CSR layout.
+
+    Client ``c``'s entries are ``offsets[c]:offsets[c+1]`` of ``time_ns`` (int64,
+    ascending, the first is 0) and ``satellite`` (int32, -1 = none visible).
+    ``t_ns`` are the step times the schedule was computed on.
+    """
+
+    offsets: np.ndarray
+    time_ns: np.ndarray
+    satellite: np.ndarray
+    t_ns: np.ndarray
+    policy: str
+    min_elevation_deg: float
+    sticky: bool
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def for_client(self, client: int) -> tuple[np.ndarray, np.ndarray]:
+        """(time_ns, satellite) of one client's schedule."""
+        if not 0 <= client < self.n_clients:
+            raise ValueError(f"client {client} is outside 0..{self.n_clients - 1}")
+        part = slice(self.offsets[client], self.offsets[client + 1])
+        return self.time_ns[part], self.satellite[part]
+
+    @property
+    def n_handovers(self) -> np.ndarray:
+        """Per client: changes from one satellite to another (outages excluded: a gap
+        between two satellites counts once, when the new one takes over)."""
+        return _count_handovers(self.offsets, self.satellite)
+
+    def serving_at(self, client, t_ns) -> np.ndarray:
+        """Serving satellite of ``client[i]`` at ``t_ns[i]`` (broadcast; -1 = none)."""
+        client, t_ns = np.broadcast_arrays(np.asarray(client, np.int64), _as_times(t_ns))
+        if client.size and (client.min() < 0 or client.max() >= self.n_clients):
+            raise ValueError(f"client index outside 0..{self.n_clients - 1}")
+        out = np.empty(client.shape, np.int32)
+        _serving_at(self.offsets, self.time_ns, self.satellite, client.ravel(), t_ns.ravel(),
+                    out.reshape(-1))
+        return out
+
+
+@numba.njit(cache=True)
+def _count_handovers(offsets, satellite):
+    out = np.zeros(offsets.size - 1, np.int64)
+    for c in range(offsets.size - 1):
+        last = -1
+        for i in range(offsets[c], offsets[c + 1]):
+            s = satellite[i]
+            if s >= 0:
+                if last >= 0 and s != last:
+                    out[c] += 1
+                last = s
+    return out
+
+
+@numba.njit(cache=True)
+def _serving_at(offsets, time_ns, satellite, client, t_ns, out):
+    for q in range(client.size):
+        lo, hi = offsets[client[q]], offsets[client[q] + 1]
+        i = np.searchsorted(time_ns[lo:hi], t_ns[q], side="right") - 1
+        out[q] = satellite[lo + i] if i >= 0 else -1
+
+
+def _cap_angle_rad(min_elevation_deg: float, max_radius_km: float) -> float:
+    """Largest Earth-central angle between a client and a satellite it sees above the minimum
+    elevation, made conservative: smallest Earth radius (the pole, less 1 km), 0.25 deg
+    allowance for geodetic vs geocentric vertical, the highest satellite."""
+    elevation = math.radians(min_elevation_deg - 0.25)
+    ground_km = 6356.752 - 1.0
+    ratio = ground_km * math.cos(elevation) / max_radius_km
+    if ratio >= 1.0:
+        return 0.0
+    return min(math.pi, math.acos(ratio) - elevation)
+
+
+@numba.njit(cache=True)
+def _grow(a, n):
+    b = np.empty(max(2 * a.size, n), a.dtype)
+    b[:a.size] = a
+    return b
+
+
+@numba.njit(cache=True)
+def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_hi, g_col_lo,
+           g_col_n, cell_rad, n_rows, n_cols, sin_min, policy, sticky,
+           last_seen, pass_start, pass_max, vis, n_vis, serving,
+           p_client, p_sat, p_rise, p_set, p_max, n_pass,
+           h_client, h_step, h_sat, n_hand, vis_cap):
+    """One time chunk. position: TEME (n_sats, n_c, 3); theta: GMST per step.
+
+    State carried between chunks: last_seen / pass_start / pass_max (n_g, n_sats),
+    the visible list per client (vis, n_vis), the serving satellite.
+    Appends passes that ended and handovers to the growable output arrays.
+    """
+    n_sats, n_c = position.shape[0], position.shape[1]
+    n_g = g_xyz.shape[0]
+    n_cells = n_rows * n_cols
+    cell_count = np.zeros(n_cells + 1, np.int64)
+    cell_of = np.empty(n_sats, np.int64)
+    cell_sats = np.empty(n_sats, np.int64)
+    sat_xyz = np.empty((n_sats, 3))
+    new_vis = np.empty(vis_cap, np.int32)
+    overflow = False
+    for j in range(n_c):
+        step = step0 + j
+        c, s = np.cos(theta[j]), np.sin(theta[j])
+        cell_count[:] = 0
+        for i in range(n_sats):
+            x, y, z = position[i, j, 0], position[i, j, 1], position[i, j, 2]
+            xe, ye = c * x + s * y, -s * x + c * y
+            sat_xyz[i, 0], sat_xyz[i, 1], sat_xyz[i, 2] = xe, ye, z
+            if not np.isfinite(xe + ye + z):
+                cell_of[i] = -1
+                continue
+            lat = np.arctan2(z, np.sqrt(xe * xe + ye * ye))
+            lon = np.arctan2(ye, xe)
+            r = min(int((lat + np.pi / 2) / cell_rad), n_rows - 1)
+            q = min(int((lon + np.pi) / cell_rad), n_cols - 1)
+            cell_of[i] = r * n_cols + q
+            cell_count[r * n_cols + q + 1] += 1
+        for k in range(n_cells):
+            cell_count[k + 1] += cell_count[k]
+        fill = cell_count[:-1].copy()
+        for i in range(n_sats):
+            if cell_of[i] >= 0:
+                cell_sats[fill[cell_of[i]]] = i
+                fill[cell_of[i]] += 1
+        for g in range(n_g):
+            gx, gy, gz = g_xyz[g, 0], g_xyz[g, 1], g_xyz[g, 2]
+            ux, uy, uz = g_up[g, 0], g_up[g, 1], g_up[g, 2]
+            m = 0
+            best, best_val = -1, -np.inf
+            for r in range(g_row_lo[g], g_row_hi[g] + 1):
+                for qq in range(g_col_n[g]):
+                    q = (g_col_lo[g] + qq) % n_cols
+                    cell = r * n_cols + q
+                    for t in range(cell_count[cell], cell_count[cell + 1]):
+                        i = cell_sats[t]
+                        dx, dy, dz = sat_xyz[i, 0] - gx, sat_xyz[i, 1] - gy, sat_xyz[i, 2] - gz
+                        rng = np.sqrt(dx * dx + dy * dy + dz * dz)
+                        sin_el = (dx * ux + dy * uy + dz * uz) / rng
+                        if sin_el < sin_min:
+                            continue
+                        if m >= vis_cap:
+                            overflow = True
+                            continue
+                        new_vis[m] = i
+                        m += 1
+                        if last_seen[g, i] != step - 1:
+                            pass_start[g, i] = step
+                            pass_max[g, i] = -90.0
+                        last_seen[g, i] = step
+                        el = np.float32(np.degrees(np.arcsin(min(sin_el, 1.0))))
+                        if el > pass_max[g, i]:
+                            pass_max[g, i] = el
+                        val = sin_el if policy == 0 else -rng
+                        if val > best_val or (val == best_val and i < best):
+                            best, best_val = i, val
+            # passes that ended: visible at step-1, not now
+            for k in range(n_vis[g]):
+                i = vis[g, k]
+                if last_seen[g, i] != step:
+                    if n_pass[0] >= p_sat.size:
+                        return 1
+                    p = n_pass[0]
+                    p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
+                    p_set[p], p_max[p] = step, pass_max[g, i]
+                    n_pass[0] += 1
+            for k in range(m):
+                vis[g, k] = new_vis[k]
+            n_vis[g] = m
+            if policy == 2:
+                continue  # "longest" is decided from the passes after the sweep
+            cur = serving[g]
+            keep = sticky and cur >= 0 and last_seen[g, cur] == step
+            choice = cur if keep else best
+            if choice != cur or step == 0:
+                if n_hand[0] >= h_sat.size:
+                    return 2
+                h = n_hand[0]
+                h_client[h], h_step[h], h_sat[h] = g, step, choice
+                n_hand[0] += 1
+                serving[g] = choice
+    if step0 + n_c == n_steps_total:  # close the passes still in progress at the end
+        for g in range(n_g):
+            for k in range(n_vis[g]):
+                i = vis[g, k]
+                if n_pass[0] >= p_sat.size:
+                    return 1
+                p = n_pass[0]
+                p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
+                p_set[p], p_max[p] = n_steps_total, pass_max[g, i]
+                n_pass[0] += 1
+            n_vis[g] = 0
+    return 3 if overflow else 0
+
+
+@numba.njit(cache=True)
+def _longest(offsets, p_sat, p_rise, p_set, n_steps, sticky, h_client, h_step, h_sat):
+    """Schedule under "longest remaining visibility" from step-resolution passes.
+
+    Passes of each client are sorted by rise; at each decision step the candidates
+    are the passes with rise <= step < set, the choice the latest set (lowest
+    index on ties). Sticky: decide only when the serving pass ends; otherwise
+    also whenever a pass rises.
+    """
+    n = 0
+    active = np.empty(p_sat.size, np.int64)
+    for c in range(offsets.size - 1):
+        lo, hi = offsets[c], offsets[c + 1]
+        nxt = lo  # next pass to become active
+        n_act = 0
+        cur, cur_set = -1, -1
+        step = 0
+        first = True
+        while step < n_steps:
+            while nxt < hi and p_rise[nxt] <= step:
+                active[n_act] = nxt
+                n_act += 1
+                nxt += 1
+            k = 0
+            for a in range(n_act):  # drop ended passes
+                if p_set[active[a]] > step:
+                    active[k] = active[a]
+                    k += 1
+            n_act = k
+            if not (sticky and cur >= 0 and cur_set > step):
+                best, best_set = -1, -1
+                for a in range(n_act):
+                    p = active[a]
+                    if p_set[p] > best_set or (p_set[p] == best_set and p_sat[p] < best):
+                        best, best_set = p_sat[p], p_set[p]
+                if best != cur or first:
+                    h_client[n], h_step[n], h_sat[n] = c, step, best
+                    n += 1
+                    cur, cur_set = best, best_set
+                first = False
+            # next decision: the serving pass ends, or (not sticky / no satellite) a pass rises
+            nxt_step = n_steps
+            if cur >= 0:
+                nxt_step = cur_set
+            if (not sticky or cur < 0) and nxt < hi:
+                nxt_step = min(nxt_step, p_rise[nxt])
+            if cur < 0 and nxt >= hi:
+                break
+            step = max(nxt_step, step + 1)
+    return n
+
+
+def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
+                      min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
+                      chunk_steps: int = 360, knot_ns: int | None = DEFAULT_KNOT_NS,
+                      return_passes: bool = False, progress=None):
+    """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
+
+    Works in chunks of ``chunk_steps`` time steps: memory is about
+    n_sats x chunk_steps x 48 bytes for positions plus 12 bytes per
+    (client, satellite) of pass state. Returns a ``HandoverSchedule``, and with
+    ``return_passes`` also the step-resolution passes (``STEP_PASS_DTYPE``).
+    ``progress(done_steps, total_steps)`` is called after each chunk.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"handover policy {policy!r} is not one of {', '.join(POLICIES)}")
+    if not -90.0 <= min_elevation_deg < 90.0:
+        raise ValueError(f"minimum elevation {min_elevation_deg} deg is outside -90..90")
+    t_ns = _as_times(t_ns)
+    if t_ns[0] != 0 or (t_ns.size > 1 and np.any(np.diff(t_ns) <= 0)):
+        raise ValueError("handover times must start at 0 and increase")
+    n_g, n_sats, n_steps = len(ground), constellation.n_satellites, t_ns.size
+    max_radius = 6378.137 + max(constellation.max_altitude_km, 100.0) + 50.0
+    cap = _cap_angle_rad(min_elevation_deg, max_radius)
+    cell_rad = max(cap / 2, math.radians(1.0))
+    n_rows = int(math.ceil(math.pi / cell_rad))
+    n_cols = int(math.ceil(2 * math.pi / cell_rad))
+    xyz = np.ascontiguousarray(ground.itrs_km)
+    up = np.ascontiguousarray(ground.up)
+    glat = np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1]))
+    glon = np.arctan2(xyz[:, 1], xyz[:, 0])
+    row_lo = np.clip(((glat - cap + np.pi / 2) / cell_rad).astype(np.int64), 0, n_rows - 1)
+    row_hi = np.clip(((glat + cap + np.pi / 2) / cell_rad).astype(np.int64), 0, n_rows - 1)
+    near_pole = np.abs(glat) + cap >= np.pi / 2 - 1e-9
+    dlon = np.arcsin(np.clip(np.sin(cap) / np.maximum(np.cos(glat), 1e-12), 0, 1))
+    col_lo = np.floor((glon - dlon + np.pi) / cell_rad).astype(np.int64) % n_cols
+    col_n = np.minimum(np.floor((glon + dlon + np.pi) / cell_rad).astype(np.int64)
+                       - np.floor((glon - dlon + np.pi) / cell_rad).astype(np.int64) + 1, n_cols)
+    col_lo = np.where(near_pole, 0, col_lo)
+    col_n = np.where(near_pole, n_cols, col_n)
+
+    vis_cap = min(n_sats, 2048)
+    last_seen = np.full((n_g, n_sats), -2, np.int32)
+    pass_start = np.zeros((n_g, n_sats), np.int32)
+    pass_max = np.zeros((n_g, n_sats), np.float32)
+    vis = np.zeros((n_g, vis_cap), np.int32)
+    n_vis = np.zeros(n_g, np.int64)
+    serving = np.full(n_g, -1, np.int32)
+    cap0 = max(1024, n_g * 64)
+    p_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
+                np.empty(cap0, np.int32), np.empty(cap0, np.float32)]
+    h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32)]
+    n_pass = np.zeros(1, np.int64)
+    n_hand = np.zeros(1, np.int64)
+    code = {"highest": 0, "nearest": 1, "longest": 2}[policy]
+    sin_min = math.sin(math.radians(min_elevation_deg))
+    for start in range(0, n_steps, chunk_steps):
+        part = t_ns[start:start + chunk_steps]
+        position = teme_positions_km(constellation, part, knot_ns=knot_ns)
+        theta = gmst_angles_rad(constellation, part)
+        while True:
+            # snapshot the state so a chunk can be replayed after growing the outputs
+            saved = (last_seen.copy(), pass_start.copy(), pass_max.copy(), vis.copy(),
+                     n_vis.copy(), serving.copy(), int(n_pass[0]), int(n_hand[0]))
+            status = _sweep(position, theta, start, n_steps, xyz, up, row_lo, row_hi, col_lo,
+                                  col_n, cell_rad, n_rows, n_cols, sin_min, code, sticky,
+                                  last_seen, pass_start, pass_max, vis, n_vis, serving,
+                                  *p_arrays, n_pass, *h_arrays, n_hand, vis_cap)
+            if status in (0, 3):
+                if status == 3:
+                    raise ValueError(f"more than {vis_cap} satellites visible from one point: "
+                                     "raise the minimum elevation")
+                break
+            (last_seen, pass_start, pass_max, vis, n_vis, serving) = saved[:6]
+            n_pass[0], n_hand[0] = saved[6], saved[7]
+            if status == 1:
+                p_arrays = [_grow(a, 0) for a in p_arrays]
+            else:
+                h_arrays = [_grow(a, 0) for a in h_arrays]
+        if progress is not None:
+            progress(min(start + chunk_steps, n_steps), n_steps)
+
+    np_ = int(n_pass[0])
+    passes = np.zeros(np_, STEP_PASS_DTYPE)
+    for name, array in zip(STEP_PASS_DTYPE.names, p_arrays, strict=True):
+        passes[name] = array[:np_]
+    passes = np.sort(passes, order=["client", "rise_step", "satellite"])
+    if policy == "longest":
+        offsets = np.searchsorted(passes["client"], np.arange(n_g + 1)).astype(np.int64)
+        size = 2 * passes.size + 2 * n_g + 1
+        h_client, h_step, h_sat = (np.empty(size, np.int32) for _ in range(3))
+        nh = _longest(offsets, passes["satellite"], passes["rise_step"], passes["set_step"],
+                      n_steps, sticky, h_client, h_step, h_sat)
+        h_client, h_step, h_sat = h_client[:nh], h_step[:nh], h_sat[:nh]
+    else:
+        nh = int(n_hand[0])
+        h_client, h_step, h_sat = (a[:nh] for a in h_arrays)
+        order = np.argsort(h_client, kind="stable")  # emitted in time order within a client
+        h_client, h_step, h_sat = h_client[order], h_step[order], h_sat[order]
+    offsets = np.searchsorted(h_client, np.arange(n_g + 1)).astype(np.int64)
+    schedule = HandoverSchedule(offsets=offsets, time_ns=t_ns[h_step], satellite=h_sat.astype(np.int32),
+                                t_ns=t_ns, policy=policy, min_elevation_deg=float(min_elevation_deg),
+                                sticky=bool(sticky))
+    return (schedule, passes) if return_passes else schedule
+
+
+def step_times_ns(duration_ns: int, step_ns: int = 10 * NS_PER_S) -> np.ndarray:
+    """0, step, 2 step, ... up to and including ``duration_ns`` when it is a multiple."""
+    if duration_ns <= 0 or step_ns <= 0:
+        raise ValueError(f"duration {duration_ns} ns and step {step_ns} ns must be positive")
+    return np.arange(0, duration_ns + 1, step_ns, dtype=np.int64)
