@@ -390,7 +390,7 @@ def load_cmd(
         fail(str(exc))
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".npz":
-        np.savez_compressed(out, t_ns=load.t_ns, population=load.population.astype(np.float32),
+        np.savez_compressed(out, t_ns=load.t_ns, population=load.population,
                             central_angle_rad=load.central_angle_rad,
                             constellation=np.str_(cons.spec), start=np.str_(start),
                             source=np.str_(source))
