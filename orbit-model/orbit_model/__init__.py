@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from orbit_model.clients import Clients, place_clients, population_in_region, region_mask
 from orbit_model.clients_io import read_clients, read_region, write_clients
+from orbit_model.constellation import Constellation, Shell, walker_elements
 from orbit_model.footprint import (
     FootprintLoad,
     footprint_central_angle_rad,
@@ -16,7 +17,28 @@ from orbit_model.footprint import (
     footprint_population,
     footprint_radius_km,
 )
+from orbit_model.handover import HandoverSchedule, handover_schedule, step_times_ns
+from orbit_model.isl import (
+    IslLinks,
+    IslNetwork,
+    Routes,
+    grid_links,
+    isl_test_vectors,
+    write_isl_test_vectors,
+)
 from orbit_model.population import EARTH_RADIUS_KM, PopulationGrid
+from orbit_model.propagate import (
+    Ephemeris,
+    geodetic_from_itrs,
+    iter_itrs_chunks,
+    itrs_positions_km,
+    propagate,
+    subsatellite_points,
+    teme_positions_km,
+)
+from orbit_model.timebase import parse_epoch
+from orbit_model.tle import TleRecord, read_tle_file
+from orbit_model.visibility import PASS_DTYPE, GroundPoints, elevations_deg, find_passes
 
 __all__ = [
     "__version__",
@@ -26,4 +48,11 @@ __all__ = [
     "footprint_outline_deg", "FootprintLoad", "footprint_load",
     "Clients", "place_clients", "region_mask", "population_in_region",
     "read_region", "read_clients", "write_clients",
+    # orbits (issue 5)
+    "Constellation", "Shell", "walker_elements", "TleRecord", "read_tle_file", "parse_epoch",
+    "Ephemeris", "propagate", "teme_positions_km", "itrs_positions_km", "iter_itrs_chunks",
+    "geodetic_from_itrs", "subsatellite_points",
+    "IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors", "write_isl_test_vectors",
+    "GroundPoints", "elevations_deg", "find_passes", "PASS_DTYPE",
+    "HandoverSchedule", "handover_schedule", "step_times_ns",
 ]
