@@ -1,15 +1,186 @@
-"""`satpage orbit ...`: placeholder until issue 5 lands (owner replaces this module)."""
+"""`satpage orbit ...`: passes, handover schedules and ISL routes (issue 5).
+
+- ``satpage orbit passes``: passes of every satellite over a place, refined below 1 s.
+- ``satpage orbit handovers``: the serving satellite over time for a place and a policy.
+- ``satpage orbit isl``: ISL hops and delay between two satellites at a time.
+- ``satpage orbit isl-vectors``: write the shared +Grid test vectors (for the Go daemon).
+
+A thin layer over orbit_model: the scenario epoch is ``--start``; times in the
+output are seconds from it.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
 
-from satpage.console import fail
+from satpage.console import fail, print_json, stdout
 
-app = typer.Typer(help="Not built yet (issue 5).", no_args_is_help=True)
+app = typer.Typer(help="Orbits: passes over a place, handover schedules, ISL hops and delay.",
+                  no_args_is_help=True)
+
+DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"  # DESIGN.md section 3 (the paper's 150 at 500 km)
+DEFAULT_START = "2022-09-14T00:00:00Z"  # the date of the TLE catalogues in ../shared/data
+NS_PER_S = 1_000_000_000
+
+CONSTELLATION_HELP = ("walker:T/P/F:ALT_KM:INC_DEG, walker-star:T/P/F:ALT_KM:INC_DEG or tle:PATH "
+                      "(several joined with '+')")
 
 
-@app.command("todo")
-def todo() -> None:
-    """Not built yet (issue 5)."""
-    fail("satpage orbit is not built yet (issue 5)")
+def _setup(spec: str, start: str, hours: float | None = None):
+    from orbit_model import Constellation, parse_epoch
+
+    try:
+        epoch = parse_epoch(start)
+        if hours is not None and not 0 < hours <= 24 * 366:
+            raise ValueError(f"--hours {hours} must be above 0 and at most a year")
+        return epoch, Constellation.from_spec(spec, epoch=epoch)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+
+
+def _iso(epoch: dt.datetime, t_ns: int) -> str:
+    return (epoch + dt.timedelta(microseconds=int(t_ns) // 1000)).strftime("%m-%d %H:%M:%S")
+
+
+@app.command("passes")
+def passes(
+    constellation: str = typer.Option(DEFAULT_CONSTELLATION, "--constellation", help=CONSTELLATION_HELP),
+    lat: float = typer.Option(..., "--lat", help="latitude, degrees (WGS84)"),
+    lon: float = typer.Option(..., "--lon", help="longitude, degrees"),
+    start: str = typer.Option(DEFAULT_START, "--start", help="scenario epoch, ISO 8601 (UTC)"),
+    hours: float = typer.Option(24.0, "--hours", help="length of the window"),
+    min_elevation: float = typer.Option(10.0, "--min-elevation", help="minimum elevation, degrees"),
+    step_s: float = typer.Option(10.0, "--step-s", help="sampling step before refinement, s"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Passes of every satellite over a place: rise, culmination, set, maximum elevation."""
+    from orbit_model import find_passes
+
+    epoch, const = _setup(constellation, start, hours)
+    duration_ns = int(round(hours * 3600 * NS_PER_S))
+    try:
+        found = find_passes(const, lat, lon, duration_ns, min_elevation_deg=min_elevation,
+                            step_ns=int(round(step_s * NS_PER_S)))
+    except ValueError as exc:
+        fail(str(exc))
+    if as_json:
+        print_json({"constellation": const.spec, "start": epoch.isoformat(), "hours": hours,
+                    "lat_deg": lat, "lon_deg": lon, "min_elevation_deg": min_elevation,
+                    "passes": [{"satellite": int(p["satellite"]), "rise_s": p["rise_ns"] / NS_PER_S,
+                                "culmination_s": p["culmination_ns"] / NS_PER_S,
+                                "set_s": p["set_ns"] / NS_PER_S,
+                                "max_elevation_deg": round(float(p["max_elevation_deg"]), 4)}
+                               for p in found]})
+        return
+    table = Table(title=f"{len(found)} passes over {lat:g}, {lon:g} above {min_elevation:g} deg "
+                        f"({const.spec}, {hours:g} h from {epoch.isoformat()})")
+    for column in ("satellite", "name", "rise UTC", "culmination", "set", "max el (deg)"):
+        table.add_column(column, justify="right" if column in ("satellite", "max el (deg)") else "left")
+    for p in found:
+        i = int(p["satellite"])
+        table.add_row(str(i), const.names[i], _iso(epoch, p["rise_ns"]), _iso(epoch, p["culmination_ns"]),
+                      _iso(epoch, p["set_ns"]), f"{p['max_elevation_deg']:.2f}")
+    stdout.print(table)
+
+
+@app.command("handovers")
+def handovers(
+    constellation: str = typer.Option(DEFAULT_CONSTELLATION, "--constellation", help=CONSTELLATION_HELP),
+    lat: float = typer.Option(..., "--lat", help="latitude, degrees (WGS84)"),
+    lon: float = typer.Option(..., "--lon", help="longitude, degrees"),
+    start: str = typer.Option(DEFAULT_START, "--start", help="scenario epoch, ISO 8601 (UTC)"),
+    hours: float = typer.Option(24.0, "--hours", help="length of the window"),
+    min_elevation: float = typer.Option(10.0, "--min-elevation", help="minimum elevation, degrees"),
+    policy: str = typer.Option("highest", "--policy", help="highest | longest | nearest"),
+    sticky: bool = typer.Option(True, "--sticky/--no-sticky",
+                                help="hand over only when the serving satellite sets (default) "
+                                     "or whenever the policy prefers another"),
+    step_s: float = typer.Option(10.0, "--step-s", help="time step, s"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """The serving satellite over time for a place under a handover policy."""
+    from orbit_model import GroundPoints, handover_schedule, step_times_ns
+
+    epoch, const = _setup(constellation, start, hours)
+    try:
+        t_ns = step_times_ns(int(round(hours * 3600 * NS_PER_S)), int(round(step_s * NS_PER_S)))
+        schedule = handover_schedule(const, GroundPoints.from_degrees(lat, lon), t_ns,
+                                     min_elevation_deg=min_elevation, policy=policy, sticky=sticky)
+    except ValueError as exc:
+        fail(str(exc))
+    times, sats = schedule.for_client(0)
+    if as_json:
+        print_json({"constellation": const.spec, "start": epoch.isoformat(), "hours": hours,
+                    "lat_deg": lat, "lon_deg": lon, "min_elevation_deg": min_elevation,
+                    "policy": policy, "sticky": sticky, "step_s": step_s,
+                    "n_handovers": int(schedule.n_handovers[0]),
+                    "schedule": [{"time_s": int(t) / NS_PER_S, "satellite": int(s)}
+                                 for t, s in zip(times, sats, strict=True)]})
+        return
+    table = Table(title=f"{policy} ({'sticky' if sticky else 're-evaluated every step'}), "
+                        f"{lat:g}, {lon:g} above {min_elevation:g} deg: "
+                        f"{int(schedule.n_handovers[0])} handovers in {hours:g} h")
+    for column in ("from (UTC)", "t (s)", "satellite", "name"):
+        table.add_column(column)
+    for t, s in zip(times, sats, strict=True):
+        table.add_row(_iso(epoch, t), f"{int(t) / NS_PER_S:g}", str(int(s)) if s >= 0 else "-",
+                      const.names[s] if s >= 0 else "(none above the minimum elevation)")
+    stdout.print(table)
+
+
+@app.command("isl")
+def isl(
+    constellation: str = typer.Option(DEFAULT_CONSTELLATION, "--constellation", help=CONSTELLATION_HELP),
+    src: int = typer.Option(..., "--src", help="source satellite index"),
+    dst: int = typer.Option(..., "--dst", help="destination satellite index"),
+    start: str = typer.Option(DEFAULT_START, "--start", help="scenario epoch, ISO 8601 (UTC)"),
+    at_s: float = typer.Option(0.0, "--at-s", help="time, seconds from --start"),
+    latitude_cutoff: float | None = typer.Option(None, "--latitude-cutoff",
+                                                 help="cross-plane links down above this |latitude|, deg"),
+    per_hop_ms: float = typer.Option(0.0, "--per-hop-ms", help="processing time per hop, ms"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Fewest ISL hops and the delay of the fastest fewest-hop path (+Grid topology)."""
+    from orbit_model import IslNetwork
+
+    epoch, const = _setup(constellation, start)
+    try:
+        network = IslNetwork(const, latitude_cutoff_deg=latitude_cutoff, per_hop_processing_ms=per_hop_ms)
+        t_ns = int(round(at_s * NS_PER_S))
+        route = network.route(src, dst, t_ns)
+        neighbours = network.neighbours(t_ns)
+    except ValueError as exc:
+        fail(str(exc))
+    hops, delay = int(route.hops), float(route.delay_ms)
+    result = {"constellation": const.spec, "start": epoch.isoformat(), "t_s": at_s,
+              "src": src, "dst": dst, "hops": hops,
+              "delay_ms": round(delay, 6) if hops >= 0 else None,
+              "latitude_cutoff_deg": latitude_cutoff, "per_hop_ms": per_hop_ms,
+              "src_neighbours": neighbours[src].tolist(), "dst_neighbours": neighbours[dst].tolist()}
+    if as_json:
+        print_json(result)
+        return
+    if hops < 0:
+        stdout.print(f"satellites {src} and {dst} are not connected at t = {at_s:g} s")
+        return
+    stdout.print(f"{src} -> {dst} at t = {at_s:g} s: [bold]{hops}[/] hops, "
+                 f"[bold]{delay:.3f}[/] ms (neighbours of {src}: {neighbours[src].tolist()})")
+
+
+@app.command("isl-vectors")
+def isl_vectors(
+    out: Annotated[Path, typer.Argument(help="JSON file to write")],
+) -> None:
+    """Write the shared +Grid test vectors (constellations, neighbours, hop matrices)."""
+    from orbit_model import write_isl_test_vectors
+
+    try:
+        write_isl_test_vectors(out)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    stdout.print(f"wrote {out}")
