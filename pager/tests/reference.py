@@ -170,3 +170,17 @@ def paper_session(key, session, n_pages, accesses, handovers, threshold, alias):
     rows = [snap + [0] * (v - len(snap)) for snap in od.snapshots]
     return (rows, od.counters["fault_moves"], od.counters["trail_hops"],
             pr.counters["handover_moves"], pr.counters["trail_hops"])
+
+
+def paper_session_independent(rng, n_pages, accesses, handovers, zipf_s):
+    """One paper run with its own random stream (``random.Random``, inverse-CDF
+    sampling): an implementation that shares nothing with the engine. Returns
+    (totals, last_row, ondemand moves, ondemand hops, proactive moves, proactive hops)."""
+    weights = [1.0 / (r ** zipf_s) for r in range(1, n_pages + 1)]
+    v = handovers + 1
+    pages = rng.choices(range(n_pages), weights=weights, k=v * accesses)
+    visits = [(0, [(p, 0) for p in pages[k * accesses:(k + 1) * accesses]]) for k in range(v)]
+    od = replay_session(n_pages, visits)
+    pr = replay_session(n_pages, visits, select=select_all)
+    return (od.pages_at_visit_end, od.held_at_end, od.counters["fault_moves"],
+            od.counters["trail_hops"], pr.counters["handover_moves"], pr.counters["trail_hops"])
