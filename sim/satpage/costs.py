@@ -26,7 +26,7 @@ import numpy as np
 
 from satpage.geometry import C_KM_S
 from satpage.network import Router, route_walk
-from satpage.replay import CREATE, END, FAULT, GROUND, HANDOVER, PUSH
+from satpage.replay import CREATE, FAULT, GROUND, HANDOVER, NOWHERE, PUSH, REMOTE, ReplayLog
 from satpage.workload import ChunkTrace
 
 __all__ = ["CostAccumulator", "LATENCY_BIN_MS", "LATENCY_MAX_MS", "SUMMARY_KEYS"]
@@ -80,9 +80,10 @@ class CostAccumulator:
         b = (np.asarray(t_ns, np.int64) * self.load_bins) // max(self.duration_ns, 1)
         return np.clip(b, 0, self.load_bins - 1)
 
-    def add(self, events: np.ndarray, ct: ChunkTrace, router: Router, step_ns: int,
+    def add(self, rl: ReplayLog, ct: ChunkTrace, router: Router, step_ns: int,
             per_hop_processing_ms: float) -> None:
-        """Account one chunk's event log (satpage.replay.EVENT_DTYPE)."""
+        """Account one chunk's replay (satpage.replay.ReplayLog)."""
+        events = rl.events
         tr = ct.trace
         vsat = tr.visit_satellite.astype(np.int64)
         kind = events["kind"]
@@ -91,39 +92,39 @@ class CostAccumulator:
         c["sessions"] += tr.n_sessions
         c["visits"] += tr.n_visits
 
-        # satellites at both ends; ground fetches start at the satellite above the gateway
+        # satellites at both ends; the ground end is the satellite above the gateway
         t = events["time_ns"]
         step_idx = np.clip(t // step_ns - ct.window_step0, 0, ct.pos.shape[1] - 1)
-        src = np.where(events["from_visit"] >= 0, vsat[np.maximum(events["from_visit"], 0)], -1)
-        dst = np.where(events["to_visit"] >= 0, vsat[np.maximum(events["to_visit"], 0)], -1)
-        ground = kind == GROUND
+        fv = events["from_visit"].astype(np.int64)
+        src = np.where(fv >= 0, vsat[np.maximum(fv, 0)], -1)
+        dst = vsat[events["to_visit"].astype(np.int64)]
+        ground = fv == GROUND
         src = np.where(ground, ct.gateway_sat[step_idx], src)
 
-        is_move = np.isin(kind, (FAULT, HANDOVER, PUSH, GROUND))
-        moved = is_move & ((src != dst) | ground)
+        transfer = np.isin(kind, (FAULT, HANDOVER, PUSH, REMOTE)) & (fv != NOWHERE)
+        # a transfer between two visits of the same satellite moves nothing
+        moved = transfer & ((src != dst) | ground)
         m = np.flatnonzero(moved)
         ms, md = src[m], dst[m]
         hops = np.zeros(m.size, np.int64)
         dist = np.zeros(m.size, np.float64)
-        snaps = router.snapshot_index(t[m])
-        pred, remap = router.predecessors(snaps)
-        weight = np.ones(m.size, np.int64)
+        pred, remap = router.predecessors(router.snapshot_index(t[m]))
         route_walk(ms, md, step_idx[m], remap.astype(np.int64), pred, ct.pos,
-                   router.topology.neighbours, weight, self._bin(t[m]), self.link_load,
-                   hops, dist)
+                   router.topology.neighbours, np.ones(m.size, np.int64), self._bin(t[m]),
+                   self.link_load, hops, dist)
         self.unreachable += int(np.sum(hops < 0))
         hops = np.maximum(hops, 0)
         mk = kind[m]
-        g = mk == GROUND
+        g = ground[m]
         feeder_km = np.where(g, ct.gateway_range_km[step_idx[m]], 0.0)
-        page_hops = hops + g
+        page_hops = hops + g          # the feeder link counts as one hop
         c["page_moves"] += int(m.size)
         c["page_hops"] += int(page_hops.sum())
         c["ground_fetches"] += int(g.sum())
         ho = (mk == HANDOVER) | (mk == PUSH)
         c["handover_transfer_pages"] += int(ho.sum())
 
-        fault = (mk == FAULT) | g
+        fault = (mk == FAULT) | (mk == REMOTE)
         lat_ms = 2.0 * ((dist[fault] + feeder_km[fault]) / C_KM_S * 1e3
                         + page_hops[fault] * per_hop_processing_ms)
         c["faults"] += int(fault.sum())
@@ -138,16 +139,17 @@ class CostAccumulator:
         cr = kind == CREATE
         c["creates"] += int(cr.sum())
         tb = self._bin(t)
-        arrive = cr | (moved & ~ground)
-        leave = (moved & ~ground) | (kind == END)
+        holds = moved & ~ground & (kind != REMOTE)
+        arrive = cr | holds
         np.add.at(self.held_delta, (dst[arrive], tb[arrive]), 1)
-        np.add.at(self.held_delta, (src[leave], tb[leave]), -1)
-
-        # pages left behind: held at session end by a satellite other than the last server
-        end = np.flatnonzero(kind == END)
+        np.add.at(self.held_delta, (src[holds], tb[holds]), -1)
+        # ... and every page still held is released when its session ends
+        vsess = tr.visit_session()
+        held_end = rl.held_at_end.astype(np.int64)
+        np.add.at(self.held_delta, (vsat, self._bin(ct.session_end_ns[vsess])), -held_end)
         last_sat = vsat[tr.visit_offsets[1:] - 1]
-        c["pages_at_session_end"] += int(end.size)
-        c["pages_left_behind"] += int(np.sum(src[end] != last_sat[events["session"][end]]))
+        c["pages_at_session_end"] += int(held_end.sum())
+        c["pages_left_behind"] += int(held_end[vsat != last_sat[vsess]].sum())
 
     def merge(self, other: CostAccumulator) -> None:
         for k, v in other.counts.items():

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SatelliteSet", "WalkerSpec", "parse_walker", "ground_ecef_km",
+__all__ = ["SatelliteSet", "PositionCache", "WalkerSpec", "parse_walker", "ground_ecef_km",
            "EARTH_RADIUS_KM", "MU_KM3_S2", "C_KM_S"]
 
 log = logging.getLogger(__name__)
@@ -108,46 +108,99 @@ def ground_ecef_km(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
         [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
 
 
+def _orbit_model_api():
+    """orbit_model's Constellation, Earth-fixed propagation and +Grid links, or None."""
+    try:
+        from orbit_model.constellation import Constellation
+        from orbit_model.isl import grid_links
+        from orbit_model.propagate import itrs_positions_km
+    except ImportError:
+        return None
+    return Constellation, itrs_positions_km, grid_links
+
+
 class SatelliteSet:
-    """The satellites of a scenario: count, +Grid plane layout, Earth-fixed positions."""
+    """The satellites of a scenario: count, plane layout, +Grid links, Earth-fixed positions.
+
+    ``links`` int32 (m, 2) and ``link_cross_plane`` bool (m,) are the +Grid ISLs
+    (orbit_model.isl.grid_links: DESIGN.md section 3, including TLE catalogues
+    grouped into planes)."""
 
     def __init__(self, spec: str, epoch: dt.datetime) -> None:
         self.spec = spec
         self.epoch = epoch
-        self._constellation = None
+        api = _orbit_model_api()
         self._walker: WalkerSpec | None = None
-        self.backend = "satpage-kepler"
-        try:
-            from orbit_model import Constellation  # type: ignore[attr-defined]
-        except ImportError:
-            Constellation = None  # noqa: N806
-        if spec.startswith("tle:") and Constellation is None:
-            raise ValueError(f"constellation spec {spec!r}: TLE catalogues need "
-                             "orbit_model.Constellation, which this installation lacks")
-        if spec.startswith("walker"):
-            self._walker = parse_walker(spec)
-        if Constellation is not None:
-            self._constellation = Constellation.from_spec(spec, epoch=epoch)
-            self.backend = "orbit_model"
-        if self._walker is not None:
-            w = self._walker
+        self._constellation = None
+        if api is not None:
+            constellation_cls, self._itrs, grid_links = api
+            c = constellation_cls.from_spec(spec, epoch=epoch)
+            self._constellation = c
+            self.backend = "orbit_model-sgp4"
+            self.n_sats = c.n_satellites
+            self.plane = np.asarray(c.plane, dtype=np.int64)
+            self.slot = np.asarray(c.slot, dtype=np.int64)
+            self.altitude_km = float(np.median([sh.altitude_km for sh in c.shells]))
+            links = grid_links(c)
+            self.links = np.asarray(links.endpoints, dtype=np.int32)
+            self.link_cross_plane = np.asarray(links.cross_plane, dtype=bool)
+        else:
+            if spec.startswith("tle:"):
+                raise ValueError(f"constellation spec {spec!r}: TLE catalogues need orbit_model")
+            w = self._walker = parse_walker(spec)
+            self.backend = "satpage-kepler"
             self.n_sats = w.total
             self.plane = np.arange(w.total) // w.per_plane
             self.slot = np.arange(w.total) % w.per_plane
-            self.star = w.star
             self.altitude_km = w.altitude_km
-        else:
-            c = self._constellation
-            self.n_sats = int(c.n_sats)
-            self.plane = np.asarray(c.plane, dtype=np.int64)
-            self.slot = np.asarray(c.slot, dtype=np.int64)
-            self.star = bool(getattr(c, "star", False))
-            self.altitude_km = float(np.median(c.altitude_km))
-        self.n_planes = int(self.plane.max()) + 1
+            self.links, self.link_cross_plane = _plus_grid_links(w)
 
     def positions_km(self, t_ns: np.ndarray) -> np.ndarray:
-        """float64 (n_sats, n_times, 3), Earth-fixed km."""
+        """float64 (n_sats, n_times, 3), Earth-fixed km; NaN rows where SGP4 fails."""
         t_ns = np.asarray(t_ns, dtype=np.int64)
-        if self._walker is not None and self._constellation is None:
+        if self._constellation is None:
             return _walker_positions(self._walker, self.epoch, t_ns)
-        return np.asarray(self._constellation.positions_ecef_km(t_ns), dtype=np.float64)
+        return np.asarray(self._itrs(self._constellation, t_ns), dtype=np.float64)
+
+
+class PositionCache:
+    """Earth-fixed positions at the handover steps ``j * step_ns``: the whole span held
+    once when it is small (default scenario), else computed per window (large runs)."""
+
+    def __init__(self, sats: SatelliteSet, step_ns: int, n_steps: int,
+                 max_cached_values: int = 8_000_000) -> None:
+        self.sats = sats
+        self.step_ns = int(step_ns)
+        self.n_steps = int(n_steps)
+        self._all = None
+        if sats.n_sats * self.n_steps <= max_cached_values:
+            self._all = sats.positions_km(np.arange(self.n_steps, dtype=np.int64) * self.step_ns)
+
+    def window(self, j0: int, j1: int) -> np.ndarray:
+        """(n_sats, j1 - j0 + 1, 3) at steps j0..j1 inclusive."""
+        if self._all is not None and j1 < self.n_steps:
+            return self._all[:, j0:j1 + 1]
+        return self.sats.positions_km(np.arange(j0, j1 + 1, dtype=np.int64) * self.step_ns)
+
+
+def _plus_grid_links(w: WalkerSpec) -> tuple[np.ndarray, np.ndarray]:
+    """+Grid links of a Walker shell, the rule of orbit_model.isl (used only without it):
+    in-plane rings; (p, k)-(p+1, k); for delta with P >= 3 the wrap (P-1, k)-(0, k+F)."""
+    s, n_p = w.per_plane, w.planes
+    idx = np.arange(w.total).reshape(n_p, s)
+    pairs, cross = [], []
+    if s >= 2:
+        pairs.append(np.stack([idx.ravel(), np.roll(idx, -1, axis=1).ravel()], 1))
+        cross.append(np.zeros(w.total, bool))
+    for p in range(n_p - 1):
+        pairs.append(np.stack([idx[p], idx[p + 1]], 1))
+        cross.append(np.ones(s, bool))
+    if not w.star and n_p >= 3:
+        pairs.append(np.stack([idx[n_p - 1], idx[0][(np.arange(s) + w.phasing) % s]], 1))
+        cross.append(np.ones(s, bool))
+    ends = np.sort(np.concatenate(pairs), axis=1)
+    cr = np.concatenate(cross)
+    keep = ends[:, 0] != ends[:, 1]
+    ends, cr = ends[keep], cr[keep]
+    _, first = np.unique(ends[:, 0] * w.total + ends[:, 1], return_index=True)
+    return ends[first].astype(np.int32), cr[first]

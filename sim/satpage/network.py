@@ -8,8 +8,8 @@ off and on with latitude). A transfer uses the snapshot at or before its time an
 the satellite positions at the handover step at or before it; link lengths come
 from those positions, so the delay follows the constellation as it moves.
 
-Links are undirected and numbered ``lo * 4 + j`` where ``lo`` is the lower satellite
-index of the pair and ``j`` the slot of the other end in ``neighbours[lo]``.
+Links are undirected and numbered ``lo * degree + j`` where ``lo`` is the lower
+satellite index of the pair and ``j`` the column of the other end in ``neighbours[lo]``.
 """
 
 from __future__ import annotations
@@ -24,17 +24,14 @@ from scipy.sparse.csgraph import shortest_path
 
 from satpage.geometry import C_KM_S, SatelliteSet
 
-__all__ = ["Topology", "plus_grid", "Router", "route_walk"]
+__all__ = ["Topology", "topology_from_links", "Router", "route_walk", "propagation_ms"]
 
 log = logging.getLogger(__name__)
 
-MAX_DEGREE = 4
-
-
 @dataclass(frozen=True, eq=False)
 class Topology:
-    """+Grid neighbours: ``neighbours`` int32 (n_sats, 4), -1 where there is no link;
-    ``cross_plane`` bool (n_sats, 4) marks links to another plane."""
+    """ISL neighbours: ``neighbours`` int32 (n_sats, degree), -1 where there is no link;
+    ``cross_plane`` bool (n_sats, degree) marks links to another plane."""
 
     neighbours: np.ndarray
     cross_plane: np.ndarray
@@ -44,44 +41,36 @@ class Topology:
         return self.neighbours.shape[0]
 
     @property
+    def degree(self) -> int:
+        return self.neighbours.shape[1]
+
+    @property
     def n_link_ids(self) -> int:
-        return self.n_sats * MAX_DEGREE
+        return self.n_sats * self.degree
 
     def link_exists(self) -> np.ndarray:
-        """bool (n_sats * 4,): ids that name a real undirected link (lower end owns it)."""
+        """bool (n_sats * degree,): ids that name a real undirected link (lower end owns it)."""
         own = (self.neighbours > np.arange(self.n_sats)[:, None]) & (self.neighbours >= 0)
         return own.reshape(-1)
 
 
-def plus_grid(plane: np.ndarray, slot: np.ndarray, star: bool) -> Topology:
-    """In-plane predecessor and successor, and the same slot in the neighbouring planes;
-    no links across the seam of a walker-star constellation (planes P-1 and 0 there
-    counter-rotate). Planes may have different sizes (TLE shells): a cross-plane link
-    exists only where the neighbouring plane has that slot."""
-    plane = np.asarray(plane, dtype=np.int64)
-    slot = np.asarray(slot, dtype=np.int64)
-    n = plane.size
-    n_planes = int(plane.max()) + 1
-    index = {(int(p), int(k)): i for i, (p, k) in enumerate(zip(plane, slot, strict=True))}
-    size = np.bincount(plane, minlength=n_planes)
-    nb = np.full((n, MAX_DEGREE), -1, dtype=np.int32)
-    cross = np.zeros((n, MAX_DEGREE), dtype=bool)
-    for i in range(n):
-        p, k = int(plane[i]), int(slot[i])
-        s = int(size[p])
-        if s > 1:
-            nb[i, 0] = index.get((p, (k + 1) % s), -1)
-            nb[i, 1] = index.get((p, (k - 1) % s), -1)
-            if s == 2:
-                nb[i, 1] = -1           # a two-satellite ring has one link, not two
-        for j, q in ((2, p + 1), (3, p - 1)):
-            if n_planes < 2 or (star and not 0 <= q < n_planes):
-                continue
-            q %= n_planes
-            if q == p or (n_planes == 2 and j == 3):
-                continue
-            nb[i, j] = index.get((q, k), -1)
-            cross[i, j] = nb[i, j] >= 0
+def topology_from_links(n_sats: int, endpoints: np.ndarray, cross_plane: np.ndarray
+                        ) -> Topology:
+    """Neighbour table of an undirected link list ``endpoints`` (m, 2)."""
+    ends = np.asarray(endpoints, dtype=np.int64).reshape(-1, 2)
+    both = np.concatenate([ends, ends[:, ::-1]])
+    cr = np.concatenate([cross_plane, cross_plane]).astype(bool)
+    order = np.lexsort((both[:, 1], both[:, 0]))
+    both, cr = both[order], cr[order]
+    deg = np.bincount(both[:, 0], minlength=n_sats)
+    width = max(int(deg.max(initial=0)), 1)
+    first = np.zeros(n_sats + 1, np.int64)
+    np.cumsum(deg, out=first[1:])
+    col = np.arange(both.shape[0]) - first[both[:, 0]]
+    nb = np.full((n_sats, width), -1, np.int32)
+    cross = np.zeros((n_sats, width), bool)
+    nb[both[:, 0], col] = both[:, 1]
+    cross[both[:, 0], col] = cr
     return Topology(nb, cross)
 
 
@@ -120,7 +109,7 @@ class Router:
             high = np.abs(lat) > self.cutoff_deg
             down = self.topology.cross_plane & (high[:, None] | high[np.maximum(nb, 0)])
             up &= ~down
-        rows = np.repeat(np.arange(nb.shape[0]), MAX_DEGREE)[up.reshape(-1)]
+        rows = np.repeat(np.arange(nb.shape[0]), nb.shape[1])[up.reshape(-1)]
         cols = nb.reshape(-1)[up.reshape(-1)]
         graph = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(nb.shape[0],) * 2)
         _, pred = shortest_path(graph, method="D", directed=False, unweighted=True,

@@ -1,51 +1,87 @@
-"""Replaying a `pager.Trace` under a strategy into a movement event log.
+"""Replaying a `pager.Trace` under a strategy: the movement event log and what each
+visit's satellite still holds when its session ends.
 
-The event log is what the cost accounting (satpage.costs) reads. Its layout
-follows pager's movement log (structured array), with visits as global visit
-indices of the trace:
+The log is pager's (``pager.EVENT_DTYPE``; kinds ``pager.EventKind``):
+``session``, ``page``, ``from_visit`` (global visit index, or GROUND = -2, or
+NOWHERE = -1 for a creation), ``to_visit``, ``time_ns``, ``kind`` (FAULT 0,
+HANDOVER 1, PUSH 2, REMOTE 3, CREATE 4). satpage.costs prices it.
 
-- ``session``    int64  session of the trace (0..n_sessions-1)
-- ``page``       int32
-- ``from_visit`` int64  visit whose satellite held the page (-1: none / the ground)
-- ``to_visit``   int64  visit whose satellite holds it afterwards (-1: released)
-- ``time_ns``    int64
-- ``kind``       int8   one of EVENT_KINDS
-
-`replay` uses pager's engine and strategy classes when they are installed
-(``pager.replay`` / ``pager.STRATEGIES``) and satpage's compiled replay below
-otherwise; both implement DESIGN.md section 1 and the strategies of
-docs/strategies.md, and a test holds them to the same counts.
+`replay` runs pager's engine (``pager.replay``) with the strategy classes of
+``pager`` and ``pager.strategies_extra``. ``replay_builtin`` is satpage's own
+compiled implementation of the same five strategies, written independently
+from the same rules (DESIGN.md section 1, docs/strategies.md); the tests hold
+the two to identical event logs, and it is the fallback when an installed
+pager lacks the engine.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+import pager
 from pager import Trace
 
-__all__ = ["EVENT_DTYPE", "EVENT_KINDS", "CREATE", "FAULT", "HANDOVER", "PUSH", "GROUND",
-           "END", "replay", "StrategyParams", "replay_builtin"]
+__all__ = ["ReplayLog", "replay", "replay_builtin", "make_strategy", "EVENT_DTYPE",
+           "FAULT", "HANDOVER", "PUSH", "REMOTE", "CREATE", "GROUND", "NOWHERE",
+           "ENGINE"]
 
 log = logging.getLogger(__name__)
 
-EVENT_DTYPE = np.dtype([("session", "i8"), ("page", "i4"), ("from_visit", "i8"),
-                        ("to_visit", "i8"), ("time_ns", "i8"), ("kind", "i1")])
-CREATE, FAULT, HANDOVER, PUSH, GROUND, END = 0, 1, 2, 3, 4, 5
-EVENT_KINDS = {CREATE: "create", FAULT: "fault", HANDOVER: "handover", PUSH: "push",
-               GROUND: "ground", END: "end"}
+FAULT, HANDOVER, PUSH, REMOTE, CREATE = 0, 1, 2, 3, 4
+NOWHERE, GROUND = -1, -2
+EVENT_DTYPE = np.dtype([("session", np.int64), ("page", np.int32), ("from_visit", np.int32),
+                        ("to_visit", np.int32), ("time_ns", np.int64), ("kind", np.int8)])
+
+_HAS_ENGINE = hasattr(pager, "replay") and hasattr(pager, "Strategy")
+#: which engine `replay` uses ("pager" or "satpage-builtin"); reports record it.
+ENGINE = "pager" if _HAS_ENGINE else "satpage-builtin"
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayLog:
+    """``events`` EVENT_DTYPE (e,), by session then time; ``held_at_end`` int32 (v,):
+    pages held by each visit's satellite when the session ends."""
+
+    strategy: str
+    events: np.ndarray
+    held_at_end: np.ndarray
+
+
+def make_strategy(name: str, hot_k: int = 32, push_recent_visits: int = 1,
+                  push_lead_ns: int = 10_000_000_000):
+    """The pager Strategy object for a strategy name of satpage.scenario.STRATEGY_NAMES."""
+    from pager.strategies_extra import GroundStore, HotK, PushAhead
+
+    if name == "proactive":
+        return pager.Proactive()
+    if name == "on-demand":
+        return pager.OnDemand()
+    if name == "hot-k":
+        return HotK(k=hot_k)
+    if name == "ground-store":
+        return GroundStore()
+    if name == "push-ahead":
+        return PushAhead(recent_visits=push_recent_visits, lead_ns=push_lead_ns)
+    raise ValueError(f"unknown strategy {name!r}")
+
+
+def replay(trace: Trace, name: str, hot_k: int = 32, push_recent_visits: int = 1,
+           push_lead_ns: int = 10_000_000_000) -> ReplayLog:
+    """Replay ``trace`` under the named strategy (pager's engine when installed)."""
+    if not _HAS_ENGINE:
+        return replay_builtin(trace, name, hot_k, push_recent_visits, push_lead_ns)
+    strategy = make_strategy(name, hot_k, push_recent_visits, push_lead_ns)
+    r = pager.replay(trace, strategy, events=True, log_creations=True)
+    return ReplayLog(name, r.events, r.held_at_end)
+
+
+# -- satpage's own implementation (parity reference and fallback) ----------------------------
 
 _CODES = {"proactive": 0, "on-demand": 1, "hot-k": 2, "ground-store": 3, "push-ahead": 4}
-
-
-class StrategyParams:
-    """Parameters some strategies take (from the scenario's [strategies] table)."""
-
-    def __init__(self, hot_k: int = 32, push_min_uses: int = 1) -> None:
-        self.hot_k = int(hot_k)
-        self.push_min_uses = int(push_min_uses)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -60,84 +96,77 @@ def _emit(ev, e, s, p, from_visit, to_visit, time_ns, kind):
 
 
 @numba.njit(cache=True, nogil=True)
-def _replay_kernel(code, n_pages, hot_k, push_min, visit_offsets, visit_start, access_offsets,
-                   access_page, access_time, session_end, ev):
+def _move(ev, e, s, p, owner, held, v, t, kind):
+    o = owner[p]
+    held[o] -= 1
+    held[v] += 1
+    owner[p] = v
+    return _emit(ev, e, s, p, o, v, t, kind)
+
+
+@numba.njit(cache=True, nogil=True)
+def _replay_kernel(code, n_pages, hot_k, recent, lead_ns, visit_offsets, visit_start,
+                   access_offsets, access_page, access_time, ev, held):
     n_sessions = visit_offsets.size - 1
-    owner = np.full(n_pages, -1, np.int64)
-    used_total = np.zeros(n_pages, np.int64)
-    used_visit = np.zeros(n_pages, np.int64)
-    key = np.zeros(n_pages, np.int64)
+    owner = np.full(n_pages, -1, np.int64)          # global visit index, -1 nowhere, -2 ground
+    uses = np.zeros(n_pages, np.int64)
+    last = np.full(n_pages, -1, np.int64)           # visit of the last use
     e = 0
     for s in range(n_sessions):
         owner[:] = -1
-        used_total[:] = 0
-        used_visit[:] = 0
+        uses[:] = 0
+        last[:] = -1
         v0 = visit_offsets[s]
-        v1 = visit_offsets[s + 1]
-        for v in range(v0, v1):
+        for v in range(v0, visit_offsets[s + 1]):
             t0 = visit_start[v]
-            if v > v0 and code != 3:
-                if code == 0:                        # proactive: the whole object
+            if v > v0:
+                if code == 0:                        # proactive: every page that exists
                     for p in range(n_pages):
                         if owner[p] >= 0 and owner[p] != v:
-                            e = _emit(ev, e, s, p, owner[p], v, t0, 2)
-                            owner[p] = v
-                elif code == 2 and hot_k > 0:        # hot-k: the K most used so far
-                    for p in range(n_pages):
-                        # most used first, then the lower page index
-                        key[p] = -(used_total[p] * n_pages + (n_pages - 1 - p))
-                    order = np.argsort(key)
+                            e = _move(ev, e, s, p, owner, held, v, t0, 1)
+                elif code == 2:                      # hot-k: the K most used so far
+                    order = np.argsort(-uses, kind="mergesort")
                     for r in range(min(hot_k, n_pages)):
                         p = order[r]
-                        if used_total[p] == 0:
+                        if uses[p] == 0:
                             break
                         if owner[p] >= 0 and owner[p] != v:
-                            e = _emit(ev, e, s, p, owner[p], v, t0, 2)
-                            owner[p] = v
-                elif code == 4:                      # push-ahead: this visit's working set
+                            e = _move(ev, e, s, p, owner, held, v, t0, 1)
+                elif code == 4:                      # push-ahead: the recent working set
                     for p in range(n_pages):
-                        if owner[p] == v - 1 and used_visit[p] >= push_min:
-                            e = _emit(ev, e, s, p, v - 1, v, t0, 3)
-                            owner[p] = v
-            used_visit[:] = 0
+                        if last[p] >= v - recent and last[p] < v and owner[p] >= 0 \
+                                and owner[p] != v:
+                            e = _move(ev, e, s, p, owner, held, v, t0 - lead_ns, 2)
             for a in range(access_offsets[v], access_offsets[v + 1]):
                 p = access_page[a]
-                if code == 3:                        # ground-store: every access to the ground
-                    e = _emit(ev, e, s, p, -1, v, access_time[a], 4)
-                elif owner[p] < 0:
-                    e = _emit(ev, e, s, p, -1, v, access_time[a], 0)
+                t = access_time[a]
+                uses[p] += 1
+                last[p] = v
+                if code == 3:                        # ground-store: served from the ground
+                    owner[p] = -2
+                    e = _emit(ev, e, s, p, -2, v, t, 3)
+                elif owner[p] == -1:
                     owner[p] = v
+                    held[v] += 1
+                    e = _emit(ev, e, s, p, -1, v, t, 4)
                 elif owner[p] != v:
-                    e = _emit(ev, e, s, p, owner[p], v, access_time[a], 1)
-                    owner[p] = v
-                used_total[p] += 1
-                used_visit[p] += 1
-        if code != 3:
-            for p in range(n_pages):
-                if owner[p] >= 0:
-                    e = _emit(ev, e, s, p, owner[p], -1, session_end[s], 5)
+                    e = _move(ev, e, s, p, owner, held, v, t, 0)
     return e
 
 
-def replay_builtin(trace: Trace, strategy: str, params: StrategyParams,
-                   session_end_ns: np.ndarray) -> np.ndarray:
-    """satpage's compiled replay: the event log of ``strategy`` on ``trace``."""
-    if strategy not in _CODES:
-        raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(_CODES)})")
+def replay_builtin(trace: Trace, name: str, hot_k: int = 32, push_recent_visits: int = 1,
+                   push_lead_ns: int = 10_000_000_000) -> ReplayLog:
+    """satpage's compiled replay of the same strategies (same log as `replay`)."""
+    if name not in _CODES:
+        raise ValueError(f"unknown strategy {name!r} (known: {', '.join(_CODES)})")
     n_pages = trace.n_pages
-    cap = trace.n_accesses + trace.n_visits * n_pages + trace.n_sessions * n_pages + 1
+    cap = trace.n_accesses + trace.n_visits * n_pages + 1
     ev = np.empty((cap, 6), np.int64)
-    e = _replay_kernel(_CODES[strategy], n_pages, params.hot_k, params.push_min_uses,
-                       trace.visit_offsets, trace.visit_start_ns, trace.access_offsets,
-                       trace.access_page, trace.access_time_ns,
-                       np.asarray(session_end_ns, np.int64), ev)
+    held = np.zeros(max(trace.n_visits, 1), np.int64)
+    e = _replay_kernel(_CODES[name], n_pages, int(hot_k), int(push_recent_visits),
+                       int(push_lead_ns), trace.visit_offsets, trace.visit_start_ns,
+                       trace.access_offsets, trace.access_page, trace.access_time_ns, ev, held)
     out = np.empty(e, dtype=EVENT_DTYPE)
-    for j, name in enumerate(EVENT_DTYPE.names):
-        out[name] = ev[:e, j]
-    return out
-
-
-def replay(trace: Trace, strategy: str, params: StrategyParams,
-           session_end_ns: np.ndarray) -> np.ndarray:
-    """The event log of ``strategy`` replayed over ``trace`` (EVENT_DTYPE)."""
-    return replay_builtin(trace, strategy, params, session_end_ns)
+    for j, col in enumerate(EVENT_DTYPE.names):
+        out[col] = ev[:e, j]
+    return ReplayLog(name, out, held[:trace.n_visits].astype(np.int32))

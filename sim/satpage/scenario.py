@@ -61,7 +61,7 @@ class ConstellationSection:
                      "`walker-star:T/P/F:ALT_KM:INC_DEG` or `tle:PATH` (DESIGN.md section 3)",
                      default="walker-star:150/10/1:500:87")
     isl_latitude_cutoff_deg: float = _doc(
-        "cross-plane ISLs are down while either end is above this |latitude| "
+        "cross-plane ISLs are down while either end is above this absolute latitude "
         "(90 = never down)", default=90.0)
 
 
@@ -145,9 +145,11 @@ class StrategiesSection:
                                     + ", ".join(f"`{s}`" for s in STRATEGY_NAMES),
                                     default=STRATEGY_NAMES)
     hot_k: int = _doc("`hot-k`: the K most used pages moved at every handover", default=32)
-    push_min_uses: int = _doc("`push-ahead`: a page used at least this often during a visit "
-                              "is pushed to the next satellite before the handover",
-                              default=1)
+    push_recent_visits: int = _doc("`push-ahead`: pages used during the last this-many visits "
+                                   "are pushed to the next satellite before the handover",
+                                   default=1)
+    push_lead_s: float = _doc("`push-ahead`: how long before the handover the push happens "
+                              "(the next server is known from the schedule)", default=10.0)
 
 
 @dataclass(frozen=True)
@@ -351,8 +353,11 @@ def _validate(sc: Scenario) -> None:
                 "handover.trail_handovers", "handover.trail_plane"):
         if sc.get(key) < 0:
             raise bad(key, sc.get(key), "must not be negative")
-    if sc.strategies.push_min_uses < 1:
-        raise bad("strategies.push_min_uses", sc.strategies.push_min_uses, "must be at least 1")
+    if sc.strategies.push_recent_visits < 1:
+        raise bad("strategies.push_recent_visits", sc.strategies.push_recent_visits,
+                  "must be at least 1")
+    if sc.strategies.push_lead_s < 0:
+        raise bad("strategies.push_lead_s", sc.strategies.push_lead_s, "must not be negative")
     if (sc.workload.access_rate_per_s > 0) == (sc.workload.accesses_per_visit > 0):
         raise ValueError(f"{src}: give exactly one of workload.access_rate_per_s "
                          f"({sc.workload.access_rate_per_s!r}) and workload.accesses_per_visit "

@@ -11,6 +11,7 @@ numbers with any number of processes (tests/test_simulate.py checks 1 vs 2).
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -20,9 +21,9 @@ import numpy as np
 
 from pager import Trace
 from satpage.costs import CostAccumulator
-from satpage.geometry import SatelliteSet
-from satpage.network import Router, Topology, plus_grid
-from satpage.replay import StrategyParams, replay
+from satpage.geometry import PositionCache, SatelliteSet
+from satpage.network import Router, Topology, topology_from_links
+from satpage.replay import replay
 from satpage.scenario import Scenario
 from satpage.workload import ChunkTrace, build_trace, make_sessions
 
@@ -43,6 +44,7 @@ class World:
     router: Router
     sessions: np.ndarray
     setup_s: float
+    positions: PositionCache
 
     @property
     def n_chunks(self) -> int:
@@ -57,11 +59,13 @@ class World:
 def prepare(sc: Scenario) -> World:
     t0 = time.perf_counter()
     sats = SatelliteSet(sc.constellation.spec, sc.epoch)
-    topo = plus_grid(sats.plane, sats.slot, sats.star)
+    topo = topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane)
     router = Router(sats, topo, sc.constellation.isl_latitude_cutoff_deg,
                     int(round(sc.time.routing_step_s * 1e9)))
     sessions = make_sessions(sc)
-    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0)
+    positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2)
+    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0, positions)
+
 
 
 @dataclass
@@ -82,7 +86,7 @@ def _new_acc(w: World) -> CostAccumulator:
 
 def chunk_trace(w: World, i: int) -> ChunkTrace:
     first, rows = w.chunk_rows(i)
-    return build_trace(w.scenario, w.sats, rows, i, first)
+    return build_trace(w.scenario, w.sats, rows, i, first, w.positions)
 
 
 def chunk_traces(w: World) -> Iterator[Trace]:
@@ -97,15 +101,16 @@ def run_chunk(w: World, i: int) -> ChunkResult:
     t0 = time.perf_counter()
     ct = chunk_trace(w, i)
     stage["schedule"] = time.perf_counter() - t0
-    params = StrategyParams(sc.strategies.hot_k, sc.strategies.push_min_uses)
+    st = sc.strategies
     costs = {}
-    for name in sc.strategies.compare:
+    for name in st.compare:
         t1 = time.perf_counter()
-        events = replay(ct.trace, name, params, ct.session_end_ns)
+        rl = replay(ct.trace, name, st.hot_k, st.push_recent_visits,
+                    int(round(st.push_lead_s * 1e9)))
         t2 = time.perf_counter()
         acc = _new_acc(w)
-        acc.add(events, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms)
-        del events
+        acc.add(rl, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms)
+        del rl
         stage["replay"] += t2 - t1
         stage["costs"] += time.perf_counter() - t2
         costs[name] = acc
@@ -171,13 +176,15 @@ def run_scenario(sc: Scenario, processes: int | None = None,
         for i in range(n):
             absorb(run_chunk(w, i), i + 1)
     else:
-        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker,
-                                 initargs=(sc,)) as ex:
+        # spawn, not fork: the engine's threads (OpenMP) must not be forked
+        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker, initargs=(sc,),
+                                 mp_context=multiprocessing.get_context("spawn")) as ex:
             for done, r in enumerate(ex.map(_worker_chunk, range(n)), start=1):
                 absorb(r, done)
     res.wall_s = time.perf_counter() - t0
     if res.uncovered_steps:
-        log.warning("%d of %d client steps had no satellite above %.1f deg elevation "
+        frac = res.uncovered_steps / max(res.client_steps, 1)
+        (log.warning if frac > 0.01 else log.info)("%d of %d client steps had no satellite above %.1f deg elevation "
                     "(the previous server was kept)", res.uncovered_steps, res.client_steps,
                     sc.handover.min_elevation_deg)
     return res

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 
 from pager import Trace
-from satpage.geometry import EARTH_RADIUS_KM, SatelliteSet, ground_ecef_km
+from satpage.geometry import EARTH_RADIUS_KM, PositionCache, SatelliteSet, ground_ecef_km
 from satpage.scenario import Scenario
 
 __all__ = ["SESSION_DTYPE", "make_sessions", "chunk_rng", "build_trace", "ChunkTrace",
@@ -181,7 +181,7 @@ class ChunkTrace:
 
 
 def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: int,
-                first_session: int) -> ChunkTrace:
+                first_session: int, positions: PositionCache | None = None) -> ChunkTrace:
     """The trace of one chunk of sessions (rows of the session table, start-sorted)."""
     rng = chunk_rng(sc, chunk)
     step = sc.step_ns
@@ -191,8 +191,9 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     j1 = np.maximum((end - 1) // step, j0)
     w0 = int(j0.min())
     w1 = int(j1.max()) + 1
-    t_steps = np.arange(w0, w1 + 1, dtype=np.int64) * step
-    pos = sats.positions_km(t_steps)
+    if positions is None:
+        positions = PositionCache(sats, step, 0)
+    pos = np.ascontiguousarray(positions.window(w0, w1))
 
     if sc.handover.policy == "trail":
         h1 = sc.handover.trail_handovers + 1

@@ -1,10 +1,167 @@
-"""`satpage compare`: placeholder until issue 7 lands (owner replaces this module)."""
+"""`satpage compare [SCENARIO.toml]`: the handover simulation comparing transfer strategies.
+
+With no argument it runs the shipped default scenario in-process (no server, no
+../shared). SCENARIO may be a path or the name of a shipped scenario
+(``default``, ``paper-mimic``, ``large``). ``--set section.key=value`` (repeatable)
+and the shortcut options override single keys.
+"""
 
 from __future__ import annotations
 
-from satpage.console import fail
+import importlib
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from satpage.console import fail, print_json, progress, setup_logging, stderr, stdout
+
+__all__ = ["compare", "resolve_scenario"]
+
+log = logging.getLogger(__name__)
 
 
-def compare() -> None:
-    """Not built yet (issue 7)."""
-    fail("satpage compare is not built yet (issue 7)")
+def resolve_scenario(scenario: str | None, sets: list[str], seed: int | None = None,
+                     sessions: int | None = None, strategies: str | None = None,
+                     processes: int | None = None):
+    """Load a scenario (path or shipped name) and apply the overrides."""
+    from satpage.scenario import (
+        load_scenario,
+        parse_override,
+        shipped_scenario,
+        with_overrides,
+    )
+
+    if scenario is None:
+        path = shipped_scenario("default")
+    elif Path(scenario).exists():
+        path = Path(scenario)
+    elif "/" not in scenario and not scenario.endswith(".toml"):
+        path = shipped_scenario(scenario)
+    else:
+        raise ValueError(f"scenario file {scenario!r} does not exist")
+    sc = load_scenario(path)
+    overrides = [parse_override(s) for s in sets]
+    if seed is not None:
+        overrides.append(("seed", seed))
+    if sessions is not None:
+        overrides.append(("sessions.count", sessions))
+    if strategies is not None:
+        overrides.append(("strategies.compare", [s.strip() for s in strategies.split(",")
+                                                 if s.strip()]))
+    if processes is not None:
+        overrides.append(("run.processes", processes))
+    return with_overrides(sc, overrides) if overrides else sc
+
+
+def _table(result: dict) -> Table:
+    from satpage.report import TABLE_COLUMNS
+
+    wl = result["workload"]
+    t = Table(title=f"satpage compare: {result['scenario']} - seed {result['seed']}, "
+                    f"{wl['sessions']:,} sessions, {wl['accesses_per_visit']:.0f} accesses per "
+                    f"serving satellite, {wl['satellites']} satellites",
+              caption=f"version {result['version']}; movements priced in ISL hops at the "
+                      "time of transfer; latency = round trip over the ISL path")
+    # one row per cost, one column per strategy: fits a terminal with five strategies
+    names = list(result["strategies"])
+    t.add_column("cost", style="bold")
+    for name in names:
+        t.add_column(name, justify="right")
+    for key, head, fmt in TABLE_COLUMNS:
+        t.add_row(head, *[fmt.format(result["strategies"][n][key]) for n in names])
+    return t
+
+
+def _cluster(sc, target: str | None, as_json: bool) -> None:
+    """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)."""
+    if not target:
+        fail("--backend cluster needs --target HOST:PORT (the deployed gateway)")
+    try:
+        cluster = importlib.import_module("satpage.cluster")
+        replay_trace = cluster.replay_trace
+    except (ImportError, AttributeError):
+        fail("--backend cluster needs satpage.cluster.replay_trace (the cluster driver of "
+             "issue 8), which this installation does not have")
+    from satpage.simulate import chunk_traces, prepare
+    from satpage.version import code_version
+
+    world = prepare(sc)
+    totals: dict[str, dict[str, int]] = {}
+    with progress() as bar:
+        task = bar.add_task("replaying through the cluster",
+                            total=world.n_chunks * len(sc.strategies.compare))
+        for trace in chunk_traces(world):
+            for name in sc.strategies.compare:
+                counts = replay_trace(trace, name, target=target)
+                acc = totals.setdefault(name, {})
+                for k, v in dict(counts).items():
+                    if isinstance(v, int | float):
+                        acc[k] = acc.get(k, 0) + v
+                bar.advance(task)
+    out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
+           "version": code_version(), "backend": "cluster", "target": target,
+           "strategies": totals}
+    if as_json:
+        print_json(out)
+    else:
+        for name, counts in totals.items():
+            stdout.print(f"[bold]{name}[/]: {counts}")
+
+
+def compare(
+    scenario: Annotated[str | None, typer.Argument(help="Scenario TOML file or shipped name "
+                                   "(default, paper-mimic, large). Default: default.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override one key: section.key=value "
+                                   "(repeatable), e.g. --set workload.zipf_s=0.8")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario seed.")] = None,
+    sessions: Annotated[int | None, typer.Option("--sessions", help="Override sessions.count.")] = None,
+    strategies: Annotated[str | None, typer.Option("--strategies",
+                                   help="Comma-separated strategies to compare.")] = None,
+    processes: Annotated[int | None, typer.Option("--processes", "-j",
+                                  help="Worker processes (results do not depend on it).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write JSON, CSV, Markdown, HTML and "
+                             "PNG charts into this directory.")] = None,
+    backend: Annotated[str, typer.Option("--backend",
+                                help="engine (in-process) or cluster (a deployed gateway).")] = "engine",
+    target: Annotated[str | None, typer.Option("--target", help="HOST:PORT of the gateway "
+                               "(--backend cluster).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Compare ways of moving session state in a handover simulation of a real
+    constellation (default: the paper's 150 satellites, population-weighted clients)."""
+    setup_logging(verbose)
+    if backend not in ("engine", "cluster"):
+        fail(f"--backend must be engine or cluster, got {backend!r}")
+    sc = resolve_scenario(scenario, set_ or [], seed, sessions, strategies, processes)
+    if backend == "cluster":
+        _cluster(sc, target, as_json)
+        return
+
+    from satpage.report import result_dict, write_reports
+    from satpage.simulate import prepare, run_scenario
+
+    with progress() as bar:
+        t_prep = bar.add_task("constellation, routing, sessions", total=1)
+        world = prepare(sc)
+        bar.advance(t_prep)
+        t_run = bar.add_task(f"simulating {sc.sessions.count:,} sessions x "
+                             f"{len(sc.strategies.compare)} strategies", total=world.n_chunks)
+        res = run_scenario(sc, world=world,
+                           on_chunk=lambda done, total: bar.update(t_run, completed=done))
+        result = result_dict(res)
+        if out is not None:
+            t_out = bar.add_task(f"writing report and charts to {out}", total=1)
+            write_reports(res, out, result)
+            bar.advance(t_out)
+    if as_json:
+        print_json(result)
+    else:
+        stdout.print(_table(result))
+        if out is not None:
+            stdout.print(f"report: {out / 'report.html'}")
+    if out is not None and as_json:
+        stderr.print(f"report: {out / 'report.html'}")

@@ -1,0 +1,213 @@
+"""Reports of a comparison run: the JSON object, CSV, Markdown and a self-contained HTML
+page (charts embedded as data URIs). Every report records scenario, seed and code
+version (DESIGN.md section 3).
+
+Files written by ``write_reports(res, DIR)``:
+
+- ``result.json``   the object `satpage compare --json` prints
+- ``costs.csv``     one row per strategy, one column per cost (SUMMARY_KEYS first)
+- ``pages_held.csv`` per strategy and time bin: max and mean pages held per satellite
+- ``isl_load.csv``  per strategy and link: satellite ends and bytes carried
+- ``report.md``, ``report.html`` and the PNG charts of satpage.charts
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from satpage.console import to_jsonable
+from satpage.costs import SUMMARY_KEYS
+from satpage.version import code_version
+
+__all__ = ["result_dict", "write_reports", "TABLE_COLUMNS"]
+
+#: (key, header, format) of the terminal and Markdown tables.
+TABLE_COLUMNS = (
+    ("page_moves", "moves", "{:,.0f}"),
+    ("page_hops", "page-hops", "{:,.0f}"),
+    ("hops_per_move", "hops/move", "{:.2f}"),
+    ("byte_hops", "byte-hops", "{:.3g}"),
+    ("fault_latency_ms", "fault ms mean", "{:.2f}"),
+    ("fault_latency_p50_ms", "p50", "{:.2f}"),
+    ("fault_latency_p99_ms", "p99", "{:.2f}"),
+    ("access_latency_ms_mean", "ms/access", "{:.3f}"),
+    ("handover_transfer_bytes", "handover bytes", "{:.3g}"),
+    ("isl_load_max_bytes", "ISL max bytes", "{:.3g}"),
+    ("isl_load_mean_bytes", "ISL mean bytes", "{:.3g}"),
+    ("pages_held_max_per_satellite", "held max/sat", "{:,.0f}"),
+    ("pages_left_behind", "left behind", "{:,.0f}"),
+)
+
+
+def result_dict(res) -> dict[str, Any]:
+    """The JSON object of a run: scenario, seed, version, workload, strategies."""
+    from satpage.replay import ENGINE
+
+    sc = res.scenario
+    sums = res.summaries()
+    any_s = next(iter(sums.values()))
+    sessions = max(any_s["sessions"], 1)
+    return to_jsonable({
+        "scenario": sc.name,
+        "scenario_file": sc.source,
+        "seed": sc.seed,
+        "version": code_version(),
+        "engine": ENGINE,
+        "orbit_backend": res.world.sats.backend,
+        "processes": res.processes,
+        "config": sc.to_dict(),
+        "workload": {
+            "sessions": any_s["sessions"],
+            "visits": any_s["visits"],
+            "handovers_per_session": (any_s["visits"] - any_s["sessions"]) / sessions,
+            "accesses": any_s["accesses"],
+            "accesses_per_visit": any_s["accesses_per_visit"],
+            "satellites": res.world.sats.n_sats,
+            "isl_links": int(res.world.topology.link_exists().sum()),
+            "uncovered_step_fraction": res.uncovered_steps / max(res.client_steps, 1),
+        },
+        "timing_s": {**{k: round(v, 3) for k, v in res.stage_s.items()},
+                     "wall": round(res.wall_s, 3)},
+        "strategies": sums,
+    })
+
+
+def _csv_costs(result: dict, path: Path) -> None:
+    strategies = result["strategies"]
+    keys = list(SUMMARY_KEYS) + [k for k in next(iter(strategies.values()))
+                                 if k not in SUMMARY_KEYS]
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["scenario", "seed", "version", "strategy", *keys])
+        for name, s in strategies.items():
+            w.writerow([result["scenario"], result["seed"], result["version"], name,
+                        *[s[k] for k in keys]])
+
+
+def _csv_series(res, out: Path) -> None:
+    sc = res.scenario
+    bins = sc.network.load_bins
+    with (out / "pages_held.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["strategy", "bin_end_s", "max_pages_per_satellite",
+                    "mean_pages_per_satellite"])
+        for name, acc in res.costs.items():
+            held = acc.held_series()
+            for b in range(bins):
+                w.writerow([name, (b + 1) * sc.time.duration_s / bins, int(held[:, b].max()),
+                            float(held[:, b].mean())])
+    exists = res.world.topology.link_exists()
+    ids = np.flatnonzero(exists)
+    nb = res.world.topology.neighbours
+    lo, j = np.divmod(ids, nb.shape[1])
+    hi = nb[lo, j]
+    with (out / "isl_load.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["strategy", "sat_a", "sat_b", "bytes"])
+        for name, acc in res.costs.items():
+            per = acc.link_load.sum(axis=0)[ids] * sc.workload.page_bytes
+            for a, b, v in zip(lo, hi, per, strict=True):
+                w.writerow([name, int(a), int(b), int(v)])
+
+
+def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
+    head = ["strategy"] + [h for _, h, _ in TABLE_COLUMNS]
+    rows = []
+    for name, s in result["strategies"].items():
+        rows.append([name] + [f.format(s[k]) for k, _, f in TABLE_COLUMNS])
+    return head, rows
+
+
+def _markdown(result: dict, charts: list[Path]) -> str:
+    head, rows = _table_rows(result)
+    wl = result["workload"]
+    cfg = result["config"]
+    lines = [
+        f"# satpage compare: {result['scenario']}",
+        "",
+        f"- scenario file: `{result['scenario_file']}`",
+        f"- seed: {result['seed']}",
+        f"- code version: `{result['version']}` (engine: {result['engine']}, "
+        f"orbits: {result['orbit_backend']})",
+        f"- written: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"- constellation: `{cfg['constellation']['spec']}` ({wl['satellites']} satellites, "
+        f"{wl['isl_links']} ISLs); the paper's 150 satellites at 500 km as DESIGN.md "
+        "section 3 fixes planes and inclination",
+        f"- sessions: {wl['sessions']:,}, visits: {wl['visits']:,} "
+        f"({wl['handovers_per_session']:.2f} handovers per session), accesses: "
+        f"{wl['accesses']:,} ({wl['accesses_per_visit']:.1f} per serving satellite; paper: "
+        "1000)",
+        f"- pages {cfg['workload']['pages']}, {cfg['workload']['page_bytes']} bytes each, "
+        f"Zipf s = {cfg['workload']['zipf_s']}",
+        "",
+        "Movements are priced in ISL shortest-path hops between the two satellites at the "
+        "time of the transfer; fault latency is the path's propagation delay plus per-hop "
+        "processing, there and back (docs/strategies.md).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "## Charts", ""]
+    lines += [f"![{p.stem}]({p.name})" for p in charts]
+    lines += ["", "## Scenario", "", "```json", json.dumps(cfg, indent=2), "```", ""]
+    return "\n".join(lines)
+
+
+def _html(result: dict, charts: list[Path]) -> str:
+    head, rows = _table_rows(result)
+    e = html.escape
+    imgs = []
+    for p in charts:
+        data = base64.b64encode(p.read_bytes()).decode("ascii")
+        imgs.append(f'<figure><img alt="{e(p.stem)}" src="data:image/png;base64,{data}">'
+                    f"<figcaption>{e(p.stem)}</figcaption></figure>")
+    wl = result["workload"]
+    table = ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
+             + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in rows)
+             + "</table>")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>satpage compare: {e(result['scenario'])}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;}}
+table{{border-collapse:collapse;font-size:0.85em}}td,th{{border:1px solid #ccc;padding:3px 6px;
+text-align:right}}th{{background:#eee}}img{{max-width:100%}}pre{{background:#f6f6f6;
+padding:1em;font-size:0.8em}}</style></head><body>
+<h1>satpage compare: {e(result['scenario'])}</h1>
+<ul><li>scenario file: <code>{e(str(result['scenario_file']))}</code></li>
+<li>seed: {result['seed']}</li>
+<li>code version: <code>{e(result['version'])}</code> (engine {e(result['engine'])},
+orbits {e(result['orbit_backend'])})</li>
+<li>sessions {wl['sessions']:,}; visits {wl['visits']:,}; accesses {wl['accesses']:,}
+({wl['accesses_per_visit']:.1f} per serving satellite)</li></ul>
+{table}
+{''.join(imgs)}
+<h2>Scenario</h2><pre>{e(json.dumps(result['config'], indent=2))}</pre>
+</body></html>
+"""
+
+
+def write_reports(res, out_dir: Path, result: dict | None = None,
+                  charts: list[Path] | None = None) -> list[Path]:
+    """JSON, CSV, Markdown and HTML reports (and the charts, unless given) into out_dir."""
+    from satpage import charts as ch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = result if result is not None else result_dict(res)
+    charts = charts if charts is not None else ch.write_all(res, out_dir)
+    paths = [out_dir / "result.json", out_dir / "costs.csv", out_dir / "report.md",
+             out_dir / "report.html"]
+    paths[0].write_text(json.dumps(result, indent=2) + "\n")
+    _csv_costs(result, paths[1])
+    _csv_series(res, out_dir)
+    paths[2].write_text(_markdown(result, charts))
+    paths[3].write_text(_html(result, charts))
+    return paths + [out_dir / "pages_held.csv", out_dir / "isl_load.csv"] + charts

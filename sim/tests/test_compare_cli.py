@@ -1,0 +1,97 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from satpage.cli import app
+
+TINY = ["--sessions", "40", "--set", "time.duration_s=5400", "--set", "run.chunk_sessions=20",
+        "--set", "sessions.lifetime_mean_s=900", "--set", "network.load_bins=6"]
+
+
+def run(args):
+    return CliRunner().invoke(app, args, catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cmp")
+    r = run(["compare", *TINY, "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout), out
+
+
+def test_compare_json_has_scenario_seed_version_and_five_strategies(compared):
+    result, _ = compared
+    assert result["scenario"] == "default"
+    assert result["seed"] == 2023
+    assert result["version"].startswith("0.1.0")
+    assert len(result["strategies"]) >= 5
+    for s in result["strategies"].values():
+        for key in ("page_moves", "page_hops", "fault_latency_ms", "fault_latency_p50_ms",
+                    "fault_latency_p99_ms", "byte_hops", "isl_load_max_bytes",
+                    "isl_load_mean_bytes", "pages_held_max_per_satellite",
+                    "pages_left_behind", "handover_transfer_bytes"):
+            assert key in s
+    st = result["strategies"]
+    assert st["on-demand"]["page_hops"] < st["proactive"]["page_hops"]
+
+
+def test_compare_out_writes_reports_and_charts(compared):
+    result, out = compared
+    for name in ("result.json", "costs.csv", "report.md", "report.html", "pages_held.csv",
+                 "isl_load.csv", "cost_per_strategy.png", "fault_latency_cdf.png",
+                 "isl_load.png", "pages_held.png", "clients.png"):
+        assert (out / name).stat().st_size > 0, name
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4
+    assert result["version"] in html and str(result["seed"]) in html
+    md = (out / "report.md").read_text()
+    assert result["version"] in md and "seed" in md
+    assert json.loads((out / "result.json").read_text())["strategies"] == result["strategies"]
+    assert (out / "costs.csv").read_text().count("\n") == 1 + len(result["strategies"])
+
+
+def test_compare_without_json_prints_a_table():
+    r = run(["compare", *TINY, "--strategies", "proactive,on-demand"])
+    assert r.exit_code == 0
+    assert "page-hops" in r.stdout and "on-demand" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--set", "workload.zipff=1"], "workload.zipff"),
+    (["--set", "workload.pages=-3"], "-3"),
+    (["--strategies", "proactive,teleport"], "teleport"),
+    (["no-such-scenario"], "no-such-scenario"),
+    (["--backend", "cluster"], "--target"),
+])
+def test_bad_input_is_a_clear_error_with_exit_code_2(args, needle):
+    import sys
+    from pathlib import Path
+    from subprocess import run as sh
+    exe = Path(sys.executable).with_name("satpage")
+    r = sh([str(exe), "compare", *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_scenario_file_with_a_typo_names_the_key_and_the_file(tmp_path):
+    bad = tmp_path / "typo.toml"
+    bad.write_text("[sessions]\ncounts = 10\n")
+    r = CliRunner().invoke(app, ["compare", str(bad)])
+    assert r.exit_code != 0
+    assert "typo.toml" in str(r.exception) and "counts" in str(r.exception)
+
+
+def test_sweep_writes_a_csv_row_per_point_and_strategy_and_charts(tmp_path):
+    r = run(["sweep", *TINY, "--strategies", "proactive,on-demand",
+             "--vary", "workload.zipf_s=0.5,1.5", "--out", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert [(x["workload.zipf_s"], x["strategy"]) for x in rows] == [
+        (0.5, "proactive"), (0.5, "on-demand"), (1.5, "proactive"), (1.5, "on-demand")]
+    # a steeper Zipf concentrates accesses: fewer on-demand movements
+    od = [x["page_moves"] for x in rows if x["strategy"] == "on-demand"]
+    assert od[1] < od[0]
+    assert (tmp_path / "sweep.csv").read_text().count("\n") == 5
+    assert (tmp_path / "sweep_page_hops.png").stat().st_size > 0
