@@ -53,3 +53,14 @@ proto-check: proto  ## fail when the checked-in stubs differ from what the .prot
 .PHONY: bench-population
 bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy
 	$(PY) bench/bench_population.py
+
+# --- deployment (issue 11): images, Docker Swarm and Kubernetes end-to-end runs ---
+.PHONY: images e2e-swarm e2e-k8s
+images: setup  ## build the satnode, gateway and redis images (Docker if an engine answers, else scripts/image-pack.py) and print their sizes
+	bash scripts/build-images.sh
+
+e2e-swarm: setup  ## 150 satellites on a single-node Docker Swarm, replays checked against the engine (long; starts and stops Docker)
+	bash scripts/e2e-swarm.sh
+
+e2e-k8s: setup  ## 150 satellite pods on a real single-node Kubernetes (../shared/k8s), replays + a satnode kill checked against the engine (long)
+	bash scripts/e2e-k8s.sh

@@ -277,3 +277,15 @@ def test_every_value_is_documented_and_known_to_the_schema():
                 break  # free-form Kubernetes objects (securityContext, affinity)
             assert part in node["properties"], leaf
             node = node["properties"][part]
+
+
+def test_every_setting_the_chart_passes_is_in_the_daemons_configuration_contract(helm):
+    contract = set(re.findall(r'"(SATPAGE_[A-Z_]+)"', (ROOT / "services" / "internal" / "config" /
+                                                       "config.go").read_text()))
+    assert contract, "services/internal/config/config.go names no SATPAGE_ variables"
+    objs = render(helm)
+    passed = set(objs["ConfigMap"][0]["data"])
+    for w in objs["StatefulSet"] + objs["Deployment"]:
+        for c in w["spec"]["template"]["spec"]["containers"]:
+            passed |= {e["name"] for e in c.get("env", [])}
+    assert passed <= contract, passed - contract

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Check that a cluster replay gave the engine's counts (the end-to-end tests' verdict).
+
+Usage: e2e-compare.py paper   ENGINE.json CLUSTER.json
+       e2e-compare.py compare ENGINE.json CLUSTER.json
+paper: `totals`, `last_row`, `proactive_moves`, `ondemand_moves`, `ondemand_hops` must be
+equal (issue 8's cross-check). compare: for every strategy, every count the cluster
+reports must equal the engine's (at least one count per strategy must be compared).
+Prints one line per compared key; exits 1 on any difference.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+PAPER_KEYS = ("totals", "last_row", "proactive_moves", "ondemand_moves", "ondemand_hops")
+
+
+def _find(obj: dict, key: str):
+    """The value of ``key`` at the top level or one level down (summary sections)."""
+    if key in obj:
+        return obj[key]
+    for v in obj.values():
+        if isinstance(v, dict) and key in v:
+            return v[key]
+    raise KeyError(key)
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return a == b
+
+
+def paper(engine: dict, cluster: dict) -> list[str]:
+    bad = []
+    for key in PAPER_KEYS:
+        e, c = _find(engine, key), _find(cluster, key)
+        ok = _equal(e, c)
+        print(f"  paper {key:16s} engine={json.dumps(e)[:60]:60s} cluster={json.dumps(c)[:60]} {'ok' if ok else 'DIFFERENT'}")
+        if not ok:
+            bad.append(key)
+    return bad
+
+
+def compare(engine: dict, cluster: dict) -> list[str]:
+    bad = []
+    e_strats, c_strats = engine["strategies"], cluster["strategies"]
+    if set(e_strats) != set(c_strats):
+        return [f"strategies differ: engine {sorted(e_strats)}, cluster {sorted(c_strats)}"]
+    for name, counts in c_strats.items():
+        shared = [k for k, v in counts.items() if isinstance(v, int | float) and k in e_strats[name]]
+        if not shared:
+            bad.append(f"{name}: no count in common with the engine")
+            continue
+        for k in shared:
+            ok = _equal(e_strats[name][k], counts[k])
+            print(f"  compare {name:12s} {k:24s} engine={e_strats[name][k]!s:>14} cluster={counts[k]!s:>14} "
+                  f"{'ok' if ok else 'DIFFERENT'}")
+            if not ok:
+                bad.append(f"{name}.{k}")
+    return bad
+
+
+OP_KEYS = ("accesses", "page_accesses", "requests", "rpcs", "operations")
+
+
+def _ops(obj) -> int | None:
+    """Client operations a replay JSON reports (summed over strategies), if any."""
+    if isinstance(obj, dict):
+        for k in OP_KEYS:
+            if isinstance(obj.get(k), int | float):
+                return int(obj[k])
+        found = [n for v in obj.values() if (n := _ops(v)) is not None]
+        return sum(found) if found else None
+    return None
+
+
+def report(label: str, out_dir: str, pairs: list[str]) -> int:
+    """The closing summary of an e2e run: times, memory and replay rates."""
+    kv = dict(p.split("=", 1) for p in pairs)
+    print(f"== e2e-{label} summary ==")
+    for k, v in kv.items():
+        print(f"  {k:12s} {v}")
+    for run in ("paper", "compare"):
+        seconds = float(kv.get(f"{run}_s", "nan"))
+        try:
+            with open(f"{out_dir}/{run}-cluster.json") as f:
+                ops = _ops(json.load(f))
+        except OSError:
+            ops = None
+        if ops:
+            print(f"  {run} replay: {ops} operations in {seconds:.2f} s = {ops / seconds:,.0f} operations/s")
+        else:
+            print(f"  {run} replay: {seconds:.2f} s (the driver's JSON names no operation count)")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[0] == "report":
+        return report(argv[1], argv[2], argv[3:])
+    if len(argv) != 3 or argv[0] not in ("paper", "compare"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(argv[1]) as f:
+        engine = json.load(f)
+    with open(argv[2]) as f:
+        cluster = json.load(f)
+    bad = (paper if argv[0] == "paper" else compare)(engine, cluster)
+    if bad:
+        print(f"e2e-compare: {argv[0]}: cluster counts differ from the engine's: {', '.join(bad)}",
+              file=sys.stderr)
+        return 1
+    print(f"e2e-compare: {argv[0]}: cluster counts equal the engine's")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

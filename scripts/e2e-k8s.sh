@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# make e2e-k8s: charts/satpage with 150 satellite pods on a real single-node
+# Kubernetes, replays through the gateway checked against the engine, and a satnode
+# container killed by PID in the middle of a replay.
+#
+# Cluster: the one KUBECONFIG names, or (KUBECONFIG unset) ../shared/k8s started here
+# and stopped at the end (build.sh is cached after its first ~9 minutes). Images: the
+# Dockerfile's targets packed without Docker (scripts/image-pack.py; the cluster has
+# containerd only) from the same staged binaries `make images` uses, imported with ctr.
+# The gateway is reached through `kubectl port-forward` on 127.0.0.1 only.
+#
+# Environment: SEED (1), E2E_K8S_CONSTELLATION (walker-star:150/10/1:500:87),
+# K8S_RECIPE (../shared/k8s), E2E_TIMEOUT_S (600), E2E_KEEP=1 (leave the release and
+# the cluster up), E2E_COMPARE_ARGS (the short compare scenario), E2E_K8S_PORT (17100).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SEED=${SEED:-1}
+SPEC=${E2E_K8S_CONSTELLATION:-walker-star:150/10/1:500:87}
+RECIPE=$(cd "${K8S_RECIPE:-$ROOT/../shared/k8s}" && pwd)
+KCACHE=${SATPAGE_K8S_CACHE:-$HOME/.cache/satpage-k8s}
+TIMEOUT=${E2E_TIMEOUT_S:-600}
+LPORT=${E2E_K8S_PORT:-17100}
+NS=satpage-e2e
+REL=satpage
+OUT=$ROOT/build/e2e-k8s
+SATPAGE=$ROOT/.venv/bin/satpage
+PY=$ROOT/.venv/bin/python
+mkdir -p "$OUT"
+log() { printf '%s e2e-k8s: %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "FAILED: $*"; exit 1; }
+
+cluster_started=0
+pf_pid=
+cleanup() {
+	local rc=$?
+	set +e
+	[[ -n $pf_pid ]] && kill "$pf_pid" 2>/dev/null
+	if [[ ${E2E_KEEP:-0} == 1 ]]; then log "E2E_KEEP=1: leaving release $REL and the cluster up"; exit $rc; fi
+	if ((rc != 0)) && command -v kubectl >/dev/null; then
+		kubectl -n "$NS" get pods -o wide >"$OUT/pods-at-failure.txt" 2>&1
+		kubectl -n "$NS" get events --sort-by=.lastTimestamp >"$OUT/events-at-failure.txt" 2>&1
+		log "pods and events at failure: $OUT/pods-at-failure.txt, $OUT/events-at-failure.txt"
+	fi
+	if command -v helm >/dev/null && helm -n "$NS" status "$REL" >/dev/null 2>&1; then
+		log "helm uninstall $REL"
+		helm -n "$NS" uninstall "$REL" --wait --timeout 120s >/dev/null
+		kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1
+	fi
+	if ((cluster_started)); then
+		log "stopping the cluster this run started"
+		bash "$RECIPE/down.sh" >"$OUT/down.log" 2>&1 || log "down.sh reported leftovers: $OUT/down.log"
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mem_used_mb() { free -m | awk '/^Mem:/{print $3}'; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# 1. Toolchain (cached) and images.
+bash "$RECIPE/build.sh" >"$OUT/k8s-build.log" 2>&1 || die "$RECIPE/build.sh failed: $OUT/k8s-build.log"
+IMAGE_BUILDER=pack bash scripts/build-images.sh | tee "$OUT/images.txt"
+VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
+
+# 2. The cluster.
+if [[ -z ${KUBECONFIG:-} ]]; then
+	bash "$RECIPE/down.sh" >/dev/null 2>&1 || true
+	log "starting the single-node cluster ($RECIPE/up.sh)"
+	cluster_started=1
+	t=$(now)
+	bash "$RECIPE/up.sh" >"$OUT/up.log" 2>&1 || die "up.sh failed: $OUT/up.log"
+	log "cluster up in $(since "$t") s"
+	# shellcheck disable=SC1091
+	. "${SATPAGE_K8S_STATE:-$KCACHE/state}/env"
+fi
+command -v kubectl >/dev/null && command -v helm >/dev/null || die "kubectl and helm must be on PATH"
+if [[ -n ${CONTAINERD_ADDRESS:-} ]]; then
+	for t in satnode gateway redis; do
+		ctr -a "$CONTAINERD_ADDRESS" -n k8s.io images import "$ROOT/build/images/$t.tar" >/dev/null
+	done
+	log "images imported into containerd (k8s.io): $(ctr -a "$CONTAINERD_ADDRESS" -n k8s.io images ls -q | grep -c '^satpage.local/') satpage.local refs"
+else
+	log "CONTAINERD_ADDRESS unset: assuming the cluster already has satpage.local images $VERSION"
+fi
+
+# 3. Install and wait for every satellite to be Ready.
+satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; print(satellite_count('$SPEC'))")
+mem0=$(mem_used_mb)
+t0=$(now)
+log "helm install $REL: $satellites satellites ($SPEC)"
+helm install "$REL" charts/satpage -n "$NS" --create-namespace \
+	--set constellation.spec="$SPEC" >"$OUT/helm-install.txt"
+deadline=$((SECONDS + TIMEOUT))
+last=-1
+while :; do
+	ready=$(kubectl -n "$NS" get statefulset "$REL" -o jsonpath='{.status.readyReplicas}' 2>/dev/null || true)
+	gw=$(kubectl -n "$NS" get deployment "$REL-gateway" -o jsonpath='{.status.readyReplicas}' 2>/dev/null || true)
+	ready=${ready:-0} gw=${gw:-0}
+	if ((ready != last)); then log "Ready satellites: $ready/$satellites (gateway $gw/1) at $(since "$t0") s"; last=$ready; fi
+	((ready >= satellites && gw >= 1)) && break
+	((SECONDS > deadline)) && die "$ready of $satellites satellites Ready after ${TIMEOUT}s"
+	sleep 1
+done
+ready_s=$(since "$t0")
+sleep 5 # let the memory settle after the start-up burst
+mem1=$(mem_used_mb)
+pods_mem_mb=$(cat /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes 2>/dev/null | awk '{printf "%d", $1/1048576}' || echo n/a)
+restarts=$(kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite \
+	-o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' | awk '{s+=$1} END{print s+0}')
+log "all $satellites satellites Ready in $ready_s s; memory used +$((mem1 - mem0)) MB (kubepods cgroup ${pods_mem_mb} MB); container restarts during start: $restarts"
+
+# 4. helm test: gRPC health of satellites 0 and T-1 by peer name, and the gateway.
+helm test "$REL" -n "$NS" --timeout 180s >"$OUT/helm-test.txt" 2>&1 || { cat "$OUT/helm-test.txt" >&2; die "helm test failed"; }
+log "helm test: $(grep -E '^Phase|Succeeded' "$OUT/helm-test.txt" | tr '\n' ' ')"
+
+# 5. The gateway on loopback.
+kubectl -n "$NS" port-forward --address 127.0.0.1 "svc/$REL-gateway" "$LPORT:7000" >"$OUT/port-forward.log" 2>&1 &
+pf_pid=$!
+target=127.0.0.1:$LPORT
+for _ in $(seq 30); do
+	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" -connect-timeout=2s >/dev/null 2>&1 && break
+	sleep 1
+done
+"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" >/dev/null || die "gateway at $target (port-forward) does not answer"
+
+# 6. Replays: engine vs cluster.
+log "satpage paper --runs 1 --seed $SEED: engine, then through the gateway"
+"$SATPAGE" paper --runs 1 --seed "$SEED" --json >"$OUT/paper-engine.json"
+r0=$(now)
+"$SATPAGE" paper --runs 1 --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/paper-cluster.json"
+paper_s=$(since "$r0")
+"$PY" scripts/e2e-compare.py paper "$OUT/paper-engine.json" "$OUT/paper-cluster.json" | tee "$OUT/paper-check.txt"
+
+read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
+log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine, then through the gateway"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json >"$OUT/compare-engine.json"
+c0=$(now)
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/compare-cluster.json"
+compare_s=$(since "$c0")
+"$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-cluster.json" | tee "$OUT/compare-check.txt"
+
+# 7. Kill one satellite's satnode container by PID in the middle of the same replay.
+# The victim is the busiest satellite so far (its page-access counter, read from the
+# pods' metrics ports); kubelet restarts the container in the same pod, whose Redis
+# (a separate container, emptyDir) keeps the frames.
+log "replaying again; killing the busiest satellite's satnode mid-replay"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json \
+	>"$OUT/compare-kill.json" 2>"$OUT/compare-kill.err" &
+replay_pid=$!
+k0=$(now)
+sleep "$(awk -v s="$compare_s" 'BEGIN{d=s/3; if (d<0.5) d=0.5; printf "%.2f", d}')"
+kill -0 "$replay_pid" 2>/dev/null || die "the replay finished before the kill (it took ${compare_s}s before): lengthen E2E_COMPARE_ARGS"
+victim=$("$PY" - "$NS" <<'EOF'
+import json, subprocess, sys, urllib.request
+ns = sys.argv[1]
+pods = json.loads(subprocess.check_output(["kubectl", "-n", ns, "get", "pods", "-l",
+    "app.kubernetes.io/component=satellite", "-o", "json"]))["items"]
+best, best_n = None, -1.0
+for p in pods:
+    ip = p["status"].get("podIP")
+    if not ip:
+        continue
+    try:
+        text = urllib.request.urlopen(f"http://{ip}:9100/metrics", timeout=2).read().decode()
+    except OSError:
+        continue
+    n = sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+            if l.startswith("satpage_page_accesses_total"))
+    if n > best_n:
+        best, best_n = p["metadata"]["name"], n
+print(best)
+EOF
+)
+[[ -n $victim && $victim != None ]] || die "no satellite answered on its metrics port"
+cid=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.containerStatuses[?(@.name=="satnode")].containerID}')
+cid=${cid#containerd://}
+before=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.containerStatuses[?(@.name=="satnode")].restartCount}')
+pid=$(ctr -a "$CONTAINERD_ADDRESS" -n k8s.io tasks ls | awk -v id="$cid" '$1==id{print $2}')
+[[ -n $pid ]] || die "no task for satnode container $cid of $victim"
+log "kill -9 $pid: satnode of $victim (container ${cid:0:12}) at $(since "$k0") s into the replay"
+kill -9 "$pid"
+k_kill=$(now)
+# Back in service: restartCount goes up and the pod is Ready again.
+for _ in $(seq 60); do
+	after=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.containerStatuses[?(@.name=="satnode")].restartCount}')
+	readyc=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
+	((after > before)) && [[ $readyc == True ]] && break
+	sleep 0.5
+done
+back_s=$(since "$k_kill")
+log "$victim: satnode restarted ($before -> $after restarts), Ready again after $back_s s"
+wait "$replay_pid" || { cat "$OUT/compare-kill.err" >&2; die "the replay did not survive the satnode kill"; }
+kill_s=$(since "$k0")
+"$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-kill.json" | tee "$OUT/kill-check.txt"
+redis_restarts=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.initContainerStatuses[?(@.name=="redis")].restartCount}{.status.containerStatuses[?(@.name=="redis")].restartCount}')
+log "$victim: its Redis restarted ${redis_restarts:-0} times (frames kept)"
+
+# 8. What it cost.
+"$PY" scripts/e2e-compare.py report k8s "$OUT" \
+	"satellites=$satellites" "pods_ready_s=$ready_s" "mem_mb=$((mem1 - mem0))" "kubepods_mb=$pods_mem_mb" \
+	"start_restarts=$restarts" "paper_s=$paper_s" "compare_s=$compare_s" \
+	"kill_victim=$victim" "kill_back_s=$back_s" "kill_replay_s=$kill_s" | tee "$OUT/summary.txt"
+log "PASSED"

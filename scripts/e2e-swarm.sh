@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# make e2e-swarm: the satpage constellation (150 satellites by default) on a real
+# single-node Docker Swarm, replayed through its gateway, counts checked against the
+# engine. Starts Docker Engine and the swarm when they are not running and leaves
+# the machine as it found it (docker-engine.sh down: bridges, iptables, sysctls).
+#
+# Network: every service is endpoint_mode dnsrr on one overlay network (no IPVS in
+# this kernel: no service VIPs, no routing mesh). Before deploying, the chain
+# SATPAGE-SWARM-GUARD (first in DOCKER-USER) drops whatever a container sends out of
+# its bridge, so containers reach only each other, and every new connection from
+# another interface into a container; an INPUT rule keeps the gateway's host-mode
+# port (it binds every host address) to loopback. Replay traffic: 127.0.0.1 only.
+#
+# Environment: SEED (1), E2E_SWARM_CONSTELLATION (walker-star:150/10/1:500:87),
+# SWARM_GATEWAY_PORT (17000), E2E_TIMEOUT_S (900), E2E_KEEP=1 (leave the stack up).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+SEED=${SEED:-1}
+SPEC=${E2E_SWARM_CONSTELLATION:-walker-star:150/10/1:500:87}
+PORT=${SWARM_GATEWAY_PORT:-17000}
+TIMEOUT=${E2E_TIMEOUT_S:-900}
+STACK=satpage
+OUT=$ROOT/build/e2e-swarm
+SATPAGE=$ROOT/.venv/bin/satpage
+PY=$ROOT/.venv/bin/python
+DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker || echo docker)}
+export DOCKER
+mkdir -p "$OUT"
+log() { printf '%s e2e-swarm: %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "FAILED: $*"; exit 1; }
+
+swarm_started=0
+guard_up=0
+cleanup() {
+	local rc=$?
+	set +e
+	if [[ ${E2E_KEEP:-0} == 1 ]]; then log "E2E_KEEP=1: leaving stack, swarm and dockerd up"; return; fi
+	if "$DOCKER" stack ls 2>/dev/null | grep -q "^$STACK "; then
+		log "removing stack $STACK"
+		"$DOCKER" stack rm "$STACK" >/dev/null
+		for _ in $(seq 120); do
+			[[ -z $("$DOCKER" ps -aq --filter "label=com.docker.stack.namespace=$STACK") ]] && break
+			sleep 1
+		done
+		# The overlay network goes once its last task has gone.
+		for _ in $(seq 30); do
+			"$DOCKER" network ls --format '{{.Name}}' | grep -q "^${STACK}_" || break
+			sleep 1
+		done
+	fi
+	if ((guard_up)); then guard down; fi
+	if ((swarm_started)); then log "leaving the swarm this run created"; "$DOCKER" swarm leave --force >/dev/null; fi
+	bash scripts/docker-engine.sh down
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+guard() { # up|down: SATPAGE-SWARM-GUARD in DOCKER-USER, INPUT rule for the gateway port
+	local comment="satpage-swarm-guard"
+	if [[ $1 == up ]]; then
+		iptables -N SATPAGE-SWARM-GUARD 2>/dev/null || iptables -F SATPAGE-SWARM-GUARD
+		local b
+		for b in docker_gwbridge docker0; do
+			iptables -A SATPAGE-SWARM-GUARD -i "$b" -o "$b" -j RETURN
+			# A container's packet leaving its bridge for a host interface (eth0, ...): dropped.
+			iptables -A SATPAGE-SWARM-GUARD -i "$b" -j DROP
+			iptables -A SATPAGE-SWARM-GUARD -o "$b" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN
+			# A new connection from another interface into a container (the published port): dropped.
+			iptables -A SATPAGE-SWARM-GUARD -o "$b" -j DROP
+		done
+		iptables -I DOCKER-USER 1 -j SATPAGE-SWARM-GUARD
+		# docker-proxy listens on every address for the host-mode port: loopback only.
+		iptables -I INPUT 1 -p tcp --dport "$PORT" ! -i lo -m comment --comment "$comment" -j DROP
+		guard_up=1
+		log "guard: DOCKER-USER -> SATPAGE-SWARM-GUARD; INPUT drops tcp/$PORT except on lo"
+	else
+		iptables -D DOCKER-USER -j SATPAGE-SWARM-GUARD 2>/dev/null
+		iptables -F SATPAGE-SWARM-GUARD 2>/dev/null
+		iptables -X SATPAGE-SWARM-GUARD 2>/dev/null
+		iptables -D INPUT -p tcp --dport "$PORT" ! -i lo -m comment --comment "$comment" -j DROP 2>/dev/null
+		guard_up=0
+		log "guard removed"
+	fi
+}
+
+mem_used_mb() { free -m | awk '/^Mem:/{print $3}'; }
+
+# 1. Docker Engine and the swarm (started only when absent; cleanup stops only those).
+bash scripts/docker-engine.sh up
+state=$("$DOCKER" info -f '{{.Swarm.LocalNodeState}}')
+if [[ $state != active ]]; then
+	log "docker swarm init --advertise-addr 127.0.0.1"
+	"$DOCKER" swarm init --advertise-addr 127.0.0.1 >/dev/null
+	swarm_started=1
+fi
+
+# 2. Images (the same staged binaries the Kubernetes test packs), built by Docker.
+IMAGE_BUILDER=docker bash scripts/build-images.sh | tee "$OUT/images.txt"
+VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
+
+# 3. Guard, then the stack.
+guard up
+"$SATPAGE" deploy stack --constellation "$SPEC" --tag "$VERSION" --gateway-port "$PORT" --out "$OUT/stack.yml"
+satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; print(satellite_count('$SPEC'))")
+mem0=$(mem_used_mb)
+t0=$(date +%s.%N)
+log "docker stack deploy: $satellites satellites ($SPEC), 2 services each, and the gateway"
+"$DOCKER" stack deploy --prune -c "$OUT/stack.yml" "$STACK" >"$OUT/deploy.log"
+t_deployed=$(date +%s.%N)
+
+# 4. Wait until every satnode and the gateway report healthy (their HEALTHCHECK is
+# grpc_health_probe on the standard health service).
+want=$((satellites + 1))
+deadline=$((SECONDS + TIMEOUT))
+last=-1
+while :; do
+	healthy=$("$DOCKER" ps --filter "label=com.docker.stack.namespace=$STACK" --filter health=healthy -q | wc -l)
+	if ((healthy != last)); then log "healthy: $healthy/$want"; last=$healthy; fi
+	((healthy >= want)) && break
+	if ((SECONDS > deadline)); then
+		"$DOCKER" service ls --filter "label=com.docker.stack.namespace=$STACK" | grep -v ' 1/1 ' | head -20 >&2
+		die "only $healthy of $want services healthy after ${TIMEOUT}s"
+	fi
+	sleep 2
+done
+t_healthy=$(date +%s.%N)
+mem1=$(mem_used_mb)
+tasks=$("$DOCKER" ps -q --filter "label=com.docker.stack.namespace=$STACK" | wc -l)
+
+# 5. The gateway over loopback (docker-proxy; the guard keeps other addresses out).
+target=127.0.0.1:$PORT
+for _ in $(seq 30); do
+	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" -connect-timeout=2s >/dev/null 2>&1 && break
+	sleep 1
+done
+"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" || die "gateway $target does not answer its health check"
+
+# 6. Replays: paper (one run) and a short compare, engine vs cluster.
+log "satpage paper --runs 1 --seed $SEED: engine"
+"$SATPAGE" paper --runs 1 --seed "$SEED" --json >"$OUT/paper-engine.json"
+log "satpage paper --runs 1 --seed $SEED: through the gateway at $target"
+r0=$(date +%s.%N)
+"$SATPAGE" paper --runs 1 --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/paper-cluster.json"
+r1=$(date +%s.%N)
+"$PY" scripts/e2e-compare.py paper "$OUT/paper-engine.json" "$OUT/paper-cluster.json" | tee "$OUT/paper-check.txt"
+
+read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
+log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json >"$OUT/compare-engine.json"
+log "satpage compare: through the gateway"
+c0=$(date +%s.%N)
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/compare-cluster.json"
+c1=$(date +%s.%N)
+"$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-cluster.json" | tee "$OUT/compare-check.txt"
+
+# 7. What it cost.
+"$PY" scripts/e2e-compare.py report swarm "$OUT" \
+	"satellites=$satellites" "containers=$tasks" \
+	"deploy_s=$(echo "$t_deployed $t0" | awk '{printf "%.1f", $1-$2}')" \
+	"healthy_s=$(echo "$t_healthy $t0" | awk '{printf "%.1f", $1-$2}')" \
+	"mem_mb=$((mem1 - mem0))" \
+	"paper_s=$(echo "$r1 $r0" | awk '{printf "%.2f", $1-$2}')" \
+	"compare_s=$(echo "$c1 $c0" | awk '{printf "%.2f", $1-$2}')" | tee "$OUT/summary.txt"
+log "PASSED"
