@@ -7,7 +7,8 @@ for every satellite, its shell, orbital plane and slot within the plane: the
 Walker elements follow DESIGN.md section 3 exactly (see ``walker_elements``).
 A TLE catalogue is grouped at the scenario epoch: shells by inclination then
 mean altitude, planes by right ascension of the ascending node (RAAN), slots by
-argument of latitude (docs/orbit-model.md has the thresholds and their numbers).
+argument of latitude, all from mean elements advanced to the epoch
+(docs/orbit-model.md has the thresholds and their numbers).
 """
 
 from __future__ import annotations
@@ -377,21 +378,27 @@ def _split_circular(angles_deg: np.ndarray, gap_deg: float) -> list[np.ndarray]:
     return [groups[i] for i in np.argsort(means, kind="stable")]
 
 
-def _osculating_at(satrecs: list[Satrec], epoch: dt.datetime) -> tuple[np.ndarray, ...]:
-    """Inclination, RAAN and argument of latitude (deg) from SGP4 r, v at ``epoch`` (NaN on error)."""
+def _mean_angles_at(satrecs: list[Satrec], epoch: dt.datetime) -> tuple[np.ndarray, ...]:
+    """Mean inclination, RAAN and argument of latitude (deg) at ``epoch``, and whether SGP4
+    fails there.
+
+    Mean elements advanced by SGP4's secular rates (``nodedot``, ``argpdot``,
+    ``mdot`` from sgp4init): free of the short-period terms that move
+    osculating angles by ~0.1 deg, so a Walker shell read back from TLEs
+    groups exactly as it was built.
+    """
     whole, fraction = utc_jd(epoch, np.zeros(1, np.int64))
-    error, r, v = SatrecArray(satrecs).sgp4(whole, fraction)
-    r, v = r[:, 0, :], v[:, 0, :]
+    error, _, _ = SatrecArray(satrecs).sgp4(whole, fraction)
     bad = error[:, 0] != 0
-    h = np.cross(r, v)
-    h_norm = np.linalg.norm(h, axis=1)
-    inclination = np.degrees(np.arccos(np.clip(h[:, 2] / h_norm, -1, 1)))
-    raan = np.degrees(np.arctan2(h[:, 0], -h[:, 1])) % 360.0
-    node = np.stack([-h[:, 1], h[:, 0], np.zeros(len(h))], axis=1)
-    node /= np.linalg.norm(node, axis=1, keepdims=True)
-    cos_u = np.einsum("ij,ij->i", node, r) / np.linalg.norm(r, axis=1)
-    u = np.degrees(np.arccos(np.clip(cos_u, -1, 1)))
-    u = np.where(r[:, 2] < 0, 360.0 - u, u)
+    minutes = np.array([((whole[0] - s.jdsatepoch) + (fraction[0] - s.jdsatepochF)) * 1440.0
+                        for s in satrecs])
+    inclination = np.degrees([s.inclo for s in satrecs])
+    raan = np.degrees(np.array([s.nodeo for s in satrecs]) + np.array([s.nodedot for s in satrecs]) * minutes)
+    u = np.degrees(np.array([s.argpo + s.mo for s in satrecs])
+                   + np.array([s.argpdot + s.mdot for s in satrecs]) * minutes)
+    raan, u = raan % 360.0, u % 360.0
+    # rounding: a Walker slot 0 at u = 0 must not come out as 359.999999
+    u = np.where(u > 360.0 - 1e-9, 0.0, u)
     for array in (inclination, raan, u):
         array[bad] = np.nan
     return inclination, raan, u, bad
@@ -400,7 +407,7 @@ def _osculating_at(satrecs: list[Satrec], epoch: dt.datetime) -> tuple[np.ndarra
 def _group_catalogue(satrecs: list[Satrec], epoch: dt.datetime, inclination_gap_deg: float,
                      altitude_gap_km: float, raan_gap_deg: float, spec: str):
     n = len(satrecs)
-    inclination, raan, arg_lat, bad = _osculating_at(satrecs, epoch)
+    inclination, raan, arg_lat, bad = _mean_angles_at(satrecs, epoch)
     if bad.any():
         log.warning("%s: %d element sets fail SGP4 at %s; they get no plane and no ISLs",
                     spec, int(bad.sum()), epoch.isoformat())

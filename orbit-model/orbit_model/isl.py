@@ -435,7 +435,21 @@ def isl_test_vectors(cases=DEFAULT_VECTOR_CASES, epoch: str = VECTOR_EPOCH) -> d
 
 
 def write_isl_test_vectors(path: str | PathLike, **kwargs) -> None:
-    """Write ``isl_test_vectors()`` as JSON (one line per case list entry is fine for diffs)."""
+    """Write ``isl_test_vectors()`` as JSON, one line per list of numbers (readable diffs)."""
+    vectors = isl_test_vectors(**kwargs)
+    cases = vectors.pop("cases")
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in vectors.items()] + [' "cases": [']
+    for c, case in enumerate(cases):
+        lines.append("  {")
+        items = list(case.items())
+        for i, (key, value) in enumerate(items):
+            end = "," if i < len(items) - 1 else ""
+            if key in ("neighbours", "hops"):
+                rows = ",\n".join(f"    {json.dumps(row, separators=(',', ':'))}" for row in value)
+                lines.append(f'   {json.dumps(key)}: [\n{rows}\n   ]{end}')
+            else:
+                lines.append(f"   {json.dumps(key)}: {json.dumps(value)}{end}")
+        lines.append("  }" + ("," if c < len(cases) - 1 else ""))
+    lines += [" ]", "}"]
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(isl_test_vectors(**kwargs), f, indent=1)
-        f.write("\n")
+        f.write("\n".join(lines) + "\n")

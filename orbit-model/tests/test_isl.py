@@ -1,0 +1,159 @@
+"""+Grid ISLs: links from the rules written out independently here, hops and delays against
+networkx shortest paths, the latitude cut-off against scalar SGP4 latitudes."""
+
+import json
+import math
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+from sgp4.api import jday
+
+from orbit_model import Constellation, IslNetwork, isl_test_vectors
+
+EPOCH = "2022-09-14T00:00:00Z"
+S = 1_000_000_000
+C_KM_S = 299_792.458
+VECTORS = Path(__file__).parent / "data" / "isl_vectors.json"
+
+
+def rule_edges(planes, per_plane, phasing, star):
+    """The +Grid rules of docs/orbit-model.md, written out pair by pair."""
+    edges = set()
+    for p in range(planes):
+        for k in range(per_plane):
+            a = p * per_plane + k
+            if per_plane >= 2:
+                edges.add(frozenset((a, p * per_plane + (k + 1) % per_plane)))
+            if p + 1 < planes:
+                edges.add(frozenset((a, (p + 1) * per_plane + k)))
+            elif not star and planes >= 3:
+                edges.add(frozenset((a, (k + phasing) % per_plane)))
+    return {tuple(sorted(e)) for e in edges if len(e) == 2}
+
+
+def scalar_positions(constellation, t_ns):
+    jd, fr = jday(2022, 9, 14, 0, 0, 0)
+    out = []
+    for satrec in constellation.satrecs:
+        err, r, _ = satrec.sgp4(jd, fr + t_ns / (86_400 * S))
+        assert err == 0
+        out.append(r)
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("spec", "star"), [("walker-star:150/10/1:500:87", True),
+                                            ("walker:60/6/2:550:53", False),
+                                            ("walker:12/2/1:800:60", False),
+                                            ("walker:5/5/3:1000:45", False)])
+def test_links_follow_the_grid_rules(spec, star):
+    c = Constellation.from_spec(spec, epoch=EPOCH)
+    shell = c.shells[0]
+    network = IslNetwork(c)
+    got = {tuple(e) for e in network.links.endpoints.tolist()}
+    assert got == rule_edges(shell.n_planes, shell.sats_per_plane, shell.phasing, star)
+
+
+def test_every_cross_link_of_a_delta_shell_has_the_same_phase_offset_across_the_wrap_too():
+    """Why (P-1, k) links to (0, (k+F) mod S): with plane 0 seen as plane P, every cross
+    link joins satellites whose mean anomalies differ by 360 F / T (DESIGN.md elements)."""
+    c = Constellation.from_spec("walker:60/6/2:550:53", epoch=EPOCH)
+    network = IslNetwork(c)
+    mean_anomaly = np.degrees([s.mo for s in c.satrecs])
+    offsets = set()
+    for a, b in network.links.endpoints[network.links.cross_plane].tolist():
+        lo, hi = (a, b) if (c.plane[b] - c.plane[a]) % 6 == 1 else (b, a)
+        offsets.add(round((mean_anomaly[hi] - mean_anomaly[lo]) % 360.0, 9))
+    assert offsets == {round(360.0 * 2 / 60, 9)}
+
+
+@pytest.mark.parametrize("spec", ["walker-star:150/10/1:500:87", "walker:60/6/2:550:53"])
+def test_hops_and_delays_equal_networkx_shortest_paths(spec):
+    c = Constellation.from_spec(spec, epoch=EPOCH)
+    network = IslNetwork(c, per_hop_processing_ms=0.25)
+    t_ns = 1230 * S  # a multiple of the 10 s resolution: no rounding
+    r = scalar_positions(c, t_ns)
+    graph = nx.Graph()
+    for a, b in network.links.endpoints.tolist():
+        graph.add_edge(a, b, ms=np.linalg.norm(r[a] - r[b]) / C_KM_S * 1e3)
+    hops_nx = dict(nx.all_pairs_shortest_path_length(graph))
+    matrix = network.hop_matrix(t_ns)
+    n = c.n_satellites
+    assert all(matrix[i, j] == hops_nx[i][j] for i in range(n) for j in range(n))
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, n, 60), rng.integers(0, n, 60)
+    routes = network.route(src, dst, t_ns)
+    for s, d, h, ms in zip(src, dst, routes.hops, routes.delay_ms, strict=True):
+        assert h == hops_nx[s][d]
+        best = min(sum(graph.edges[u, v]["ms"] for u, v in zip(path, path[1:], strict=False))
+                   for path in nx.all_shortest_paths(graph, s, d))
+        assert ms == pytest.approx(best + 0.25 * h, abs=1e-9)  # 1 ps
+
+
+def test_the_latitude_cut_off_drops_exactly_the_cross_links_of_high_satellites():
+    c = Constellation.from_spec("walker-star:150/10/1:500:87", epoch=EPOCH)
+    network = IslNetwork(c, latitude_cutoff_deg=70.0)
+    t_ns = 600 * S
+    r = scalar_positions(c, t_ns)
+    high = np.degrees(np.abs(np.arcsin(r[:, 2] / np.linalg.norm(r, axis=1)))) > 70.0
+    a, b = network.links.endpoints.T
+    expected = ~(network.links.cross_plane & (high[a] | high[b]))
+    active = network.active_links(t_ns)
+    assert (active == expected).all() and (~active).sum() > 0
+    graph = nx.Graph()
+    graph.add_nodes_from(range(c.n_satellites))
+    graph.add_edges_from(network.links.endpoints[active].tolist())
+    lengths = dict(nx.all_pairs_shortest_path_length(graph))
+    rng = np.random.default_rng(9)
+    src, dst = rng.integers(0, 150, 300), rng.integers(0, 150, 300)
+    hops = network.hops(src, dst, t_ns)
+    assert [lengths[s].get(d, -1) for s, d in zip(src, dst, strict=True)] == hops.tolist()
+
+
+def test_batched_routes_follow_the_topology_over_time():
+    """Many (src, dst, t) at once equal one hop matrix per (rounded) time."""
+    c = Constellation.from_spec("walker-star:150/10/1:500:87", epoch=EPOCH)
+    network = IslNetwork(c, latitude_cutoff_deg=60.0, resolution_ns=10 * S, bins_per_chunk=3)
+    rng = np.random.default_rng(11)
+    times = rng.integers(0, 6000, 8) * 10 * S
+    src, dst = rng.integers(0, 150, 400), rng.integers(0, 150, 400)
+    t = times[rng.integers(0, 8, 400)] + rng.integers(-4, 5, 400) * S  # rounds to the bin
+    routes = network.route(src, dst, t)
+    expected = np.empty(400, np.int32)
+    for tb in times:
+        sel = np.abs(t - tb) < 5 * S
+        expected[sel] = network.hop_matrix(int(tb))[src[sel], dst[sel]]
+    assert (routes.hops == expected).all()
+    assert len({tuple(network.active_links(int(tb))) for tb in times}) > 1  # it does change
+
+
+def test_the_static_fast_path_equals_the_full_search():
+    c = Constellation.from_spec("walker:60/6/2:550:53", epoch=EPOCH)
+    rng = np.random.default_rng(2)
+    src, dst, t = rng.integers(0, 60, 500), rng.integers(0, 60, 500), rng.integers(0, 10**14, 500)
+    fast = IslNetwork(c).route(src, dst, t)
+    full = IslNetwork(c, latitude_cutoff_deg=90.0).route(src, dst, t)  # cut-off never applies
+    assert (fast.hops == full.hops).all()
+    np.testing.assert_allclose(fast.delay_ms, full.delay_ms, rtol=0, atol=1e-12)
+
+
+def test_two_satellites_of_different_shells_are_not_connected():
+    c = Constellation.from_spec("walker:6/2/1:500:50+walker:6/2/1:900:70", epoch=EPOCH)
+    routes = IslNetwork(c).route([0, 0], [5, 6], 0)
+    assert routes.hops.tolist()[1] == -1 and math.isinf(routes.delay_ms[1])
+    assert routes.hops[0] > 0
+
+
+def test_bad_queries_name_the_value():
+    network = IslNetwork(Constellation.from_spec("walker:6/2/1:500:50", epoch=EPOCH))
+    with pytest.raises(ValueError, match="destination satellite 6 is outside 0..5"):
+        network.route(0, 6, 0)
+    with pytest.raises(ValueError, match="latitude cut-off 95"):
+        IslNetwork(network.constellation, latitude_cutoff_deg=95)
+
+
+def test_the_shared_test_vectors_are_current():
+    """The Go daemon reads this file: it must be what the code produces
+    (regenerate with `satpage orbit isl-vectors orbit-model/tests/data/isl_vectors.json`)."""
+    assert json.loads(VECTORS.read_text()) == json.loads(json.dumps(isl_test_vectors()))
