@@ -36,15 +36,22 @@ func NewGrid(spec Spec) (*Grid, error) {
 		}
 		add(plane*s + (slot+s-1)%s)
 		add(plane*s + (slot+1)%s)
-		for _, dp := range []int{-1, 1} {
-			q := plane + dp
-			if q < 0 || q >= p {
-				if spec.Kind == Star {
-					continue // no links across the seam of counter-rotating planes
-				}
-				q = (q + p) % p
+		if plane > 0 {
+			add((plane-1)*s + slot)
+		}
+		if plane < p-1 {
+			add((plane+1)*s + slot)
+		}
+		// Walker delta with P >= 3 closes the ring of planes: plane P would be plane 0
+		// with every mean anomaly advanced by 360 F / T, i.e. F slots, so (P-1, k)
+		// links to (0, (k+F) mod S). Walker star has no link across the seam.
+		if spec.Kind == Delta && p >= 3 {
+			if plane == p-1 {
+				add((slot + spec.Phasing) % s)
 			}
-			add(q*s + slot)
+			if plane == 0 {
+				add((p-1)*s + (slot-spec.Phasing%s+s)%s)
+			}
 		}
 		slices.Sort(nb)
 		g.neighbors[i] = nb

@@ -1,15 +1,87 @@
-"""`satpage cluster ...`: placeholder until issue 8 lands (owner replaces this module)."""
+"""`satpage cluster up|status|down`: a local cluster of real processes on loopback
+(one redis-server and one satnode per satellite, and a gateway), see satpage.cluster."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from satpage.console import fail
+from satpage.cluster import (
+    DEFAULT_CONSTELLATION,
+    DEFAULT_PORT_BASE,
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    default_state_dir,
+)
+from satpage.console import fail, print_json, setup_logging, stdout
 
-app = typer.Typer(help="Not built yet (issue 8).", no_args_is_help=True)
+app = typer.Typer(help="A local cluster of satnode + Redis processes and a gateway on loopback.",
+                  no_args_is_help=True)
+
+StateDir = Annotated[Path | None, typer.Option(
+    "--state-dir", help="Where the cluster records what it started "
+    "(default $SATPAGE_CLUSTER_DIR or .cluster).")]
 
 
-@app.command("todo")
-def todo() -> None:
-    """Not built yet (issue 8)."""
-    fail("satpage cluster is not built yet (issue 8)")
+@app.command("up")
+def up(
+    constellation: Annotated[str, typer.Option(
+        "--constellation", help="Walker spec walker[-star]:T/P/F:ALT_KM:INC_DEG.")]
+    = DEFAULT_CONSTELLATION,
+    port_base: Annotated[int, typer.Option(
+        "--port-base", help="Gateway on this port, satellite i on port-base + 2 + i, "
+        "metrics after them.")] = DEFAULT_PORT_BASE,
+    store: Annotated[str, typer.Option("--store", help="Page frames in redis or memory.")]
+    = "redis",
+    state_dir: StateDir = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Start one redis-server and one satnode per satellite, and a gateway."""
+    setup_logging(verbose)
+    if store not in ("redis", "memory"):
+        fail(f"--store must be redis or memory, got {store!r}")
+    st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store)
+    if json_out:
+        print_json({"gateway": st.gateway, "satellites": st.satellites,
+                    "processes": len(st.processes), "state_dir": st.state_dir})
+    else:
+        stdout.print(f"cluster up: {st.satellites} satellites ({st.constellation}), "
+                     f"{len(st.processes)} processes; gateway [bold]{st.gateway}[/]; "
+                     f"state in {st.state_dir}")
+
+
+@app.command("status")
+def status(
+    state_dir: StateDir = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Which recorded processes are alive and SERVING (gRPC health). Exit 1 when not running."""
+    s = cluster_status(state_dir)
+    if json_out:
+        print_json(s)
+    elif not s["processes"]:
+        stdout.print(f"no cluster recorded in {s['state_dir']}")
+    else:
+        a = s["alive"]
+        stdout.print(f"cluster {'running' if s['running'] else 'NOT running'}: "
+                     f"{a['satnode']}/{s['satellites']} satnodes, {a['redis']} redis, "
+                     f"{a['gateway']} gateway alive; gateway {s['gateway']}; state in {s['state_dir']}")
+        if s["dead"]:
+            stdout.print(f"exited: {s['dead'][:10]}")
+        if s.get("not_serving"):
+            stdout.print(f"not SERVING: {s['not_serving'][:10]}")
+    if not s["running"]:
+        raise typer.Exit(1)
+
+
+@app.command("down")
+def down(state_dir: StateDir = None) -> None:
+    """Stop exactly the processes `up` recorded (SIGTERM, then SIGKILL after 10 s)."""
+    setup_logging(False)
+    n = cluster_down(state_dir)
+    where = (state_dir or default_state_dir()).resolve()
+    stdout.print(f"cluster down: stopped {n} processes recorded in {where}")

@@ -1,0 +1,44 @@
+"""satpage.cluster: a local cluster of real satpage processes, and the driver that
+replays a Trace through any cluster's gateway (local, Docker Swarm or Kubernetes).
+
+- ``cluster_up`` / ``cluster_status`` / ``cluster_down``: one redis-server and one
+  satnode per satellite plus a gateway on loopback, recorded in a state directory.
+- ``replay_trace(trace, strategy, target=...)``: counts for ``satpage compare``.
+- ``replay_paper(trace, target=...)``: ``pager.PaperCounts`` for ``satpage paper``.
+"""
+
+from satpage.cluster.driver import (
+    SessionCounts,
+    replay_paper,
+    replay_sessions,
+    replay_trace,
+    resolve_target,
+)
+from satpage.cluster.local import (
+    DEFAULT_CONSTELLATION,
+    DEFAULT_PORT_BASE,
+    ClusterState,
+    ProcessRecord,
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    default_state_dir,
+    load_state,
+)
+
+__all__ = [
+    "DEFAULT_CONSTELLATION",
+    "DEFAULT_PORT_BASE",
+    "ClusterState",
+    "ProcessRecord",
+    "SessionCounts",
+    "cluster_down",
+    "cluster_status",
+    "cluster_up",
+    "default_state_dir",
+    "load_state",
+    "replay_paper",
+    "replay_sessions",
+    "replay_trace",
+    "resolve_target",
+]

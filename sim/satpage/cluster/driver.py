@@ -1,0 +1,216 @@
+"""The replay driver: sends a Trace through a cluster's gateway and reads the counts
+back. What the cluster reports is measured by the satellites (every relay counts its
+ISL hop); nothing here computes a hop count.
+
+Each session of the trace is registered with its schedule of serving satellites
+(handovers are predictable), then each visit's accesses go out as one ReadPages
+batch; for the paper, the session's page distribution is read after every visit
+(``SessionStats``), which gives Table I row by row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from satpage.cluster.local import DEFAULT_CONSTELLATION, cluster_down, cluster_up, load_state
+
+__all__ = ["SessionCounts", "replay_paper", "replay_sessions", "replay_trace", "resolve_target"]
+
+log = logging.getLogger(__name__)
+
+STRATEGIES = {"on-demand": 1, "ondemand": 1, "proactive": 2}  # satpage.v1.Strategy values
+#: Sessions replayed at once; each session's requests are sequential.
+DEFAULT_CONCURRENCY = 4
+RPC_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class SessionCounts:
+    """One session replayed through the cluster (arrays over its V visits)."""
+
+    rows: np.ndarray  # (V, V) int64: frames held by visit j's satellite at the end of visit k
+    totals: np.ndarray  # (V,) page-table entries at the end of each visit
+    ondemand_moves: int
+    ondemand_hops: int
+    proactive_moves: int
+    proactive_hops: int
+    accesses: int
+    created: int
+    pages_deleted: int
+
+
+def _strategy(strategy) -> int:
+    name = getattr(strategy, "name", strategy)
+    try:
+        return STRATEGIES[str(name)]
+    except KeyError:
+        raise ValueError(f"the cluster implements the strategies on-demand and proactive, "
+                         f"got {name!r}") from None
+
+
+def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
+                    rows_wanted: bool) -> SessionCounts:
+    from satpage.rpc import satpage_pb2 as pb
+
+    page, control = stubs
+    v0, v1 = int(trace.visit_offsets[s]), int(trace.visit_offsets[s + 1])
+    nv = v1 - v0
+    if nv == 0:
+        raise ValueError(f"session {s} of the trace has no visits")
+    sats = trace.visit_satellite[v0:v1]
+    starts = trace.visit_start_ns[v0:v1]
+    visits = [pb.Visit(satellite=int(a), start_ns=int(b)) for a, b in zip(sats, starts, strict=True)]
+    control.RegisterSession(pb.RegisterSessionRequest(session_id=session_id, visits=visits,
+                                                      strategy=strategy), timeout=RPC_TIMEOUT_S)
+    rows = np.zeros((nv, nv), dtype=np.int64)
+    totals = np.zeros(nv, dtype=np.int64)
+    st = None
+    try:
+        for k in range(nv):
+            a0, a1 = int(trace.access_offsets[v0 + k]), int(trace.access_offsets[v0 + k + 1])
+            # Accesses carry the visit's times; one clamped to the visit start keeps
+            # the gateway's schedule and the trace's visit assignment the same.
+            t = np.maximum(trace.access_time_ns[a0:a1], starts[k])
+            if k + 1 < nv and a1 > a0 and t[-1] >= starts[k + 1]:
+                raise ValueError(f"session {s}: access at {int(t[-1])} ns falls after visit {k + 1} "
+                                 f"starts at {int(starts[k + 1])} ns")
+            for b in range(a0, a1, 50_000):
+                e = min(a1, b + 50_000)
+                page.ReadPages(pb.ReadPagesRequest(
+                    session_id=session_id, pages=trace.access_page[b:e].tolist(),
+                    scenario_time_ns=t[b - a0:e - a0].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S)
+            if rows_wanted or k == nv - 1:
+                st = control.SessionStats(pb.SessionStatsRequest(
+                    session_id=session_id, scenario_time_ns=int(starts[k])), timeout=RPC_TIMEOUT_S)
+                rows[k, : k + 1] = st.frames_by_visit
+                totals[k] = st.table_pages[-1]
+        assert st is not None
+        if rows_wanted:
+            totals[:] = list(st.table_pages)
+        else:
+            totals[: len(st.table_pages)] = st.table_pages
+    finally:
+        end = page.EndSession(pb.EndSessionRequest(session_id=session_id,
+                                                   scenario_time_ns=int(starts[-1])),
+                              timeout=RPC_TIMEOUT_S)
+    return SessionCounts(rows=rows, totals=totals, ondemand_moves=st.ondemand_moves,
+                         ondemand_hops=st.ondemand_hops, proactive_moves=st.proactive_moves,
+                         proactive_hops=st.proactive_hops, accesses=st.accesses,
+                         created=st.created, pages_deleted=end.pages_deleted)
+
+
+def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
+                    concurrency: int = DEFAULT_CONCURRENCY) -> list[SessionCounts]:
+    """Replay every session of trace with strategy (``"on-demand"``, ``"proactive"``
+    or a pager strategy with that ``name``) through the gateway at target."""
+    import grpc
+
+    from satpage.rpc import satpage_pb2_grpc as pbg
+
+    code = _strategy(strategy)
+    prefix = uuid.uuid4().hex[:10]
+    opts = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+    with grpc.insecure_channel(target, options=opts) as ch:
+        try:
+            grpc.channel_ready_future(ch).result(timeout=10)
+        except grpc.FutureTimeoutError:
+            raise OSError(f"no gateway answers at {target!r}") from None
+        stubs = (pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch))
+
+        def one(s: int) -> SessionCounts:
+            try:
+                return _replay_session(stubs, trace, s, code, f"{prefix}-{s}-{code}", rows)
+            except grpc.RpcError as exc:
+                raise OSError(f"session {s} through {target}: {exc.code().name}: {exc.details()}") from None
+
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            return list(pool.map(one, range(trace.n_sessions)))
+
+
+@contextlib.contextmanager
+def resolve_target(target: str | None, constellation: str = DEFAULT_CONSTELLATION) -> Iterator[str]:
+    """target itself; else the gateway of the running local cluster recorded in
+    ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster started for the
+    duration of the block (and stopped after)."""
+    if target:
+        yield target
+        return
+    state = load_state()
+    if state is not None and state.processes:
+        yield state.gateway
+        return
+    base = int(os.environ.get("SATPAGE_CLUSTER_PORT_BASE", "0")) or _free_port_base(constellation)
+    with tempfile.TemporaryDirectory(prefix="satpage-cluster-") as tmp:
+        log.info("starting a local cluster (%s) for this replay", constellation)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base)
+        try:
+            yield st.gateway
+        finally:
+            cluster_down(Path(tmp))
+
+
+def _free_port_base(constellation: str) -> int:
+    """A port base whose whole range is free on loopback (random, away from 17000)."""
+    from satpage.cluster.local import _port_free, satellites_in
+
+    n = 2 + 2 * satellites_in(constellation)
+    rng = np.random.default_rng()
+    for _ in range(50):
+        base = int(rng.integers(20000, 60000 - n))
+        if all(_port_free(p) for p in range(base, base + n)):
+            return base
+    raise OSError(f"no free range of {n} loopback ports found")
+
+
+def replay_trace(trace, strategy, *, target: str | None = None) -> dict[str, int]:
+    """Replay trace with one strategy and return its totals as plain numbers
+    (the ``satpage compare --backend cluster`` interface)."""
+    with resolve_target(target) as gw:
+        res = replay_sessions(trace, strategy, gw, rows=False)
+    out = {"sessions": len(res), "accesses": 0, "pages_created": 0, "ondemand_moves": 0,
+           "ondemand_hops": 0, "handover_moves": 0, "handover_hops": 0, "pages_left_behind": 0,
+           "pages_deleted": 0}
+    for r in res:
+        out["accesses"] += int(r.accesses)
+        out["pages_created"] += int(r.created)
+        out["ondemand_moves"] += int(r.ondemand_moves)
+        out["ondemand_hops"] += int(r.ondemand_hops)
+        out["handover_moves"] += int(r.proactive_moves)
+        out["handover_hops"] += int(r.proactive_hops)
+        out["pages_left_behind"] += int(r.rows[-1, :-1].sum())
+        out["pages_deleted"] += int(r.pages_deleted)
+    out["page_moves"] = out["ondemand_moves"] + out["handover_moves"]
+    out["page_hops"] = out["ondemand_hops"] + out["handover_hops"]
+    return out
+
+
+def replay_paper(trace, *, target: str | None = None):
+    """Replay the paper trace (``pager.paper_trace``) on demand and proactively and
+    return ``pager.PaperCounts`` with Table I rows (the ``satpage paper --backend
+    cluster`` interface)."""
+    import pager
+
+    with resolve_target(target) as gw:
+        od = replay_sessions(trace, "on-demand", gw, rows=True)
+        pr = replay_sessions(trace, "proactive", gw, rows=False)
+    return pager.PaperCounts.from_runs(
+        totals=np.stack([r.totals for r in od]),
+        last_row=np.stack([r.rows[-1] for r in od]),
+        rows=np.stack([r.rows for r in od]),
+        ondemand_moves=np.array([r.ondemand_moves for r in od], dtype=np.int64),
+        ondemand_hops=np.array([r.ondemand_hops for r in od], dtype=np.int64),
+        proactive_moves=np.array([r.proactive_moves for r in pr], dtype=np.int64),
+        proactive_hops=np.array([r.proactive_hops for r in pr], dtype=np.int64),
+    )
+
+

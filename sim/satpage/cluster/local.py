@@ -1,0 +1,364 @@
+"""A local cluster of real processes on loopback: one redis-server and one satnode
+per satellite, and a gateway, started from the binaries ``make build`` puts in bin/.
+
+Everything started is recorded in ``<state_dir>/cluster.json`` (pid, process start
+time, command line, ports), so that ``down`` stops exactly those processes and
+nothing else, even from another shell. The cluster is gentle on a small machine:
+each Redis has a small ``maxmemory`` (noeviction: a page is never silently
+dropped), no persistence and the lowest timer rate; nodes log warnings only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_CONSTELLATION",
+    "DEFAULT_PORT_BASE",
+    "ClusterState",
+    "ProcessRecord",
+    "cluster_down",
+    "cluster_status",
+    "cluster_up",
+    "default_state_dir",
+    "find_binary",
+    "load_state",
+    "satellites_in",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"
+#: gateway gRPC = base, gateway metrics = base + 1, satellite i gRPC = base + 2 + i,
+#: satellite i metrics = base + 2 + T + i.
+DEFAULT_PORT_BASE = 17000
+STATE_FILE = "cluster.json"
+#: Page frames of one satellite; 150 x 48 MB stays far below this machine's memory.
+REDIS_MAXMEMORY = "48mb"
+
+_WALKER = re.compile(r"^walker(-star)?:(\d+)/(\d+)/(\d+):[^:]+:[^:]+$")
+
+
+def satellites_in(constellation: str) -> int:
+    """T of a Walker spec (the satnodes validate the rest and name what is wrong)."""
+    m = _WALKER.match(constellation.strip())
+    if not m:
+        raise ValueError(f"constellation {constellation!r} is not walker[-star]:T/P/F:ALT_KM:INC_DEG")
+    t, p = int(m.group(2)), int(m.group(3))
+    if t < 1 or p < 1 or t % p:
+        raise ValueError(f"constellation {constellation!r}: P = {p} does not divide T = {t}")
+    return t
+
+
+def default_state_dir() -> Path:
+    """``$SATPAGE_CLUSTER_DIR`` or ``.cluster`` in the working directory."""
+    return Path(os.environ.get("SATPAGE_CLUSTER_DIR", ".cluster"))
+
+
+def find_binary(name: str) -> Path:
+    """``$SATPAGE_BIN_DIR/name``, the repository's bin/name, or name on PATH."""
+    candidates = []
+    if os.environ.get("SATPAGE_BIN_DIR"):
+        candidates.append(Path(os.environ["SATPAGE_BIN_DIR"]) / name)
+    candidates.append(Path(__file__).resolve().parents[3] / "bin" / name)
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    raise OSError(f"{name} not found in {', '.join(str(c) for c in candidates)} or on PATH: "
+                  "run `make build` (redis-server comes from the Debian package)")
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """One process the cluster started."""
+
+    role: str  # redis | satnode | gateway
+    index: int  # satellite index (-1 for the gateway)
+    pid: int
+    start_ticks: int  # /proc/<pid>/stat field 22: tells a reused pid apart
+    argv: list[str]
+    log_file: str
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What ``cluster.json`` holds."""
+
+    constellation: str
+    port_base: int
+    state_dir: str
+    gateway: str  # HOST:PORT
+    processes: list[ProcessRecord] = field(default_factory=list)
+    store: str = "redis"
+
+    @property
+    def satellites(self) -> int:
+        return satellites_in(self.constellation)
+
+    def satellite_addr(self, i: int) -> str:
+        return f"127.0.0.1:{self.port_base + 2 + i}"
+
+
+def _start_ticks(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: fields resume after the last ')'.
+    rest = text[text.rindex(")") + 2:].split()
+    if rest[0] == "Z":
+        return None  # a zombie has exited
+    return int(rest[19])
+
+
+def _alive(rec: ProcessRecord) -> bool:
+    return _start_ticks(rec.pid) == rec.start_ticks
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # not our child: init reaps it
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def load_state(state_dir: Path | None = None) -> ClusterState | None:
+    """The recorded cluster in state_dir, or None when there is none."""
+    path = Path(state_dir or default_state_dir()) / STATE_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise OSError(f"cannot read cluster state {path}: {exc}") from exc
+    raw["processes"] = [ProcessRecord(**p) for p in raw["processes"]]
+    return ClusterState(**raw)
+
+
+def _save(state: ClusterState) -> None:
+    path = Path(state.state_dir) / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=1))
+    tmp.replace(path)
+
+
+def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
+           env: dict[str, str] | None = None) -> ProcessRecord:
+    log_file = log_dir / (f"{role}-{index}.log" if index >= 0 else f"{role}.log")
+    with open(log_file, "ab") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True, env=env, close_fds=True)
+    ticks = None
+    for _ in range(100):
+        ticks = _start_ticks(proc.pid)
+        if ticks is not None:
+            break
+        time.sleep(0.001)
+    if ticks is None:
+        raise OSError(f"{role} {index} exited at once; see {log_file}")
+    return ProcessRecord(role, index, proc.pid, ticks, argv, str(log_file))
+
+
+def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        dead = [r for r in records if not _alive(r)]
+        if dead:
+            r = dead[0]
+            tail = Path(r.log_file).read_text(errors="replace")[-400:] if Path(r.log_file).exists() else ""
+            raise OSError(f"{r.role} {r.index} (pid {r.pid}) exited while waiting for {what}; "
+                          f"{r.log_file}: {tail.strip()}")
+        if time.monotonic() > deadline:
+            raise OSError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def _grpc_serving(addrs: list[str], timeout_s: float) -> list[str]:
+    """The addresses whose standard gRPC health check does not say SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    bad = []
+    for a in addrs:
+        with grpc.insecure_channel(a) as ch:
+            try:
+                r = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
+                                                         timeout=timeout_s)
+                if r.status != health_pb2.HealthCheckResponse.SERVING:
+                    bad.append(a)
+            except grpc.RpcError:
+                bad.append(a)
+    return bad
+
+
+def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
+               port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
+               timeout_s: float = 120.0) -> ClusterState:
+    """Start the cluster and return its state once every process answers.
+
+    Raises OSError when a cluster is already recorded in state_dir and running, when
+    a port is taken, or when a process does not come up (the ones started are
+    stopped again)."""
+    n = satellites_in(constellation)
+    if store not in ("redis", "memory"):
+        raise ValueError(f"store must be redis or memory, got {store!r}")
+    sdir = Path(state_dir or default_state_dir()).resolve()
+    old = load_state(sdir)
+    if old is not None and any(_alive(p) for p in old.processes):
+        raise OSError(f"a cluster recorded in {sdir} is running (gateway {old.gateway}): "
+                      "run `satpage cluster down` first")
+    ports = [port_base + k for k in range(2 + 2 * n)]
+    if ports[-1] > 65535 or port_base < 1024:
+        raise ValueError(f"port base {port_base}: ports {ports[0]}..{ports[-1]} must lie in 1024..65535")
+    taken = [p for p in ports if not _port_free(p)]
+    if taken:
+        raise OSError(f"ports {taken[:5]}{'...' if len(taken) > 5 else ''} on 127.0.0.1 are in use: "
+                      "pick another --port-base")
+    satnode, gateway = find_binary("satnode"), find_binary("gateway")
+    redis_bin = find_binary("redis-server") if store == "redis" else None
+    log_dir, redis_dir = sdir / "logs", sdir / "redis"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    sock_len = len(str(redis_dir / f"{n - 1}.sock"))
+    if sock_len > 100:
+        raise ValueError(f"state dir {sdir} is too long for Unix sockets ({sock_len} > 100 bytes)")
+    state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
+                         gateway=f"127.0.0.1:{port_base}", store=store)
+    records = state.processes
+    try:
+        _save(state)
+        if redis_bin is not None:
+            for i in range(n):
+                sock = redis_dir / f"{i}.sock"
+                sock.unlink(missing_ok=True)
+                argv = [str(redis_bin), "--port", "0", "--unixsocket", str(sock),
+                        "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+                        "--maxmemory", REDIS_MAXMEMORY, "--maxmemory-policy", "noeviction",
+                        "--hz", "1", "--dynamic-hz", "no", "--databases", "1",
+                        "--dir", str(redis_dir), "--loglevel", "warning"]
+                records.append(_spawn("redis", i, argv, log_dir))
+            _save(state)
+            _wait("redis-server sockets", lambda: all((redis_dir / f"{i}.sock").exists()
+                                                      for i in range(n)), timeout_s, records)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
+        env["GOMAXPROCS"] = "1"  # 150 daemons on 2 cores: one P each keeps them from spinning
+        env["GOGC"] = "200"
+        for i in range(n):
+            argv = [str(satnode), "--index", str(i), "--constellation", constellation,
+                    "--listen", state.satellite_addr(i),
+                    "--metrics-listen", f"127.0.0.1:{port_base + 2 + n + i}",
+                    "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
+                    "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
+                    "--log-level", "warn", "--stop-timeout", "5s"]
+            records.append(_spawn("satnode", i, argv, log_dir, env))
+        _save(state)
+        sat_addrs = [state.satellite_addr(i) for i in range(n)]
+        _wait("satnodes to listen", lambda: not any(_port_free(port_base + 2 + i) for i in range(n)),
+              timeout_s, records)
+        argv = [str(gateway), "--constellation", constellation, "--listen", state.gateway,
+                "--metrics-listen", f"127.0.0.1:{port_base + 1}",
+                "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
+                "--log-level", "warn", "--stop-timeout", "5s"]
+        gw_env = {k: v for k, v in env.items() if k != "GOMAXPROCS"}  # the gateway fans out
+        records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
+        _save(state)
+        _wait("the gateway to listen", lambda: not _port_free(port_base), timeout_s, records)
+        bad = _grpc_serving(sat_addrs + [state.gateway], timeout_s=5.0)
+        if bad:
+            raise OSError(f"not SERVING by gRPC health: {bad[:5]}")
+    except BaseException:
+        cluster_down(sdir)
+        raise
+    log.info("cluster up: %d satellites, gateway %s, state %s", n, state.gateway, sdir)
+    return state
+
+
+def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) -> dict:
+    """Which recorded processes are alive, and (optionally) gRPC health of the daemons."""
+    state = load_state(state_dir)
+    if state is None:
+        return {"running": False, "state_dir": str(Path(state_dir or default_state_dir()).resolve()),
+                "processes": 0}
+    alive = {"redis": 0, "satnode": 0, "gateway": 0}
+    dead = []
+    for p in state.processes:
+        if _alive(p):
+            alive[p.role] += 1
+        else:
+            dead.append({"role": p.role, "index": p.index, "pid": p.pid})
+    out = {"running": bool(sum(alive.values())) and not dead, "state_dir": state.state_dir,
+           "constellation": state.constellation, "satellites": state.satellites,
+           "gateway": state.gateway, "store": state.store, "alive": alive,
+           "processes": len(state.processes), "dead": dead}
+    if check_health and alive["satnode"] + alive["gateway"]:
+        addrs = [state.satellite_addr(i) for i in range(state.satellites)] + [state.gateway]
+        out["not_serving"] = _grpc_serving(addrs, timeout_s=2.0)
+        out["running"] = out["running"] and not out["not_serving"]
+    return out
+
+
+def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> int:
+    """Stop exactly the processes recorded in state_dir (SIGTERM, then SIGKILL after
+    timeout_s) and remove the record; returns how many were running."""
+    sdir = Path(state_dir or default_state_dir()).resolve()
+    state = load_state(sdir)
+    if state is None:
+        return 0
+    # Gateway first, then nodes, then their Redis: nothing is left talking to a dead store.
+    order = {"gateway": 0, "satnode": 1, "redis": 2}
+    procs = sorted(state.processes, key=lambda p: order.get(p.role, 3))
+    running = 0
+    for group in (0, 1, 2):
+        batch = [p for p in procs if order.get(p.role) == group and _alive(p)]
+        running += len(batch)
+        for p in batch:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for p in batch:
+                _reap(p.pid)
+            left = [p for p in batch if _alive(p)]
+            if not left:
+                break
+            if time.monotonic() > deadline:
+                for p in left:
+                    log.warning("%s %d (pid %d) ignored SIGTERM for %.0f s: killing",
+                                p.role, p.index, p.pid, timeout_s)
+                    try:
+                        os.kill(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.1)
+                for p in left:
+                    _reap(p.pid)
+                break
+            time.sleep(0.05)
+    (sdir / STATE_FILE).unlink(missing_ok=True)
+    shutil.rmtree(sdir / "redis", ignore_errors=True)
+    log.info("cluster down: stopped %d processes recorded in %s", running, sdir)
+    return running

@@ -1,0 +1,172 @@
+"""The local cluster of real processes (redis-server, satnode, gateway) gives the
+engine's counts for the same seeded trace, and `satpage cluster down` stops exactly
+what `up` started."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pager
+from orbit_model import Constellation
+from orbit_model.isl import IslNetwork
+from satpage.cluster import cluster_status, load_state, replay_trace
+from satpage.cluster.driver import _free_port_base
+from satpage.cluster.local import find_binary
+
+pytestmark = pytest.mark.integration
+
+SATPAGE = str(Path(sys.executable).with_name("satpage"))
+QUANTITIES = ("totals", "last_row", "proactive_moves", "ondemand_moves", "ondemand_hops",
+              "proactive_hops")
+
+
+def _need_binaries():
+    try:
+        find_binary("satnode")
+        find_binary("gateway")
+    except OSError:
+        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+
+
+def _satpage(*args, env=None, check=True):
+    out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, env=env, timeout=600)
+    if check and out.returncode != 0:
+        raise AssertionError(f"satpage {' '.join(args)} exited {out.returncode}: {out.stderr[-2000:]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """The default 150-satellite constellation as 301 real processes on loopback."""
+    _need_binaries()
+    state = tmp_path_factory.mktemp("c")
+    base = _free_port_base("walker-star:150/10/1:500:87")
+    _satpage("cluster", "up", "--state-dir", str(state), "--port-base", str(base))
+    try:
+        yield load_state(state)
+    finally:
+        _satpage("cluster", "down", "--state-dir", str(state), check=False)
+
+
+def test_the_cluster_runs_one_redis_and_one_satnode_per_satellite_and_a_gateway(cluster):
+    st = cluster_status(Path(cluster.state_dir))
+    assert st["running"], st
+    assert st["alive"] == {"redis": 150, "satnode": 150, "gateway": 1}
+    out = _satpage("cluster", "status", "--state-dir", cluster.state_dir, "--json")
+    assert json.loads(out.stdout)["running"] is True
+
+
+@pytest.mark.parametrize("seed", [5, 2024])
+def test_paper_through_the_cluster_gives_the_engines_counts(cluster, seed):
+    args = ("paper", "--runs", "1", "--seed", str(seed), "--json")
+    engine = json.loads(_satpage(*args, "--backend", "engine").stdout)
+    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", cluster.gateway).stdout)
+    for key in QUANTITIES:
+        assert through[key] == engine[key], key
+    assert through["backend"] == "cluster"
+
+
+def test_relayed_hops_follow_orbit_models_isl_topology(cluster):
+    """Sessions whose trails jump across planes: every page fault costs the ISL hops
+    orbit_model computes between the two satellites (a plain scalar replay of the
+    model is the authority for which page moves when)."""
+    const = Constellation.from_spec(cluster.constellation, epoch="2022-09-14T00:00:00Z")
+    hops = IslNetwork(const).hop_matrix(0)
+    rng = np.random.default_rng(3)
+    trails = [rng.choice(150, size=5, replace=False) for _ in range(3)]
+    n_pages, per_visit = 60, 40
+    pages = rng.integers(0, n_pages, size=(3, 5, per_visit)).astype(np.int32)
+    v = 5
+    trace = pager.Trace(
+        n_pages=n_pages,
+        visit_offsets=np.arange(4, dtype=np.int64) * v,
+        visit_satellite=np.concatenate(trails).astype(np.int32),
+        visit_start_ns=np.tile(np.arange(v, dtype=np.int64) * 10**9, 3),
+        access_offsets=np.arange(3 * v + 1, dtype=np.int64) * per_visit,
+        access_page=pages.reshape(-1),
+        access_time_ns=np.tile((np.arange(v)[:, None] * 10**9 + np.arange(per_visit)).reshape(-1), 3),
+    )
+    want_moves = want_hops = 0
+    for s in range(3):
+        owner = {}
+        for k in range(v):
+            for p in pages[s, k]:
+                if p in owner and owner[p] != k:
+                    want_moves += 1
+                    want_hops += int(hops[trails[s][owner[p]], trails[s][k]])
+                owner[p] = k
+    got = replay_trace(trace, "on-demand", target=cluster.gateway)
+    assert (got["ondemand_moves"], got["ondemand_hops"]) == (want_moves, want_hops)
+    assert got["accesses"] == 3 * v * per_visit
+
+
+def test_an_unknown_strategy_is_refused_naming_it(cluster):
+    trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
+                              np.random.default_rng(0))
+    with pytest.raises(ValueError, match="hot-k"):
+        replay_trace(trace, "hot-k", target=cluster.gateway)
+
+
+def test_an_unreachable_gateway_is_an_error_naming_it():
+    out = _satpage("paper", "--runs", "1", "--backend", "cluster", "--target", "127.0.0.1:1",
+                   check=False)
+    assert out.returncode == 2
+    assert "127.0.0.1:1" in out.stderr
+
+
+def test_down_stops_exactly_what_up_started(tmp_path):
+    """A decoy process, and a pid reused by another process, survive `down`."""
+    _need_binaries()
+    base = _free_port_base("walker-star:4/2/0:500:87")
+    decoy = subprocess.Popen(["sleep", "120"])
+    try:
+        _satpage("cluster", "up", "--constellation", "walker-star:4/2/0:500:87",
+                 "--state-dir", str(tmp_path), "--port-base", str(base))
+        state = load_state(tmp_path)
+        assert len(state.processes) == 9
+        pids = [p.pid for p in state.processes]
+        # Record the decoy as if it were ours but with another start time (a reused pid).
+        raw = json.loads((tmp_path / "cluster.json").read_text())
+        raw["processes"].append({**raw["processes"][0], "pid": decoy.pid, "role": "satnode"})
+        (tmp_path / "cluster.json").write_text(json.dumps(raw))
+        again = _satpage("cluster", "up", "--constellation", "walker-star:4/2/0:500:87",
+                         "--state-dir", str(tmp_path), "--port-base", str(base), check=False)
+        assert again.returncode == 2 and "running" in again.stderr
+        _satpage("cluster", "down", "--state-dir", str(tmp_path))
+        for pid in pids:
+            assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3], pid
+        assert decoy.poll() is None, "down killed a process it did not start"
+        assert load_state(tmp_path) is None
+        status = _satpage("cluster", "status", "--state-dir", str(tmp_path), check=False)
+        assert status.returncode == 1
+    finally:
+        decoy.send_signal(signal.SIGKILL)
+        decoy.wait()
+        if load_state(tmp_path) is not None:
+            _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
+
+
+def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):
+    out = _satpage("cluster", "up", "--store", "disk", "--state-dir", str(tmp_path), check=False)
+    assert out.returncode == 2 and "'disk'" in out.stderr
+
+
+@pytest.mark.skipif(os.environ.get("SATPAGE_CLUSTER_DIR") is not None,
+                    reason="a cluster directory is set in the environment")
+def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path):
+    _need_binaries()
+    env = {**os.environ, "SATPAGE_CLUSTER_DIR": str(tmp_path / "none")}
+    args = ("paper", "--runs", "1", "--seed", "9", "--pages", "50", "--accesses", "30", "--json")
+    engine = json.loads(_satpage(*args, env=env).stdout)
+    through = json.loads(_satpage(*args, "--backend", "cluster", env=env).stdout)
+    for key in QUANTITIES:
+        assert through[key] == engine[key], key

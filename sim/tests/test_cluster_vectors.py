@@ -1,0 +1,31 @@
+"""The shared +Grid vectors in services/testdata/isl_vectors.json, which the Go
+daemon is tested against, are still what orbit_model computes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from orbit_model.isl import isl_test_vectors
+
+VECTORS = Path(__file__).resolve().parents[2] / "services" / "testdata" / "isl_vectors.json"
+
+
+def test_orbit_model_still_reproduces_the_go_test_vectors():
+    stored = json.loads(VECTORS.read_text())
+    fresh = json.loads(json.dumps(isl_test_vectors()))
+    assert stored["format"] == fresh["format"]
+    assert len(stored["cases"]) == len(fresh["cases"])
+    for s, f in zip(stored["cases"], fresh["cases"], strict=True):
+        assert (s["constellation"], s["latitude_cutoff_deg"], s["t_ns"]) == (
+            f["constellation"], f["latitude_cutoff_deg"], f["t_ns"])
+        assert s["neighbours"] == f["neighbours"], s["constellation"]
+        assert s["hops"] == f["hops"], s["constellation"]
+        np.testing.assert_allclose(s["satellite_latitude_deg"], f["satellite_latitude_deg"],
+                                   atol=1e-5)
+
+
+def test_the_vectors_cover_the_default_constellation_without_a_cut_off():
+    stored = json.loads(VECTORS.read_text())
+    assert any(c["constellation"] == "walker-star:150/10/1:500:87"
+               and c["latitude_cutoff_deg"] is None for c in stored["cases"])
