@@ -136,7 +136,7 @@ def _grow(a, n):
 
 @numba.njit(cache=True)
 def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_hi, g_col_lo,
-           g_col_n, cell_rad, n_rows, n_cols, sin_min, policy, sticky,
+           g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
            last_seen, pass_start, pass_max, vis, n_vis, serving,
            p_client, p_sat, p_rise, p_set, p_max, n_pass,
            h_client, h_step, h_sat, n_hand, vis_cap):
@@ -168,8 +168,8 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
                 continue
             lat = np.arctan2(z, np.sqrt(xe * xe + ye * ye))
             lon = np.arctan2(ye, xe)
-            r = min(int((lat + np.pi / 2) / cell_rad), n_rows - 1)
-            q = min(int((lon + np.pi) / cell_rad), n_cols - 1)
+            r = min(int((lat + np.pi / 2) / cell_lat), n_rows - 1)
+            q = min(int((lon + np.pi) / cell_lon), n_cols - 1)
             cell_of[i] = r * n_cols + q
             cell_count[r * n_cols + q + 1] += 1
         for k in range(n_cells):
@@ -304,7 +304,7 @@ def _longest(offsets, p_sat, p_rise, p_set, n_steps, sticky, h_client, h_step, h
 def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
                       chunk_steps: int = 360, knot_ns: int | None = DEFAULT_KNOT_NS,
-                      return_passes: bool = False, progress=None):
+                      return_passes: bool = False, progress=None, _initial_capacity: int = 0):
     """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
 
     Works in chunks of ``chunk_steps`` time steps: memory is about
@@ -324,19 +324,21 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     max_radius = 6378.137 + max(constellation.max_altitude_km, 100.0) + 50.0
     cap = _cap_angle_rad(min_elevation_deg, max_radius)
     cell_rad = max(cap / 2, math.radians(1.0))
+    # cells tile the sphere exactly (so column indices wrap at the antimeridian)
     n_rows = int(math.ceil(math.pi / cell_rad))
     n_cols = int(math.ceil(2 * math.pi / cell_rad))
+    cell_lat, cell_lon = math.pi / n_rows, 2 * math.pi / n_cols
     xyz = np.ascontiguousarray(ground.itrs_km)
     up = np.ascontiguousarray(ground.up)
     glat = np.arctan2(xyz[:, 2], np.hypot(xyz[:, 0], xyz[:, 1]))
     glon = np.arctan2(xyz[:, 1], xyz[:, 0])
-    row_lo = np.clip(((glat - cap + np.pi / 2) / cell_rad).astype(np.int64), 0, n_rows - 1)
-    row_hi = np.clip(((glat + cap + np.pi / 2) / cell_rad).astype(np.int64), 0, n_rows - 1)
+    row_lo = np.clip(np.floor((glat - cap + np.pi / 2) / cell_lat).astype(np.int64), 0, n_rows - 1)
+    row_hi = np.clip(np.floor((glat + cap + np.pi / 2) / cell_lat).astype(np.int64), 0, n_rows - 1)
     near_pole = np.abs(glat) + cap >= np.pi / 2 - 1e-9
     dlon = np.arcsin(np.clip(np.sin(cap) / np.maximum(np.cos(glat), 1e-12), 0, 1))
-    col_lo = np.floor((glon - dlon + np.pi) / cell_rad).astype(np.int64) % n_cols
-    col_n = np.minimum(np.floor((glon + dlon + np.pi) / cell_rad).astype(np.int64)
-                       - np.floor((glon - dlon + np.pi) / cell_rad).astype(np.int64) + 1, n_cols)
+    col_lo = np.floor((glon - dlon + np.pi) / cell_lon).astype(np.int64) % n_cols
+    col_n = np.minimum(np.floor((glon + dlon + np.pi) / cell_lon).astype(np.int64)
+                       - np.floor((glon - dlon + np.pi) / cell_lon).astype(np.int64) + 1, n_cols)
     col_lo = np.where(near_pole, 0, col_lo)
     col_n = np.where(near_pole, n_cols, col_n)
 
@@ -347,7 +349,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     vis = np.zeros((n_g, vis_cap), np.int32)
     n_vis = np.zeros(n_g, np.int64)
     serving = np.full(n_g, -1, np.int32)
-    cap0 = max(1024, n_g * 64)
+    cap0 = _initial_capacity or max(1024, n_g * 64)
     p_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
                 np.empty(cap0, np.int32), np.empty(cap0, np.float32)]
     h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32)]
@@ -364,7 +366,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
             saved = (last_seen.copy(), pass_start.copy(), pass_max.copy(), vis.copy(),
                      n_vis.copy(), serving.copy(), int(n_pass[0]), int(n_hand[0]))
             status = _sweep(position, theta, start, n_steps, xyz, up, row_lo, row_hi, col_lo,
-                                  col_n, cell_rad, n_rows, n_cols, sin_min, code, sticky,
+                                  col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, code, sticky,
                                   last_seen, pass_start, pass_max, vis, n_vis, serving,
                                   *p_arrays, n_pass, *h_arrays, n_hand, vis_cap)
             if status in (0, 3):
