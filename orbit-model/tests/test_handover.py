@@ -4,7 +4,13 @@ full elevation matrix (every satellite from every point at every step)."""
 import numpy as np
 import pytest
 
-from orbit_model import Constellation, GroundPoints, elevations_deg, handover_schedule, step_times_ns
+from orbit_model import (
+    Constellation,
+    GroundPoints,
+    elevations_deg,
+    handover_schedule,
+    step_times_ns,
+)
 from orbit_model.propagate import itrs_positions_km
 
 EPOCH = "2022-09-14T00:00:00Z"
