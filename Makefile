@@ -64,3 +64,11 @@ e2e-swarm: setup  ## 150 satellites on a single-node Docker Swarm, replays check
 
 e2e-k8s: setup  ## 150 satellite pods on a real single-node Kubernetes (../shared/k8s), replays + a satnode kill checked against the engine (long)
 	bash scripts/e2e-k8s.sh
+
+.PHONY: bench-orbit
+bench-orbit:  ## Starlink-sized day: visibility + handovers for 1,000 points, ISL routes, vs Skyfield/networkx
+	$(PY) bench/bench_orbit.py
+
+.PHONY: bench-pager
+bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memory, satpage paper --runs 500000
+	$(PY) bench/bench_pager.py
