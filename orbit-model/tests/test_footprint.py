@@ -103,7 +103,7 @@ def test_impossible_footprints_quote_the_value(alt, el, match):
 def test_footprint_load_follows_skyfields_subsatellite_points():
     from skyfield.api import EarthSatellite, wgs84
 
-    from orbit_model.constellation import Constellation
+    from orbit_model import Constellation
     from orbit_model.timebase import skyfield_times, timescale
 
     grid = PopulationGrid.default()

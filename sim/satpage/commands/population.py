@@ -52,7 +52,7 @@ def _grid(source: str):
 
 
 def _constellation(spec: str, start: str):
-    from orbit_model.constellation import Constellation
+    from orbit_model import Constellation
 
     try:
         return Constellation.from_spec(spec, epoch=start)
