@@ -96,6 +96,8 @@ def test_the_group_without_options_shows_its_help_and_subcommands():
 def test_circle_options_with_a_subcommand_are_refused():
     result = run("--lat", 3, "map")
     assert result.exit_code == 2 and squash("go without a subcommand") in squash(result.stderr)
+    result = run("--json", "map")
+    assert result.exit_code == 2 and squash("after the subcommand") in squash(result.stderr)
 
 
 def test_a_wrong_header_names_the_file(tmp_path):

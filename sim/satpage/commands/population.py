@@ -78,6 +78,9 @@ def population(
         if lat is not None or lon is not None or radius_km is not None:
             fail("--lat/--lon/--radius-km go without a subcommand "
                  f"(got them with '{ctx.invoked_subcommand}')")
+        if as_json or source != "default":
+            fail(f"put --json and --source after the subcommand: "
+                 f"satpage population {ctx.invoked_subcommand} --source ... --json")
         return
     if lat is None and lon is None and radius_km is None:
         typer.echo(ctx.get_help())
