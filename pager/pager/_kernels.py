@@ -108,9 +108,9 @@ def _draw(u, n_pages, threshold, alias):
     (multiply-shift), the alias coin from the low 32 bits."""
     col = ((u >> _U64(32)) * _U64(n_pages)) >> _U64(32)
     c = np.int64(col)
-    if (u & _MASK32) < threshold[c]:
-        return c
-    return np.int64(alias[c])
+    other = np.int64(alias[c])
+    # Both candidates loaded, then a select: no branch to mispredict on the coin.
+    return c if (u & _MASK32) < threshold[c] else other
 
 
 @njit(cache=True)
@@ -277,10 +277,13 @@ def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
 
 @njit(cache=True)
 def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
-    """Move the pages the strategy selects to the visit at ``pos``; returns how
-    many entries of ``out`` were examined (moved pages have ``out`` >= 0, the
-    skipped ones are overwritten with -1 so an event writer can follow)."""
+    """Move the pages the strategy selects to the visit at ``pos``. Returns how
+    many entries of ``out`` the rule wrote; the ones skipped (never created or
+    already local) are overwritten with -1 so an event writer can follow."""
     n = select(owner, uses, last_use, pos, params, out)
+    moved = 0
+    hops = 0
+    ground = 0
     for i in range(n):
         p = out[i]
         o = np.int64(owner[p])
@@ -288,16 +291,19 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
             out[i] = -1
             continue
         owner[p] = pos
-        held[pos] += 1
+        moved += 1
         if o >= 0:
             held[o] -= 1
-            cnt[C_TRAIL_HOPS] += pos - o
+            hops += pos - o
         else:
-            cnt[C_GROUND] += 1
-        if push:
-            cnt[C_PUSH_MOVES] += 1
-        else:
-            cnt[C_HANDOVER_MOVES] += 1
+            ground += 1
+    held[pos] += moved
+    cnt[C_TRAIL_HOPS] += hops
+    cnt[C_GROUND] += ground
+    if push:
+        cnt[C_PUSH_MOVES] += moved
+    else:
+        cnt[C_HANDOVER_MOVES] += moved
     return n
 
 
