@@ -72,3 +72,7 @@ bench-orbit:  ## Starlink-sized day: visibility + handovers for 1,000 points, IS
 .PHONY: bench-pager
 bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memory, satpage paper --runs 500000
 	$(PY) bench/bench_pager.py
+
+.PHONY: bench-compare
+bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
+	$(PY) bench/bench_compare.py

@@ -101,7 +101,7 @@ class CostAccumulator:
         ground = fv == GROUND
         src = np.where(ground, ct.gateway_sat[step_idx], src)
 
-        transfer = np.isin(kind, (FAULT, HANDOVER, PUSH, REMOTE)) & (fv != NOWHERE)
+        transfer = (kind != CREATE) & (fv != NOWHERE)     # FAULT, HANDOVER, PUSH, REMOTE
         # a transfer between two visits of the same satellite moves nothing
         moved = transfer & ((src != dst) | ground)
         m = np.flatnonzero(moved)

@@ -164,22 +164,42 @@ class SatelliteSet:
 
 
 class PositionCache:
-    """Earth-fixed positions at the handover steps ``j * step_ns``: the whole span held
-    once when it is small (default scenario), else computed per window (large runs)."""
+    """Earth-fixed positions at the handover steps ``j * step_ns``, ``j = 0..n_steps-1``.
+
+    Small runs (the default scenario) hold the whole span in memory. Larger ones
+    (a Starlink-sized catalogue over a day is 26 M satellite-steps) write it once, in
+    time blocks, to a float32 file in ``store_dir`` (0.5 m resolution at 7000 km)
+    that every worker process maps read-only; windows are slices of it."""
 
     def __init__(self, sats: SatelliteSet, step_ns: int, n_steps: int,
-                 max_cached_values: int = 8_000_000) -> None:
+                 max_cached_values: int = 8_000_000, store_dir: str | None = None,
+                 block_steps: int = 360) -> None:
         self.sats = sats
         self.step_ns = int(step_ns)
         self.n_steps = int(n_steps)
         self._all = None
+        self.path = None
         if sats.n_sats * self.n_steps <= max_cached_values:
             self._all = sats.positions_km(np.arange(self.n_steps, dtype=np.int64) * self.step_ns)
+        elif store_dir is not None:
+            import pathlib
+            self.path = pathlib.Path(store_dir) / f"positions-{self.n_steps}x{sats.n_sats}.f32"
+            shape = (sats.n_sats, self.n_steps, 3)
+            if not self.path.exists():
+                tmp = self.path.with_suffix(".tmp")
+                mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+                for j in range(0, self.n_steps, block_steps):
+                    k = min(self.n_steps, j + block_steps)
+                    mm[:, j:k] = sats.positions_km(np.arange(j, k, dtype=np.int64) * self.step_ns)
+                mm.flush()
+                del mm
+                tmp.rename(self.path)
+            self._all = np.load(self.path, mmap_mode="r")
 
     def window(self, j0: int, j1: int) -> np.ndarray:
-        """(n_sats, j1 - j0 + 1, 3) at steps j0..j1 inclusive."""
+        """(n_sats, j1 - j0 + 1, 3) float64 at steps j0..j1 inclusive."""
         if self._all is not None and j1 < self.n_steps:
-            return self._all[:, j0:j1 + 1]
+            return np.asarray(self._all[:, j0:j1 + 1], dtype=np.float64)
         return self.sats.positions_km(np.arange(j0, j1 + 1, dtype=np.int64) * self.step_ns)
 
 

@@ -94,6 +94,8 @@ class Router:
     def predecessors(self, snaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(pred int32 (n_snap, n, n), remap int64) where ``remap[i]`` is the row of
         ``pred`` for the i-th entry of ``snaps`` (unique snapshot ids)."""
+        if self.static:
+            return self._table(0)[None], np.zeros(np.shape(snaps), dtype=np.int64)
         uniq, remap = np.unique(snaps, return_inverse=True)
         tables = [self._table(int(s)) for s in uniq]
         return np.stack(tables) if tables else np.zeros((0, 0, 0), np.int32), remap

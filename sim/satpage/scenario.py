@@ -85,6 +85,9 @@ class HandoverSection:
                        default="highest-elevation")
     min_elevation_deg: float = _doc("a satellite can serve a client above this elevation",
                                     default=10.0)
+    sticky: bool = _doc("keep the serving satellite while it stays above the minimum "
+                        "elevation, apply the policy only when it drops (false: re-apply the "
+                        "policy at every step)", default=False)
     trail_visit_s: float = _doc("`trail` policy only: duration of each visit", default=240.0)
     trail_handovers: int = _doc("`trail` policy only: handovers per session (visits - 1)",
                                 default=5)

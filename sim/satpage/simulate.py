@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -56,16 +57,32 @@ class World:
         return i * c, self.sessions[i * c:(i + 1) * c]
 
 
-def prepare(sc: Scenario) -> World:
+def prepare(sc: Scenario, store_dir: str | None = None) -> World:
+    """Satellites, routing, the session table and the position cache (large runs keep
+    positions in a file under ``store_dir``, shared by the worker processes)."""
     t0 = time.perf_counter()
     sats = SatelliteSet(sc.constellation.spec, sc.epoch)
     topo = topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane)
     router = Router(sats, topo, sc.constellation.isl_latitude_cutoff_deg,
                     int(round(sc.time.routing_step_s * 1e9)))
     sessions = make_sessions(sc)
-    positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2)
+    positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2,
+                              store_dir=store_dir or _default_store())
     return World(sc, sats, topo, router, sessions, time.perf_counter() - t0, positions)
 
+
+
+_STORE: list[str] = []
+
+
+def _default_store() -> str:
+    """A temporary folder for this process's position files, removed at exit."""
+    if not _STORE:
+        import atexit
+        import shutil
+        _STORE.append(tempfile.mkdtemp(prefix="satpage-positions-"))
+        atexit.register(shutil.rmtree, _STORE[0], True)
+    return _STORE[0]
 
 
 @dataclass
@@ -121,10 +138,13 @@ def run_chunk(w: World, i: int) -> ChunkResult:
 _WORLD: World | None = None
 
 
-def _init_worker(sc: Scenario) -> None:
+def _init_worker(sc: Scenario, store_dir: str | None) -> None:
     global _WORLD
     logging.getLogger().setLevel(logging.WARNING)
-    _WORLD = prepare(sc)
+    # parallelism comes from the processes: one engine thread each avoids oversubscription
+    import numba
+    numba.set_num_threads(1)
+    _WORLD = prepare(sc, store_dir)
 
 
 def _worker_chunk(i: int) -> ChunkResult:
@@ -177,14 +197,17 @@ def run_scenario(sc: Scenario, processes: int | None = None,
             absorb(run_chunk(w, i), i + 1)
     else:
         # spawn, not fork: the engine's threads (OpenMP) must not be forked
-        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker, initargs=(sc,),
+        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker,
+                                 initargs=(sc, str(w.positions.path.parent)
+                                           if w.positions.path else None),
                                  mp_context=multiprocessing.get_context("spawn")) as ex:
             for done, r in enumerate(ex.map(_worker_chunk, range(n)), start=1):
                 absorb(r, done)
     res.wall_s = time.perf_counter() - t0
     if res.uncovered_steps:
         frac = res.uncovered_steps / max(res.client_steps, 1)
-        (log.warning if frac > 0.01 else log.info)("%d of %d client steps had no satellite above %.1f deg elevation "
-                    "(the previous server was kept)", res.uncovered_steps, res.client_steps,
-                    sc.handover.min_elevation_deg)
+        (log.warning if frac > 0.01 else log.info)(
+            "%d of %d client steps had no satellite above %.1f deg elevation (the previous "
+            "server was kept)", res.uncovered_steps, res.client_steps,
+            sc.handover.min_elevation_deg)
     return res

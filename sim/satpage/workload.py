@@ -89,11 +89,15 @@ def zipf_cdf(n_pages: int, s: float) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _schedule_kernel(pos, g, up, j0, j1, sin_min, policy, out_offsets, out_sat, uncovered):
+def _schedule_kernel(pos, order, slat, g, up, lat_rad, max_angle_rad, j0, j1, sin_min, policy,
+                     sticky, out_offsets, out_sat, uncovered):
     """Serving satellite at each step j0[i]..j1[i] (inclusive) of each client i.
-    pos: (n_sats, n_t, 3) for steps 0..n_t-1 of the window; g, up: (n_clients, 3)."""
-    n_sats = pos.shape[0]
-    r_e = np.sqrt(g[0, 0] ** 2 + g[0, 1] ** 2 + g[0, 2] ** 2) if g.shape[0] else 1.0
+
+    pos: (n_sats, n_t, 3) for steps 0..n_t-1 of the window; g, up: (n_clients, 3).
+    Only satellites whose latitude is within ``max_angle_rad`` of the client's can be
+    above the minimum elevation (|delta latitude| <= central angle), so each step
+    scans the band ``slat[j]`` (latitudes sorted, ``order[j]`` their satellites)."""
+    n_band = slat.shape[1]
     for i in range(g.shape[0]):
         cur = -1
         base = out_offsets[i]
@@ -103,7 +107,13 @@ def _schedule_kernel(pos, g, up, j0, j1, sin_min, policy, out_offsets, out_sat, 
             best_any = 0
             best_any_v = -1e30
             keep = False
-            for s in range(n_sats):
+            lo = np.searchsorted(slat[j], lat_rad[i] - max_angle_rad)
+            hi = np.searchsorted(slat[j], lat_rad[i] + max_angle_rad, side="right")
+            if cur < 0:
+                lo = 0          # first step: also find the best satellite below the mask
+                hi = n_band
+            for kk in range(lo, hi):
+                s = order[j, kk]
                 vx = pos[s, j, 0] - g[i, 0]
                 vy = pos[s, j, 1] - g[i, 1]
                 vz = pos[s, j, 2] - g[i, 2]
@@ -135,34 +145,60 @@ def _schedule_kernel(pos, g, up, j0, j1, sin_min, policy, out_offsets, out_sat, 
                 if v > best_v:
                     best_v = v
                     best = s
-            if policy == 1 and keep:
+            if keep and (sticky or policy == 1):
                 best = cur
             if best < 0:
                 uncovered[0] += 1
                 best = cur if cur >= 0 else best_any
             out_sat[base + j - j0[i]] = best
             cur = best
-    return r_e
 
 
 def serving_schedule(pos: np.ndarray, lat_deg: np.ndarray, lon_deg: np.ndarray,
-                     j0: np.ndarray, j1: np.ndarray, min_elevation_deg: float, policy: str
-                     ) -> tuple[np.ndarray, np.ndarray, int]:
+                     j0: np.ndarray, j1: np.ndarray, min_elevation_deg: float, policy: str,
+                     sticky: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Per client, the serving satellite at each step ``j0..j1`` (indices into ``pos``'s
     time axis). Returns (offsets int64 (n+1,), satellite int32, uncovered step count).
     A step with no satellite above the minimum elevation keeps the previous server
     (or the highest one at the start) and is counted as uncovered."""
-    g = ground_ecef_km(lat_deg, lon_deg).reshape(-1, 3)
-    up = g / EARTH_RADIUS_KM
+    g, up = ground_points(lat_deg, lon_deg)
+    pos = np.ascontiguousarray(pos)
+    r = np.linalg.norm(pos, axis=2)
+    sat_lat = np.arcsin(np.clip(pos[..., 2] / np.where(r > 0, r, 1.0), -1.0, 1.0)).T
+    sat_lat = np.where(np.isfinite(sat_lat), sat_lat, 10.0)      # failed SGP4: never in a band
+    order = np.ascontiguousarray(np.argsort(sat_lat, axis=1, kind="stable")).astype(np.int64)
+    slat = np.ascontiguousarray(np.take_along_axis(sat_lat, order, axis=1))
+    # largest central angle at which a satellite at the highest radius is above the mask
+    el = np.radians(min_elevation_deg)
+    r_max = float(np.nanmax(r)) if r.size else EARTH_RADIUS_KM
+    max_angle = float(np.arccos(np.clip(EARTH_RADIUS_KM * np.cos(el) / r_max, -1, 1)) - el)
+    max_angle += np.radians(0.5)      # the ellipsoid's ground radius is below the equator's
     counts = (np.asarray(j1) - np.asarray(j0) + 1).astype(np.int64)
     offsets = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     sat = np.empty(int(offsets[-1]), dtype=np.int32)
     unc = np.zeros(1, dtype=np.int64)
-    _schedule_kernel(np.ascontiguousarray(pos), g, up, np.asarray(j0, np.int64),
-                     np.asarray(j1, np.int64), np.sin(np.radians(min_elevation_deg)),
-                     POLICY_CODES[policy], offsets, sat, unc)
+    g_lat = np.arctan2(g[:, 2], np.hypot(g[:, 0], g[:, 1]))      # geocentric, as sat_lat
+    _schedule_kernel(pos, order, slat, g, up, g_lat,
+                     max_angle, np.asarray(j0, np.int64), np.asarray(j1, np.int64),
+                     np.sin(np.radians(min_elevation_deg)), POLICY_CODES[policy], bool(sticky),
+                     offsets, sat, unc)
     return offsets, sat, int(unc[0])
+
+
+def ground_points(lat_deg: np.ndarray, lon_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Earth-fixed positions (km) and local vertical of ground points: on the WGS 84
+    ellipsoid as orbit_model.visibility places them (so elevations agree with its
+    passes and schedules), on the sphere without it."""
+    lat = np.atleast_1d(np.asarray(lat_deg, float))
+    lon = np.atleast_1d(np.asarray(lon_deg, float))
+    try:
+        from orbit_model.visibility import GroundPoints
+    except ImportError:
+        g = ground_ecef_km(lat, lon).reshape(-1, 3)
+        return g, g / EARTH_RADIUS_KM
+    gp = GroundPoints.from_degrees(lat, lon)
+    return np.ascontiguousarray(gp.itrs_km), np.ascontiguousarray(gp.up)
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,7 +247,7 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     else:
         offs, sat, uncovered = serving_schedule(
             pos, sessions["lat_deg"], sessions["lon_deg"], j0 - w0, j1 - w0,
-            sc.handover.min_elevation_deg, sc.handover.policy)
+            sc.handover.min_elevation_deg, sc.handover.policy, sc.handover.sticky)
         client_steps = int(offs[-1])
         # visits = runs of the same serving satellite within a session
         sess_of_step = np.repeat(np.arange(n), np.diff(offs))
@@ -264,8 +300,8 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
                                       np.array([sc.network.gateway_lon_deg]),
                                       np.array([0]), np.array([nt - 1]),
                                       sc.handover.min_elevation_deg, "highest-elevation")
-    gpos = ground_ecef_km(np.array([sc.network.gateway_lat_deg]),
-                          np.array([sc.network.gateway_lon_deg]))[0]
+    gpos = ground_points(np.array([sc.network.gateway_lat_deg]),
+                         np.array([sc.network.gateway_lon_deg]))[0][0]
     grange = np.linalg.norm(pos[gsat, np.arange(nt)] - gpos, axis=1)
     del vsess
     return ChunkTrace(trace=trace, session_index=np.arange(n) + first_session,

@@ -75,40 +75,66 @@ def _table(result: dict) -> Table:
     return t
 
 
-def _cluster(sc, target: str | None, as_json: bool) -> None:
-    """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)."""
-    if not target:
-        fail("--backend cluster needs --target HOST:PORT (the deployed gateway)")
+def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> None:
+    """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
+    and set the cluster's counts beside the engine's for the same traces."""
     try:
         cluster = importlib.import_module("satpage.cluster")
         replay_trace = cluster.replay_trace
     except (ImportError, AttributeError):
         fail("--backend cluster needs satpage.cluster.replay_trace (the cluster driver of "
              "issue 8), which this installation does not have")
-    from satpage.simulate import chunk_traces, prepare
+    from satpage.costs import CostAccumulator
+    from satpage.simulate import chunk_trace, prepare
     from satpage.version import code_version
 
+    supported = getattr(getattr(cluster, "driver", None), "STRATEGIES", None)
+    names = list(sc.strategies.compare)
+    if supported is not None and not strategies_given:
+        skipped = [n for n in names if n not in supported]
+        names = [n for n in names if n in supported]
+        if skipped:
+            log.warning("the cluster implements %s; skipping %s", ", ".join(names),
+                        ", ".join(skipped))
+    if not names:
+        fail("none of the scenario's strategies runs on the cluster")
     world = prepare(sc)
-    totals: dict[str, dict[str, int]] = {}
+    totals: dict[str, dict[str, float]] = {}
+    engine = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1,
+                                 sc.duration_ns, sc.workload.page_bytes) for n in names}
+    from satpage.replay import replay
+
     with progress() as bar:
-        task = bar.add_task("replaying through the cluster",
-                            total=world.n_chunks * len(sc.strategies.compare))
-        for trace in chunk_traces(world):
-            for name in sc.strategies.compare:
-                counts = replay_trace(trace, name, target=target)
+        task = bar.add_task(f"replaying through the cluster at {target or '(local)'}",
+                            total=world.n_chunks * len(names))
+        for i in range(world.n_chunks):
+            ct = chunk_trace(world, i)
+            for name in names:
+                counts = replay_trace(ct.trace, name, target=target)
                 acc = totals.setdefault(name, {})
                 for k, v in dict(counts).items():
                     if isinstance(v, int | float):
                         acc[k] = acc.get(k, 0) + v
+                engine[name].add(replay(ct.trace, name), ct, world.router, sc.step_ns,
+                                 sc.network.per_hop_processing_ms)
                 bar.advance(task)
+    eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
+               "pages_left_behind": a.counts["pages_left_behind"]} for n, a in engine.items()}
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
            "version": code_version(), "backend": "cluster", "target": target,
-           "strategies": totals}
+           "strategies": totals, "engine": eng}
     if as_json:
         print_json(out)
-    else:
-        for name, counts in totals.items():
-            stdout.print(f"[bold]{name}[/]: {counts}")
+        return
+    t = Table(title=f"satpage compare --backend cluster: {sc.name}, seed {sc.seed}")
+    t.add_column("strategy")
+    for col in ("cluster moves", "engine moves", "cluster page-hops", "engine page-hops"):
+        t.add_column(col, justify="right")
+    for n in names:
+        c = totals[n]
+        t.add_row(n, f"{c.get('page_moves', 0):,}", f"{eng[n]['page_moves']:,}",
+                  f"{c.get('page_hops', 0):,}", f"{eng[n]['page_hops']:,}")
+    stdout.print(t)
 
 
 def compare(
@@ -138,7 +164,7 @@ def compare(
         fail(f"--backend must be engine or cluster, got {backend!r}")
     sc = resolve_scenario(scenario, set_ or [], seed, sessions, strategies, processes)
     if backend == "cluster":
-        _cluster(sc, target, as_json)
+        _cluster(sc, target, as_json, strategies is not None)
         return
 
     from satpage.report import result_dict, write_reports

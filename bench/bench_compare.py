@@ -1,0 +1,150 @@
+"""Benchmark of `satpage compare` at scale: the large scenario (sim/satpage/scenarios/large.toml).
+
+The 3,023-satellite Starlink catalogue of ../shared/data when present (else the
+scenario's 72 x 22 Walker shell at 550 km, 53 deg), 100,000 population-weighted
+sessions over 24 hours, five strategies. Prints the time of each stage, sessions
+and accesses per second, and the engine's speed against a plain-Python page table
+measured on a sample of the same sessions in the same run.
+
+    make bench-compare                       # the whole thing
+    .venv/bin/python bench/bench_compare.py --sessions 5000 --hours 2   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STARLINK = ROOT.parent / "shared" / "data" / "tle" / "starlink-2022-09-14.tle"
+
+
+def python_page_table(trace, sessions: int) -> tuple[int, float]:
+    """Baseline: the on-demand page table of DESIGN.md section 1 in plain Python over the
+    first ``sessions`` sessions; returns (accesses, seconds)."""
+    t0 = time.perf_counter()
+    n_acc = 0
+    moves = 0
+    for s in range(min(sessions, trace.n_sessions)):
+        owner: dict[int, int] = {}
+        for v in range(trace.visit_offsets[s], trace.visit_offsets[s + 1]):
+            for p in trace.access_page[trace.access_offsets[v]:trace.access_offsets[v + 1]]:
+                p = int(p)
+                o = owner.get(p)
+                if o is None:
+                    owner[p] = v
+                elif o != v:
+                    owner[p] = v
+                    moves += 1
+                n_acc += 1
+    return n_acc, time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=None, help="override sessions.count")
+    ap.add_argument("--hours", type=float, default=None, help="override time.duration_s / 3600")
+    ap.add_argument("--processes", type=int, default=None, help="override run.processes")
+    ap.add_argument("--constellation", default=None,
+                    help="constellation spec (default: the Starlink TLEs when present)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    from satpage.replay import replay
+    from satpage.scenario import load_scenario, shipped_scenario, with_overrides
+    from satpage.simulate import chunk_trace, prepare, run_scenario
+    from satpage.version import code_version
+
+    sc = load_scenario(shipped_scenario("large"))
+    over: dict = {}
+    if args.constellation:
+        over["constellation.spec"] = args.constellation
+    elif STARLINK.is_file():
+        over["constellation.spec"] = f"tle:{STARLINK}"
+    else:
+        print(f"note: {STARLINK} absent; using the scenario's {sc.constellation.spec}",
+              file=sys.stderr)
+    if args.sessions:
+        over["sessions.count"] = args.sessions
+    if args.hours:
+        over["time.duration_s"] = args.hours * 3600.0
+    if args.processes:
+        over["run.processes"] = args.processes
+    sc = with_overrides(sc, over)
+
+    t0 = time.perf_counter()
+    world = prepare(sc)
+    t_prepare = time.perf_counter() - t0
+    print(f"prepared {world.sats.n_sats} satellites ({world.sats.backend}), "
+          f"{int(world.topology.link_exists().sum())} ISLs, {world.sessions.size:,} sessions, "
+          f"positions over {sc.time.duration_s / 3600:g} h in {t_prepare:.1f} s", file=sys.stderr)
+
+    def tick(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 20) == 0:
+            el = time.perf_counter() - t0
+            print(f"  chunk {done}/{total}  {el:.0f} s", file=sys.stderr, flush=True)
+
+    res = run_scenario(sc, world=world, on_chunk=tick)
+    wall = time.perf_counter() - t0
+    sums = res.summaries()
+    any_s = next(iter(sums.values()))
+
+    # engine vs plain Python on the same (first) chunk, on-demand, measured now
+    ct = chunk_trace(world, 0)
+    te = time.perf_counter()
+    replay(ct.trace, "on-demand")
+    t_engine = time.perf_counter() - te
+    n_base, t_base = python_page_table(ct.trace, 50)
+    engine_rate = ct.trace.n_accesses / t_engine
+    base_rate = n_base / t_base
+
+    out = {
+        "version": code_version(),
+        "constellation": sc.constellation.spec,
+        "satellites": world.sats.n_sats,
+        "sessions": any_s["sessions"],
+        "visits": any_s["visits"],
+        "accesses": any_s["accesses"],
+        "strategies": list(sums),
+        "processes": res.processes,
+        "stage_s": {"prepare (constellation, positions, sessions)": round(t_prepare, 2),
+                    **{f"{k} (summed over workers)": round(v, 2)
+                       for k, v in res.stage_s.items() if k != "sessions"},
+                    "wall": round(wall, 2)},
+        "sessions_per_s": any_s["sessions"] / wall,
+        "accesses_per_s_all_strategies": any_s["accesses"] * len(sums) / wall,
+        "engine_vs_python_page_table": engine_rate / base_rate,
+        "engine_accesses_per_s": engine_rate,
+        "python_accesses_per_s": base_rate,
+        "on_demand_over_proactive_page_hops":
+            sums["on-demand"]["page_hops"] / max(sums["proactive"]["page_hops"], 1)
+            if "on-demand" in sums and "proactive" in sums else None,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"satpage compare benchmark ({out['version']})")
+    print(f"  {out['satellites']} satellites ({sc.constellation.spec})")
+    print(f"  {out['sessions']:,} sessions, {out['visits']:,} visits, {out['accesses']:,} "
+          f"accesses, {len(sums)} strategies, {res.processes} processes")
+    for k, v in out["stage_s"].items():
+        print(f"  {k:<48} {v:10.2f} s")
+    print(f"  sessions per second (wall)                       {out['sessions_per_s']:10.1f}")
+    print(f"  accesses per second, all strategies (wall)       "
+          f"{out['accesses_per_s_all_strategies']:10.3g}")
+    print(f"  engine vs plain-Python page table (same chunk)   "
+          f"{out['engine_vs_python_page_table']:10.1f} x  "
+          f"({engine_rate:.3g} vs {base_rate:.3g} accesses/s)")
+    if out["on_demand_over_proactive_page_hops"] is not None:
+        print(f"  on-demand / proactive page-hops                  "
+              f"{out['on_demand_over_proactive_page_hops']:10.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
