@@ -154,6 +154,7 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
     cell_sats = np.empty(n_sats, np.int64)
     sat_xyz = np.empty((n_sats, 3))
     new_vis = np.empty(vis_cap, np.int32)
+    sin_min2 = sin_min * sin_min
     overflow = False
     for j in range(n_c):
         step = step0 + j
@@ -191,8 +192,15 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
                     for t in range(cell_count[cell], cell_count[cell + 1]):
                         i = cell_sats[t]
                         dx, dy, dz = sat_xyz[i, 0] - gx, sat_xyz[i, 1] - gy, sat_xyz[i, 2] - gz
-                        rng = np.sqrt(dx * dx + dy * dy + dz * dz)
-                        sin_el = (dx * ux + dy * uy + dz * uz) / rng
+                        up_km = dx * ux + dy * uy + dz * uz
+                        # sin(el) >= sin_min without a square root for the many that fail
+                        if sin_min >= 0.0 and up_km < 0.0:
+                            continue
+                        d2 = dx * dx + dy * dy + dz * dz
+                        if sin_min >= 0.0 and up_km * up_km < sin_min2 * d2:
+                            continue
+                        rng = np.sqrt(d2)
+                        sin_el = up_km / rng
                         if sin_el < sin_min:
                             continue
                         if m >= vis_cap:
@@ -323,7 +331,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     n_g, n_sats, n_steps = len(ground), constellation.n_satellites, t_ns.size
     max_radius = 6378.137 + max(constellation.max_altitude_km, 100.0) + 50.0
     cap = _cap_angle_rad(min_elevation_deg, max_radius)
-    cell_rad = max(cap / 2, math.radians(1.0))
+    cell_rad = max(cap / 3, math.radians(1.0))
     # cells tile the sphere exactly (so column indices wrap at the antimeridian)
     n_rows = int(math.ceil(math.pi / cell_rad))
     n_cols = int(math.ceil(2 * math.pi / cell_rad))
@@ -349,7 +357,8 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     vis = np.zeros((n_g, vis_cap), np.int32)
     n_vis = np.zeros(n_g, np.int64)
     serving = np.full(n_g, -1, np.int32)
-    cap0 = _initial_capacity or max(1024, n_g * 64)
+    # about one pass start per point per step of a chunk: rarely outgrown (then a chunk replays)
+    cap0 = _initial_capacity or max(1024, n_g * min(chunk_steps, n_steps))
     p_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
                 np.empty(cap0, np.int32), np.empty(cap0, np.float32)]
     h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32)]
@@ -380,6 +389,11 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                 p_arrays = [_grow(a, 0) for a in p_arrays]
             else:
                 h_arrays = [_grow(a, 0) for a in h_arrays]
+        # grow ahead of need (a chunk that overflows is replayed): room for two more chunks like this
+        for arrays, count, before in ((p_arrays, int(n_pass[0]), saved[6]), (h_arrays, int(n_hand[0]), saved[7])):
+            need = count + 2 * (count - before) + 16
+            if need > arrays[0].size:
+                arrays[:] = [_grow(a, need) for a in arrays]
         if progress is not None:
             progress(min(start + chunk_steps, n_steps), n_steps)
 
