@@ -139,7 +139,7 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
            g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
            last_seen, pass_start, pass_max, vis, n_vis, serving,
            p_client, p_sat, p_rise, p_set, p_max, n_pass,
-           h_client, h_step, h_sat, n_hand, vis_cap):
+           h_client, h_step, h_sat, n_hand, vis_cap, keep_passes):
     """One time chunk. position: TEME (n_sats, n_c, 3); theta: GMST per step.
 
     State carried between chunks: last_seen / pass_start / pass_max (n_g, n_sats),
@@ -221,7 +221,7 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
             # passes that ended: visible at step-1, not now
             for k in range(n_vis[g]):
                 i = vis[g, k]
-                if last_seen[g, i] != step:
+                if last_seen[g, i] != step and keep_passes:
                     if n_pass[0] >= p_sat.size:
                         return 1
                     p = n_pass[0]
@@ -243,7 +243,7 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
                 h_client[h], h_step[h], h_sat[h] = g, step, choice
                 n_hand[0] += 1
                 serving[g] = choice
-    if step0 + n_c == n_steps_total:  # close the passes still in progress at the end
+    if step0 + n_c == n_steps_total and keep_passes:  # close the passes still up at the end
         for g in range(n_g):
             for k in range(n_vis[g]):
                 i = vis[g, k]
@@ -365,6 +365,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     n_pass = np.zeros(1, np.int64)
     n_hand = np.zeros(1, np.int64)
     code = {"highest": 0, "nearest": 1, "longest": 2}[policy]
+    keep_passes = bool(return_passes or policy == "longest")  # else memory stays per chunk
     sin_min = math.sin(math.radians(min_elevation_deg))
     for start in range(0, n_steps, chunk_steps):
         part = t_ns[start:start + chunk_steps]
@@ -377,7 +378,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
             status = _sweep(position, theta, start, n_steps, xyz, up, row_lo, row_hi, col_lo,
                                   col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, code, sticky,
                                   last_seen, pass_start, pass_max, vis, n_vis, serving,
-                                  *p_arrays, n_pass, *h_arrays, n_hand, vis_cap)
+                                  *p_arrays, n_pass, *h_arrays, n_hand, vis_cap, keep_passes)
             if status in (0, 3):
                 if status == 3:
                     raise ValueError(f"more than {vis_cap} satellites visible from one point: "
