@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
@@ -354,6 +355,33 @@ class IslNetwork:
         if t_ns.dtype.kind not in "iu":
             raise ValueError(f"times must be integer nanoseconds, got dtype {t_ns.dtype}")
         return src.astype(np.int32), dst.astype(np.int32), t_ns.astype(np.int64)
+
+    def path(self, src: int, dst: int, t_ns: int) -> np.ndarray:
+        """The satellites along the route of ``route(src, dst, t)`` (the fastest fewest-hop
+        path), src first and dst last; empty when unreachable. Ties: lowest index."""
+        src_a, dst_a, t_a = self._check(src, dst, t_ns)
+        s, d = int(src_a.ravel()[0]), int(dst_a.ravel()[0])
+        active, delay = self._state(np.array([self._round(t_a.ravel()[0])]))
+        indptr, nbr, edge = self._csr
+        n = self.constellation.n_satellites
+        hops = np.empty(n, np.int32)
+        arrival = np.empty(n)
+        _bfs_delay(indptr, nbr, edge, active[0], delay[0], s, hops, arrival, np.empty(n, np.int32))
+        if hops[d] < 0:
+            return np.zeros(0, np.int32)
+        path = [d]
+        v = d
+        while v != s:
+            lo, hi = indptr[v], indptr[v + 1]
+            best = None
+            for u, e in sorted(zip(nbr[lo:hi].tolist(), edge[lo:hi].tolist(), strict=True)):
+                if active[0, e] and hops[u] == hops[v] - 1 and \
+                        math.isclose(arrival[u] + delay[0, e], arrival[v], rel_tol=0, abs_tol=1e-9):
+                    best = u
+                    break
+            v = best
+            path.append(v)
+        return np.array(path[::-1], np.int32)
 
     def hops(self, src, dst, t_ns) -> np.ndarray:
         """Fewest ISL hops for each (src, dst, t) (broadcast); -1 when unreachable."""

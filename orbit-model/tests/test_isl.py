@@ -91,6 +91,21 @@ def test_hops_and_delays_equal_networkx_shortest_paths(spec):
         assert ms == pytest.approx(best + 0.25 * h, abs=1e-9)  # 1 ps
 
 
+def test_the_path_is_a_fewest_hop_path_with_the_route_delay():
+    c = Constellation.from_spec("walker-star:150/10/1:500:87", epoch=EPOCH)
+    network = IslNetwork(c, latitude_cutoff_deg=70.0, per_hop_processing_ms=0.5)
+    t_ns = 300 * S
+    r = scalar_positions(c, t_ns)
+    links = {tuple(e) for e in network.links.endpoints[network.active_links(t_ns)].tolist()}
+    for s, d in [(0, 77), (3, 140), (10, 10), (14, 135)]:
+        path = network.path(s, d, t_ns).tolist()
+        route = network.route(s, d, t_ns)
+        assert path[0] == s and path[-1] == d and len(path) - 1 == route.hops
+        assert all(tuple(sorted(pair)) in links for pair in zip(path, path[1:], strict=False))
+        light_ms = sum(np.linalg.norm(r[a] - r[b]) / C_KM_S * 1e3 for a, b in zip(path, path[1:], strict=False))
+        assert light_ms + 0.5 * route.hops == pytest.approx(float(route.delay_ms), abs=1e-9)
+
+
 def test_the_latitude_cut_off_drops_exactly_the_cross_links_of_high_satellites():
     c = Constellation.from_spec("walker-star:150/10/1:500:87", epoch=EPOCH)
     network = IslNetwork(c, latitude_cutoff_deg=70.0)

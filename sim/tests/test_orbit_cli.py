@@ -61,6 +61,7 @@ def test_isl_json_gives_hops_and_delay():
     route = network.route(0, 77, 600 * S)
     assert out["hops"] == int(route.hops) == network.hop_matrix(600 * S)[0, 77]
     assert out["delay_ms"] == pytest.approx(float(route.delay_ms), abs=1e-6)
+    assert out["path"] == network.path(0, 77, 600 * S).tolist() and len(out["path"]) == out["hops"] + 1
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -154,13 +154,14 @@ def isl(
         t_ns = int(round(at_s * NS_PER_S))
         route = network.route(src, dst, t_ns)
         neighbours = network.neighbours(t_ns)
+        path = network.path(src, dst, t_ns).tolist()
     except ValueError as exc:
         fail(str(exc))
     hops, delay = int(route.hops), float(route.delay_ms)
     result = {"constellation": const.spec, "start": epoch.isoformat(), "t_s": at_s,
               "src": src, "dst": dst, "hops": hops,
               "delay_ms": round(delay, 6) if hops >= 0 else None,
-              "latitude_cutoff_deg": latitude_cutoff, "per_hop_ms": per_hop_ms,
+              "latitude_cutoff_deg": latitude_cutoff, "per_hop_ms": per_hop_ms, "path": path,
               "src_neighbours": neighbours[src].tolist(), "dst_neighbours": neighbours[dst].tolist()}
     if as_json:
         print_json(result)
@@ -169,7 +170,7 @@ def isl(
         stdout.print(f"satellites {src} and {dst} are not connected at t = {at_s:g} s")
         return
     stdout.print(f"{src} -> {dst} at t = {at_s:g} s: [bold]{hops}[/] hops, "
-                 f"[bold]{delay:.3f}[/] ms (neighbours of {src}: {neighbours[src].tolist()})")
+                 f"[bold]{delay:.3f}[/] ms via {path}")
 
 
 @app.command("isl-vectors")
