@@ -13,6 +13,7 @@
 # No systemd here: dockerd runs as a plain background process with its own containerd.
 set -euo pipefail
 STATE=${SATPAGE_DOCKER_STATE:-/run/satpage-docker}
+HERE=$(cd "$(dirname "$0")" && pwd)
 DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker || echo docker)}
 log() { echo "docker-engine: $*" >&2; }
 
@@ -36,10 +37,12 @@ up() {
 	for s in "${SYSCTLS[@]}"; do echo "$s $(sysctl_get "$s")" >>"$STATE/sysctl"; done
 	iptables -S FORWARD | head -n1 | awk '{print $3}' >"$STATE/forward-policy"
 	ip -o link show type bridge | awk -F': ' '{print $2}' | sort >"$STATE/bridges-before"
-	{ nft list tables 2>/dev/null || true; } | sort >"$STATE/nft-tables-before"
+	bash "$HERE/nft-empty-tables.sh" snapshot "$STATE/nft-tables-before"
 	log "starting dockerd (log: $STATE/dockerd.log)"
 	# setsid: dockerd outlives this script and its process group (make, the e2e traps).
-	setsid dockerd --host unix:///var/run/docker.sock --pidfile "$STATE/dockerd.pid" \
+	# DOCKER_SERVICE_PREFER_OFFLINE_IMAGE: Swarm tasks use the local image instead of
+	# first trying a registry (satpage.local is no registry; nothing may leave the host).
+	DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 setsid dockerd --host unix:///var/run/docker.sock --pidfile "$STATE/dockerd.pid" \
 		>"$STATE/dockerd.log" 2>&1 </dev/null &
 	for _ in $(seq 120); do
 		"$DOCKER" info >/dev/null 2>&1 && { touch "$STATE/started"; log "dockerd is up"; return 0; }
@@ -85,13 +88,7 @@ down() {
 	while read -r s v; do sysctl_set "$s" "$v"; done <"$STATE/sysctl"
 	iptables -P FORWARD "$(cat "$STATE/forward-policy")"
 	# iptables-nft tables that did not exist before and hold no rule now.
-	local fam name
-	while read -r _ fam name; do
-		[[ -n $name ]] || continue
-		if ! nft -a list table "$fam" "$name" 2>/dev/null | grep '# handle' | grep -qvE '^\s*(table|chain) '; then
-			nft delete table "$fam" "$name" 2>/dev/null && log "removed empty nft table $fam $name"
-		fi
-	done < <(comm -13 "$STATE/nft-tables-before" <({ nft list tables 2>/dev/null || true; } | sort))
+	bash "$HERE/nft-empty-tables.sh" remove "$STATE/nft-tables-before"
 	# Network namespaces and mounts dockerd may leave after a hard stop.
 	if mount | grep -q ' /run/docker/netns/\| /var/run/docker/netns/'; then
 		mount | awk '/\/run\/docker\/netns\//{print $3}' | xargs -r -n1 umount -l 2>/dev/null || true

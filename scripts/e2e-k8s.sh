@@ -50,6 +50,8 @@ cleanup() {
 	if ((cluster_started)); then
 		log "stopping the cluster this run started"
 		bash "$RECIPE/down.sh" >"$OUT/down.log" 2>&1 || log "down.sh reported leftovers: $OUT/down.log"
+		# down.sh removes the KUBE-*/CNI-* chains; the empty tables iptables-nft made stay.
+		bash scripts/nft-empty-tables.sh remove "$OUT/nft-tables-before"
 	fi
 	exit $rc
 }
@@ -68,6 +70,7 @@ VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
 # 2. The cluster.
 if [[ -z ${KUBECONFIG:-} ]]; then
 	bash "$RECIPE/down.sh" >/dev/null 2>&1 || true
+	bash scripts/nft-empty-tables.sh snapshot "$OUT/nft-tables-before"
 	log "starting the single-node cluster ($RECIPE/up.sh)"
 	cluster_started=1
 	t=$(now)
@@ -132,6 +135,7 @@ log "satpage paper --runs 1 --seed $SEED: engine, then through the gateway"
 r0=$(now)
 "$SATPAGE" paper --runs 1 --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/paper-cluster.json"
 paper_s=$(since "$r0")
+log "paper replay through the gateway: $paper_s s"
 "$PY" scripts/e2e-compare.py paper "$OUT/paper-engine.json" "$OUT/paper-cluster.json" | tee "$OUT/paper-check.txt"
 
 read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
@@ -140,6 +144,7 @@ log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine, then through the g
 c0=$(now)
 "$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/compare-cluster.json"
 compare_s=$(since "$c0")
+log "compare replay through the gateway: $compare_s s"
 "$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-cluster.json" | tee "$OUT/compare-check.txt"
 
 # 7. Kill one satellite's satnode container by PID in the middle of the same replay.
@@ -151,27 +156,27 @@ log "replaying again; killing the busiest satellite's satnode mid-replay"
 	>"$OUT/compare-kill.json" 2>"$OUT/compare-kill.err" &
 replay_pid=$!
 k0=$(now)
-sleep "$(awk -v s="$compare_s" 'BEGIN{d=s/3; if (d<0.5) d=0.5; printf "%.2f", d}')"
+sleep "$(awk -v s="$compare_s" 'BEGIN{d=s/4; if (d<0.5) d=0.5; printf "%.2f", d}')"
 kill -0 "$replay_pid" 2>/dev/null || die "the replay finished before the kill (it took ${compare_s}s before): lengthen E2E_COMPARE_ARGS"
 victim=$("$PY" - "$NS" <<'EOF'
 import json, subprocess, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
 ns = sys.argv[1]
 pods = json.loads(subprocess.check_output(["kubectl", "-n", ns, "get", "pods", "-l",
     "app.kubernetes.io/component=satellite", "-o", "json"]))["items"]
-best, best_n = None, -1.0
-for p in pods:
+
+def accesses(p):
     ip = p["status"].get("podIP")
-    if not ip:
-        continue
-    try:
+    try:  # pod IPs are routed on the host; the metrics port is satnode's
         text = urllib.request.urlopen(f"http://{ip}:9100/metrics", timeout=2).read().decode()
-    except OSError:
-        continue
-    n = sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
-            if l.startswith("satpage_page_accesses_total"))
-    if n > best_n:
-        best, best_n = p["metadata"]["name"], n
-print(best)
+    except (OSError, TypeError):
+        return -1.0, p["metadata"]["name"]
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+               if l.startswith("satpage_page_accesses_total")), p["metadata"]["name"]
+
+with ThreadPoolExecutor(16) as pool:
+    n, name = max(pool.map(accesses, pods))
+print(name if n >= 0 else "")
 EOF
 )
 [[ -n $victim && $victim != None ]] || die "no satellite answered on its metrics port"

@@ -107,7 +107,7 @@ satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; prin
 mem0=$(mem_used_mb)
 t0=$(date +%s.%N)
 log "docker stack deploy: $satellites satellites ($SPEC), 2 services each, and the gateway"
-"$DOCKER" stack deploy --prune -c "$OUT/stack.yml" "$STACK" >"$OUT/deploy.log"
+"$DOCKER" stack deploy --prune --resolve-image never -c "$OUT/stack.yml" "$STACK" >"$OUT/deploy.log"
 t_deployed=$(date +%s.%N)
 
 # 4. Wait until every satnode and the gateway report healthy (their HEALTHCHECK is

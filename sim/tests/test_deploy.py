@@ -164,7 +164,13 @@ def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec)
     (port,) = services["gateway"]["ports"]
     assert port["mode"] == "host" and port["published"] == deploy.SWARM_GATEWAY_PORT
     assert "healthcheck" in services["sat-0"]
-    assert stack["networks"]["constellation"] == {"driver": "overlay", "attachable": True}
+    net = stack["networks"]["constellation"]
+    assert net["driver"] == "overlay" and net["attachable"] is True
+    # Every task and a replacement for each fit in the overlay's subnet.
+    import ipaddress
+
+    (pool,) = net["ipam"]["config"]
+    assert ipaddress.ip_network(pool["subnet"]).num_addresses >= 2 * len(services)
 
 
 def test_a_tle_constellation_cannot_be_deployed_and_the_message_says_why():
