@@ -29,6 +29,9 @@ var (
 	ErrNoRoute = errors.New("no ISL route")
 	// ErrNotServing: the session's page table is held by another satellite.
 	ErrNotServing = errors.New("not the serving satellite")
+	// ErrStillOwned: a request would delete frames that this satellite's own page
+	// table still names it the owner of (a release or drop aimed at the wrong node).
+	ErrStillOwned = errors.New("still owned here")
 	// ErrUnavailable: a peer or the store cannot be reached.
 	ErrUnavailable = errors.New("unavailable")
 )
@@ -54,7 +57,7 @@ func Code(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, ErrRelayLoop):
 		return codes.Aborted
-	case errors.Is(err, ErrNotServing):
+	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned):
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
 		return codes.Unavailable
@@ -78,7 +81,7 @@ func Status(err error) error {
 
 func isSentinel(err error) bool {
 	for _, s := range []error{ErrNotFound, ErrUnknownSession, ErrSessionExists, ErrOutOfRange,
-		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrUnavailable,
+		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrStillOwned, ErrUnavailable,
 		context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, s) {
 			return true

@@ -184,6 +184,9 @@ func (s *satServer) ReleasePages(ctx context.Context, req *satpagev1.ReleasePage
 		return nil, s.n.observe(ctx, "ReleasePages", start,
 			fmt.Errorf("satellite %d cannot release pages to itself: %w", s.n.self, errs.ErrInvalid))
 	}
+	if err := s.n.checkNotOwnedHere(ctx, req.SessionId, req.Pages); err != nil {
+		return nil, s.n.observe(ctx, "ReleasePages", start, err)
+	}
 	k, err := s.n.store.DeleteFrames(ctx, req.SessionId, req.Pages)
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReleasePages", start, err)
@@ -265,6 +268,10 @@ func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionR
 		}
 		resp, err := c.DropSession(ctx, req)
 		return resp, s.n.observe(ctx, "DropSession", start, err)
+	}
+	if _, err := s.n.store.TableSize(ctx, req.SessionId); err == nil {
+		return nil, s.n.observe(ctx, "DropSession", start, fmt.Errorf(
+			"satellite %d serves session %q (holds its page table): end it with EndSession: %w", s.n.self, req.SessionId, errs.ErrStillOwned))
 	}
 	k, err := s.n.store.DropFrames(ctx, req.SessionId)
 	if err != nil {

@@ -421,8 +421,11 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 	for _, o := range table {
 		owners[o] = true
 	}
-	owners[n.self] = true
-	deleted := 0
+	delete(owners, n.self)
+	deleted, err := n.store.DropFrames(ctx, session)
+	if err != nil {
+		return 0, err
+	}
 	for _, o := range slices.Sorted(maps.Keys(owners)) {
 		err := n.originate(ctx, o, tNs, "DropSession", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
 			resp, err := c.DropSession(ctx, &satpagev1.DropSessionRequest{Route: r, SessionId: session})
@@ -436,6 +439,25 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 		}
 	}
 	return deleted, n.store.DeleteTable(ctx, session)
+}
+
+// checkNotOwnedHere refuses to release pages that this satellite's own page
+// table (when it serves the session) says it owns: a release meant for an old
+// owner must never delete the serving satellite's only copy.
+func (n *Node) checkNotOwnedHere(ctx context.Context, session string, pages []uint32) error {
+	table, err := n.store.GetTable(ctx, session)
+	if errors.Is(err, errs.ErrUnknownSession) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range pages {
+		if o, ok := table[p]; ok && o == n.self {
+			return fmt.Errorf("page %d of session %q is owned by satellite %d by its own page table: %w", p, session, n.self, errs.ErrStillOwned)
+		}
+	}
+	return nil
 }
 
 // SessionFrames reports what this satellite holds of a session.
