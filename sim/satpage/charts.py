@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.colors import LogNorm  # noqa: E402
 
 from satpage.costs import LATENCY_BIN_MS  # noqa: E402
 
@@ -68,6 +69,7 @@ def fault_latency_cdf(res, path: Path) -> Path:
     ax.set_xlabel("page-fault latency, round trip (ms)")
     ax.set_ylabel("fraction of faults")
     ax.set_xscale("log")
+    ax.set_xlim(left=1.0)
     ax.set_title("Fault latency CDF (ISL path delay + per-hop processing, there and back)")
     ax.grid(alpha=0.3)
     ax.legend()
@@ -83,15 +85,18 @@ def isl_load_heatmap(res, path: Path) -> Path:
     dur_h = res.scenario.time.duration_s / 3600
     page_bytes = res.scenario.workload.page_bytes
     vmax = max(float(acc.link_load[:, exists].max(initial=0)) for acc in res.costs.values())
+    # log colour scale: ground-store loads links 10x more than the paging strategies
+    norm = LogNorm(vmin=page_bytes, vmax=max(vmax * page_bytes, 2.0 * page_bytes))
     im = None
     for ax, name in zip(axes[:, 0], names, strict=True):
-        load = res.costs[name].link_load[:, exists].T * page_bytes
-        im = ax.imshow(load, aspect="auto", origin="lower", cmap="magma",
-                       extent=(0, dur_h, 0, load.shape[0]), vmin=0,
-                       vmax=max(vmax * page_bytes, 1))
+        load = res.costs[name].link_load[:, exists].T.astype(float) * page_bytes
+        im = ax.imshow(np.ma.masked_less_equal(load, 0), aspect="auto", origin="lower",
+                       cmap="magma", extent=(0, dur_h, 0, load.shape[0]), norm=norm,
+                       interpolation="nearest")
+        ax.set_facecolor("black")
         ax.set_ylabel(f"{name}\nISL #", fontsize=8)
     axes[-1, 0].set_xlabel("time from epoch (h)")
-    fig.suptitle("Load per ISL over time (bytes per time bin)")
+    fig.suptitle("Load per ISL over time (bytes per time bin, log scale)")
     if im is not None:
         fig.colorbar(im, ax=axes[:, 0].tolist(), label="bytes")
     fig.savefig(path, dpi=110)

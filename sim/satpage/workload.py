@@ -154,23 +154,31 @@ def _schedule_kernel(pos, order, slat, g, up, lat_rad, max_angle_rad, j0, j1, si
             cur = best
 
 
+def latitude_band(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per step, the satellites in order of geocentric latitude and those latitudes
+    (radians), and the largest orbit radius: what the schedule kernel scans."""
+    r = np.linalg.norm(pos, axis=2)
+    sat_lat = np.arcsin(np.clip(pos[..., 2] / np.where(r > 0, r, 1.0), -1.0, 1.0)).T
+    sat_lat = np.where(np.isfinite(sat_lat), sat_lat, 10.0)      # failed SGP4: never in a band
+    order = np.ascontiguousarray(np.argsort(sat_lat, axis=1)).astype(np.int64)
+    slat = np.ascontiguousarray(np.take_along_axis(sat_lat, order, axis=1))
+    r_max = float(np.nanmax(r)) if r.size else EARTH_RADIUS_KM
+    return order, slat, r_max
+
+
 def serving_schedule(pos: np.ndarray, lat_deg: np.ndarray, lon_deg: np.ndarray,
                      j0: np.ndarray, j1: np.ndarray, min_elevation_deg: float, policy: str,
-                     sticky: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+                     sticky: bool = False, band: tuple | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, int]:
     """Per client, the serving satellite at each step ``j0..j1`` (indices into ``pos``'s
     time axis). Returns (offsets int64 (n+1,), satellite int32, uncovered step count).
     A step with no satellite above the minimum elevation keeps the previous server
     (or the highest one at the start) and is counted as uncovered."""
     g, up = ground_points(lat_deg, lon_deg)
     pos = np.ascontiguousarray(pos)
-    r = np.linalg.norm(pos, axis=2)
-    sat_lat = np.arcsin(np.clip(pos[..., 2] / np.where(r > 0, r, 1.0), -1.0, 1.0)).T
-    sat_lat = np.where(np.isfinite(sat_lat), sat_lat, 10.0)      # failed SGP4: never in a band
-    order = np.ascontiguousarray(np.argsort(sat_lat, axis=1, kind="stable")).astype(np.int64)
-    slat = np.ascontiguousarray(np.take_along_axis(sat_lat, order, axis=1))
+    order, slat, r_max = band if band is not None else latitude_band(pos)
     # largest central angle at which a satellite at the highest radius is above the mask
     el = np.radians(min_elevation_deg)
-    r_max = float(np.nanmax(r)) if r.size else EARTH_RADIUS_KM
     max_angle = float(np.arccos(np.clip(EARTH_RADIUS_KM * np.cos(el) / r_max, -1, 1)) - el)
     max_angle += np.radians(0.5)      # the ellipsoid's ground radius is below the equator's
     counts = (np.asarray(j1) - np.asarray(j0) + 1).astype(np.int64)
@@ -230,6 +238,7 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     if positions is None:
         positions = PositionCache(sats, step, 0)
     pos = np.ascontiguousarray(positions.window(w0, w1))
+    band = latitude_band(pos)
 
     if sc.handover.policy == "trail":
         h1 = sc.handover.trail_handovers + 1
@@ -247,7 +256,7 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     else:
         offs, sat, uncovered = serving_schedule(
             pos, sessions["lat_deg"], sessions["lon_deg"], j0 - w0, j1 - w0,
-            sc.handover.min_elevation_deg, sc.handover.policy, sc.handover.sticky)
+            sc.handover.min_elevation_deg, sc.handover.policy, sc.handover.sticky, band)
         client_steps = int(offs[-1])
         # visits = runs of the same serving satellite within a session
         sess_of_step = np.repeat(np.arange(n), np.diff(offs))
@@ -299,7 +308,8 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     goffs, gsat, _ = serving_schedule(pos, np.array([sc.network.gateway_lat_deg]),
                                       np.array([sc.network.gateway_lon_deg]),
                                       np.array([0]), np.array([nt - 1]),
-                                      sc.handover.min_elevation_deg, "highest-elevation")
+                                      sc.handover.min_elevation_deg, "highest-elevation",
+                                      band=band)
     gpos = ground_points(np.array([sc.network.gateway_lat_deg]),
                          np.array([sc.network.gateway_lon_deg]))[0][0]
     grange = np.linalg.norm(pos[gsat, np.arange(nt)] - gpos, axis=1)

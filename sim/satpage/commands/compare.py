@@ -102,10 +102,16 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     totals: dict[str, dict[str, float]] = {}
     engine = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1,
                                  sc.duration_ns, sc.workload.page_bytes) for n in names}
+    import contextlib
+
     from satpage.replay import replay
 
-    with progress() as bar:
-        task = bar.add_task(f"replaying through the cluster at {target or '(local)'}",
+    resolve = getattr(cluster, "resolve_target", None)
+    # one gateway for the whole run (a local cluster is started once when no target)
+    gateway = (resolve(target, sc.constellation.spec) if resolve is not None
+               else contextlib.nullcontext(target))
+    with gateway as target, progress() as bar:
+        task = bar.add_task(f"replaying through the cluster at {target}",
                             total=world.n_chunks * len(names))
         for i in range(world.n_chunks):
             ct = chunk_trace(world, i)
