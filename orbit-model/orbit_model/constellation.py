@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 MU_KM3_S2 = 398600.4418  # Earth's gravitational parameter (DESIGN.md section 3, WGS84 value)
 EARTH_RADIUS_KM = 6378.137  # equatorial radius (DESIGN.md section 3, WGS84 value)
 MIN_ALTITUDE_KM = 150.0  # below this SGP4 decays within hours; the issue rejects it
+STALE_TLE_DAYS = 14.0  # warn when the scenario epoch is further than this from an element set
 _SGP4_EPOCH_JD = 2433281.5  # sgp4init counts days from 1949 December 31 00:00 UT
 
 _WALKER = re.compile(r"^(walker|walker-star):(\d+)/(\d+)/(\d+):([-+0-9.eE]+):([-+0-9.eE]+)$")
@@ -301,6 +302,14 @@ class Constellation:
             epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
                 seconds=round((median - 2440587.5) * 86400.0))
         epoch = parse_epoch(epoch)
+        jd_epoch = sum(utc_jd(epoch, np.zeros(1, np.int64)))[0]
+        age_days = np.array([jd_epoch - (s.jdsatepoch + s.jdsatepochF) for s in satrecs])
+        if np.abs(age_days).max() > STALE_TLE_DAYS:
+            # SGP4 errors grow by kilometres per day away from the element epoch
+            log.warning("%s: %d element sets are more than %g days from the epoch %s "
+                        "(up to %.0f days): positions will be poor", spec,
+                        int((np.abs(age_days) > STALE_TLE_DAYS).sum()), STALE_TLE_DAYS,
+                        epoch.isoformat(), float(np.abs(age_days).max()))
         groups = _group_catalogue(satrecs, epoch, inclination_gap_deg, altitude_gap_km, raan_gap_deg, spec)
         shell_of, plane_of, slot_of, arg_lat, shells = groups
         return cls(epoch=epoch, satrecs=tuple(satrecs), names=tuple(r.name for r in records),

@@ -106,3 +106,13 @@ def test_arrays_are_read_only():
     with pytest.raises(ValueError):
         c.plane[0] = 3
     assert np.all(c.arg_latitude_deg >= 0)
+
+
+def test_element_sets_far_from_the_epoch_are_reported(tmp_path, caplog):
+    walker = Constellation.from_spec("walker:4/2/1:550:53", epoch=EPOCH)
+    path = tmp_path / "old.tle"
+    path.write_text("\n".join(line for s in walker.satrecs for line in export_tle(s)) + "\n")
+    Constellation.from_tle_file(path, epoch="2022-09-20T00:00:00Z")
+    assert "more than" not in caplog.text
+    Constellation.from_tle_file(path, epoch="2022-10-14T00:00:00Z")
+    assert "4 element sets are more than 14 days from the epoch" in caplog.text
