@@ -154,7 +154,7 @@ def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec)
         assert env["SATPAGE_INDEX"] == str(i)
         assert env["SATPAGE_REDIS_ADDR"] == f"redis-{i}:6379"
         assert env["SATPAGE_CONSTELLATION"] == spec
-        assert env["SATPAGE_PEER_TEMPLATE"].replace("{index}", "3") == "sat-3:7000"
+        assert env["SATPAGE_PEER_TEMPLATE"].replace("{index}", "3") == "passthrough:///sat-3:7000"
         assert sat["image"] == "satpage.local/satnode:7"
         assert services[f"redis-{i}"]["image"] == "satpage.local/redis:7"
     for name, svc in services.items():

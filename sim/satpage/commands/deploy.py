@@ -152,7 +152,9 @@ def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEW
 
     Swarm has no pods, so each satellite is two services on one overlay network,
     all ``endpoint_mode: dnsrr`` (no service VIPs: this kernel has no IPVS); a
-    satellite knows its index from ``SATPAGE_INDEX`` and reaches peers as ``sat-{index}``.
+    satellite knows its index from ``SATPAGE_INDEX`` and reaches peers as ``sat-{index}``
+    (through gRPC's ``passthrough`` resolver: Docker's DNS answers service names at once
+    but forwards the dns resolver's TXT queries upstream, where the guard drops them).
     The gateway publishes ``gateway_port`` in host mode, which binds every host
     address: scripts/e2e-swarm.sh guards it so only loopback reaches it.
     """
@@ -181,9 +183,12 @@ x-deploy: &deploy
     # piling onto a machine that is starting {2 * satellites + 1} containers.
     delay: 5s
 
+# passthrough:///: gRPC dials the name as it is. Its default dns resolver also asks for
+# a TXT record (_grpc_config.sat-N), which Docker's embedded DNS cannot answer and
+# forwards upstream, where the guard drops it: 5 s lost on every new peer connection.
 x-satnode-env: &satnode-env
   SATPAGE_CONSTELLATION: "{spec}"
-  SATPAGE_PEER_TEMPLATE: "sat-{{index}}:7000"
+  SATPAGE_PEER_TEMPLATE: "passthrough:///sat-{{index}}:7000"
   SATPAGE_STORE: redis
   SATPAGE_LISTEN: ":7000"
   SATPAGE_METRICS_LISTEN: ":9100"
