@@ -1,0 +1,32 @@
+"""`satpage compare --backend cluster`: the deployed service gives the engine's counts."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
+    from satpage.cluster.local import find_binary
+    try:
+        find_binary("satnode")
+        find_binary("gateway")
+    except (OSError, FileNotFoundError):
+        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+    # a subprocess: the local cluster's daemons outlive the Popen objects that start them
+    exe = str(Path(sys.executable).with_name("satpage"))
+    r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--backend",
+                        "cluster", "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out["strategies"]) == {"proactive", "on-demand"}
+    for name, counts in out["strategies"].items():
+        for key in ("page_moves", "page_hops", "pages_left_behind"):
+            assert counts[key] == out["engine"][name][key], (name, key)
