@@ -357,8 +357,9 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     vis = np.zeros((n_g, vis_cap), np.int32)
     n_vis = np.zeros(n_g, np.int64)
     serving = np.full(n_g, -1, np.int32)
-    # about one pass start per point per step of a chunk: rarely outgrown (then a chunk replays)
-    cap0 = _initial_capacity or max(1024, n_g * min(chunk_steps, n_steps))
+    # room for one chunk's output: about one pass end per point per step, rarely outgrown
+    # (then the chunk replays with twice the room)
+    cap0 = _initial_capacity or max(1024, n_g * min(chunk_steps, n_steps) // 2)
     p_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
                 np.empty(cap0, np.int32), np.empty(cap0, np.float32)]
     h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32)]
@@ -367,6 +368,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     code = {"highest": 0, "nearest": 1, "longest": 2}[policy]
     keep_passes = bool(return_passes or policy == "longest")  # else memory stays per chunk
     sin_min = math.sin(math.radians(min_elevation_deg))
+    pass_parts, hand_parts = [], []
     for start in range(0, n_steps, chunk_steps):
         part = t_ns[start:start + chunk_steps]
         position = teme_positions_km(constellation, part, knot_ns=knot_ns)
@@ -390,19 +392,19 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                 p_arrays = [_grow(a, 0) for a in p_arrays]
             else:
                 h_arrays = [_grow(a, 0) for a in h_arrays]
-        # grow ahead of need (a chunk that overflows is replayed): room for two more chunks like this
-        for arrays, count, before in ((p_arrays, int(n_pass[0]), saved[6]), (h_arrays, int(n_hand[0]), saved[7])):
-            need = count + 2 * (count - before) + 16
-            if need > arrays[0].size:
-                arrays[:] = [_grow(a, need) for a in arrays]
+        # move this chunk's output out of the working arrays: they only ever hold one chunk
+        np_, nh_ = int(n_pass[0]), int(n_hand[0])
+        pass_parts.append(tuple(a[:np_].copy() for a in p_arrays))
+        hand_parts.append(tuple(a[:nh_].copy() for a in h_arrays))
+        n_pass[0] = n_hand[0] = 0
         if progress is not None:
             progress(min(start + chunk_steps, n_steps), n_steps)
 
-    np_ = int(n_pass[0])
-    passes = np.zeros(np_, STEP_PASS_DTYPE)
-    for name, array in zip(STEP_PASS_DTYPE.names, p_arrays, strict=True):
-        passes[name] = array[:np_]
-    passes = np.sort(passes, order=["client", "rise_step", "satellite"])
+    passes = np.zeros(sum(part[0].size for part in pass_parts), STEP_PASS_DTYPE)
+    for k, name in enumerate(STEP_PASS_DTYPE.names):
+        passes[name] = np.concatenate([part[k] for part in pass_parts])
+    del pass_parts
+    passes = passes[np.lexsort((passes["satellite"], passes["rise_step"], passes["client"]))]
     if policy == "longest":
         offsets = np.searchsorted(passes["client"], np.arange(n_g + 1)).astype(np.int64)
         size = 2 * passes.size + 2 * n_g + 1
@@ -411,8 +413,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       n_steps, sticky, h_client, h_step, h_sat)
         h_client, h_step, h_sat = h_client[:nh], h_step[:nh], h_sat[:nh]
     else:
-        nh = int(n_hand[0])
-        h_client, h_step, h_sat = (a[:nh] for a in h_arrays)
+        h_client, h_step, h_sat = (np.concatenate([part[k] for part in hand_parts]) for k in range(3))
         order = np.argsort(h_client, kind="stable")  # emitted in time order within a client
         h_client, h_step, h_sat = h_client[order], h_step[order], h_sat[order]
     offsets = np.searchsorted(h_client, np.arange(n_g + 1)).astype(np.int64)
