@@ -76,3 +76,11 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 .PHONY: bench-compare
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
+
+.PHONY: bench-services fuzz-services
+bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
+	$(PY) bench/bench_services.py
+
+fuzz-services:  ## fuzz the satnode handlers and the constellation parser (30 s each; corpus in services/**/testdata/fuzz)
+	cd services && go test -run XXX -fuzz FuzzHandlers -fuzztime 30s ./internal/node/
+	cd services && go test -run XXX -fuzz FuzzParseSpec -fuzztime 30s ./internal/constellation/

@@ -1,0 +1,66 @@
+// Command satload is a bounded page-fault load generator for a running cluster
+// (wiring only; logic in internal/load). It prints one JSON object per hop count.
+// bench/bench_services.py runs it; it is not part of the deployment.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/satpage/satpage/services/internal/config"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/load"
+	"github.com/satpage/satpage/services/internal/peers"
+)
+
+func main() {
+	c := config.DefaultConfig()
+	fs := flag.NewFlagSet("satload", flag.ExitOnError)
+	fs.StringVar(&c.Constellation, "constellation", c.Constellation, "constellation spec")
+	fs.StringVar(&c.PeerTemplate, "peer-template", c.PeerTemplate, "address of satellite i")
+	fs.IntVar(&c.PeerPortBase, "peer-port-base", c.PeerPortBase, "port of satellite 0")
+	hops := fs.String("hops", "0,1,2,4,8", "comma-separated hop counts")
+	workers := fs.Int("workers", 16, "concurrent sessions")
+	pages := fs.Int("pages", 64, "pages per session")
+	pageBytes := fs.Int("page-bytes", 4096, "bytes per page")
+	duration := fs.Duration("duration", 5*time.Second, "measuring time per hop count (bounded)")
+	maxFaults := fs.Int("max-accesses", 200000, "stop a hop count after this many accesses")
+	_ = fs.Parse(os.Args[1:])
+	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
+		fmt.Fprintln(os.Stderr, "satload: --duration <= 2m, 1 <= --workers <= 512, --pages >= 1, --page-bytes <= 1 MiB")
+		os.Exit(2)
+	}
+	spec, err := constellation.ParseSpec(c.Constellation)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "satload:", err)
+		os.Exit(2)
+	}
+	g, _ := constellation.NewGrid(spec)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	pool := peers.NewPool(c.PeerAddr)
+	defer pool.Close()
+	enc := json.NewEncoder(os.Stdout)
+	for _, h := range strings.Split(*hops, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(h))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "satload: hop count %q is not an integer\n", h)
+			os.Exit(2)
+		}
+		res, err := load.Run(ctx, g, pool, load.Options{Hops: n, Workers: *workers, Pages: *pages,
+			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Seed: 1})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "satload:", err)
+			os.Exit(1)
+		}
+		_ = enc.Encode(res)
+	}
+}

@@ -1,0 +1,192 @@
+// Package load is a bounded page-fault load generator for a running cluster
+// (bench/bench_services.py drives it through cmd/satload). Each worker owns a
+// session that ping-pongs between two satellites h ISL hops apart: it reads
+// every page at the serving satellite (each read a page fault that travels h
+// hops), hands the page table over to the other satellite, and repeats.
+package load
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/peers"
+)
+
+// Options bound one measurement.
+type Options struct {
+	Hops      int           // ISL hops between the two satellites of each worker (0: local reads)
+	Workers   int           // concurrent sessions
+	Pages     int           // pages per session
+	PageBytes int           // bytes written into each page
+	Duration  time.Duration // measuring time (after warm-up)
+	MaxFaults int           // stop earlier after this many accesses
+	Seed      uint64
+}
+
+// Result is one measurement.
+type Result struct {
+	Hops          int     `json:"hops"`
+	Workers       int     `json:"workers"`
+	Accesses      int     `json:"accesses"`
+	Seconds       float64 `json:"seconds"`
+	PerSecond     float64 `json:"accesses_per_s"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	MeanMs        float64 `json:"mean_ms"`
+	MeasuredHops  uint64  `json:"measured_hops_sum"`
+	UnexpectedOut int     `json:"unexpected_outcomes"`
+}
+
+// pairs picks n satellite pairs exactly h hops apart, spread over the constellation.
+func pairs(g *constellation.Grid, h, n int, r *rand.Rand) ([][2]uint32, error) {
+	t := g.Satellites()
+	var out [][2]uint32
+	for tries := 0; len(out) < n && tries < 100000; tries++ {
+		a := uint32(r.IntN(t))
+		b := uint32(r.IntN(t))
+		if d, err := g.Hops(a, b, 0); err == nil && d == h && (h > 0 || a == b) {
+			out = append(out, [2]uint32{a, b})
+		}
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("found %d satellite pairs %d hops apart, want %d", len(out), h, n)
+	}
+	return out, nil
+}
+
+// Run measures o.Hops-hop page faults against satellites reached through pool.
+func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (Result, error) {
+	r := rand.New(rand.NewPCG(o.Seed, uint64(o.Hops)))
+	ps, err := pairs(g, o.Hops, o.Workers, r)
+	if err != nil {
+		return Result{}, err
+	}
+	data := make([]byte, o.PageBytes)
+	for i := range data {
+		data[i] = byte(r.IntN(256))
+	}
+	tag := fmt.Sprintf("load-%d-%d", time.Now().UnixNano(), o.Hops)
+	var (
+		mu        sync.Mutex // guards the fields below
+		latencies []time.Duration
+		hopsSum   uint64
+		bad       int
+		firstErr  error
+	)
+	stopAt := time.Now().Add(o.Duration)
+	var count sync.WaitGroup
+	budget := make(chan struct{}, o.MaxFaults)
+	for range o.MaxFaults {
+		budget <- struct{}{}
+	}
+	close(budget)
+	began := time.Now()
+	for w := range o.Workers {
+		count.Go(func() {
+			lat, hs, b, err := worker(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data, stopAt, budget)
+			mu.Lock()
+			defer mu.Unlock()
+			latencies = append(latencies, lat...)
+			hopsSum += hs
+			bad += b
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	count.Wait()
+	elapsed := time.Since(began).Seconds()
+	if firstErr != nil {
+		return Result{}, firstErr
+	}
+	slices.Sort(latencies)
+	res := Result{Hops: o.Hops, Workers: o.Workers, Accesses: len(latencies), Seconds: elapsed,
+		MeasuredHops: hopsSum, UnexpectedOut: bad}
+	if n := len(latencies); n > 0 {
+		var sum time.Duration
+		for _, l := range latencies {
+			sum += l
+		}
+		res.PerSecond = float64(n) / elapsed
+		res.P50Ms = ms(latencies[n/2])
+		res.P99Ms = ms(latencies[min(n-1, n*99/100)])
+		res.MeanMs = ms(sum / time.Duration(n))
+	}
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func worker(ctx context.Context, pool peers.Dialer, session string, pair [2]uint32, o Options, data []byte,
+	stopAt time.Time, budget <-chan struct{}) ([]time.Duration, uint64, int, error) {
+	a, b := pair[0], pair[1]
+	pa, err := pool.Page(a)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	sa, err := pool.Satellite(a)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if _, err := sa.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
+		return nil, 0, 0, fmt.Errorf("open %s at %d: %w", session, a, err)
+	}
+	for p := range uint32(o.Pages) {
+		if _, err := pa.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: session, Page: p, Data: data}); err != nil {
+			return nil, 0, 0, fmt.Errorf("write page %d at %d: %w", p, a, err)
+		}
+	}
+	serving, other := a, b
+	var lat []time.Duration
+	var hops uint64
+	bad := 0
+	defer func() {
+		if c, err := pool.Page(serving); err == nil {
+			ectx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, _ = c.EndSession(ectx, &satpagev1.EndSessionRequest{SessionId: session})
+			cancel()
+		}
+	}()
+	for time.Now().Before(stopAt) {
+		if o.Hops > 0 {
+			s, err := pool.Satellite(serving)
+			if err != nil {
+				return lat, hops, bad, err
+			}
+			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: other}); err != nil {
+				return lat, hops, bad, fmt.Errorf("handover %d -> %d: %w", serving, other, err)
+			}
+			serving, other = other, serving
+		}
+		c, err := pool.Page(serving)
+		if err != nil {
+			return lat, hops, bad, err
+		}
+		for p := range uint32(o.Pages) {
+			if _, ok := <-budget; !ok || time.Now().After(stopAt) {
+				return lat, hops, bad, nil
+			}
+			t0 := time.Now()
+			resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: p})
+			if err != nil {
+				return lat, hops, bad, fmt.Errorf("read page %d at %d: %w", p, serving, err)
+			}
+			lat = append(lat, time.Since(t0))
+			hops += uint64(resp.Hops)
+			want := satpagev1.Outcome_OUTCOME_MOVED
+			if o.Hops == 0 {
+				want = satpagev1.Outcome_OUTCOME_LOCAL
+			}
+			if resp.Outcome != want || int(resp.Hops) != o.Hops || len(resp.Data) != len(data) {
+				bad++
+			}
+		}
+	}
+	return lat, hops, bad, nil
+}
