@@ -263,7 +263,23 @@ def load_scenario(path: str | Path) -> Scenario:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: not valid TOML: {exc}") from None
-    return parse_scenario(data, source=str(path))
+    sc = parse_scenario(data, source=str(path))
+    return _relative_to(sc, path.parent)
+
+
+def _relative_to(sc: Scenario, folder: Path) -> Scenario:
+    """``tle:PATH`` and ``gpw:PATH`` relative to the scenario file when they exist there
+    (a scenario and its data files travel together); else as given (relative to the
+    working directory)."""
+    def fix(spec: str, prefix: str) -> str:
+        rest = spec[len(prefix):]
+        if spec.startswith(prefix) and not Path(rest).is_absolute() and (folder / rest).exists():
+            return prefix + str(folder / rest)
+        return spec
+
+    c = replace(sc.constellation, spec=fix(sc.constellation.spec, "tle:"))
+    cl = replace(sc.clients, source=fix(sc.clients.source, "gpw:"))
+    return replace(sc, constellation=c, clients=cl)
 
 
 def parse_scenario(data: dict[str, Any], source: str = "<dict>") -> Scenario:

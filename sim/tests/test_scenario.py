@@ -111,3 +111,13 @@ def test_an_override_changes_one_key_and_keeps_the_source():
 def test_an_override_of_an_unknown_key_is_an_error():
     with pytest.raises(ValueError, match="workload.zipff"):
         with_overrides(load_scenario(shipped_scenario("default")), {"workload.zipff": 1})
+
+
+def test_tle_and_gpw_paths_are_relative_to_the_scenario_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "c.tle").write_text("")
+    (tmp_path / "s.toml").write_text('[constellation]\nspec = "tle:data/c.tle"\n'
+                                     '[clients]\nsource = "gpw:missing.asc"\n')
+    sc = load_scenario(tmp_path / "s.toml")
+    assert sc.constellation.spec == f"tle:{tmp_path / 'data' / 'c.tle'}"
+    assert sc.clients.source == "gpw:missing.asc"      # not there: left as given
