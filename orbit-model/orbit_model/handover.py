@@ -186,8 +186,8 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
             m = 0
             best, best_val = -1, -np.inf
             for r in range(g_row_lo[g], g_row_hi[g] + 1):
-                for qq in range(g_col_n[g]):
-                    q = (g_col_lo[g] + qq) % n_cols
+                for qq in range(g_col_n[g, r]):
+                    q = (g_col_lo[g, r] + qq) % n_cols
                     cell = r * n_cols + q
                     for t in range(cell_count[cell], cell_count[cell + 1]):
                         i = cell_sats[t]
@@ -309,6 +309,35 @@ def _longest(offsets, p_sat, p_rise, p_set, n_steps, sticky, h_client, h_step, h
     return n
 
 
+def _column_ranges(glat, glon, cap, n_rows, n_cols, cell_lat, cell_lon):
+    """Per (point, grid row): first column and number of columns that the point's visibility
+    cap (centre glat/glon, radius ``cap``, radians) can reach within that row's latitudes."""
+    n_g = glat.size
+    col_lo = np.zeros((n_g, n_rows), np.int64)
+    col_n = np.zeros((n_g, n_rows), np.int64)
+    lo_edge = -np.pi / 2 + cell_lat * np.arange(n_rows)
+    hi_edge = lo_edge + cell_lat
+    for r in range(n_rows):
+        a = np.maximum(lo_edge[r], glat - cap)  # the row's part of the cap, in latitude
+        b = np.minimum(hi_edge[r], glat + cap)
+        inside = a <= b
+        # the cap is widest in longitude at sin(phi) = sin(glat) / cos(cap); clamp into [a, b]
+        widest = np.arcsin(np.clip(np.sin(glat) / np.cos(cap), -1, 1))
+        phi = np.clip(widest, a, b)
+        cos_phi = np.cos(phi)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos_dlon = (np.cos(cap) - np.sin(glat) * np.sin(phi)) / (np.cos(glat) * cos_phi)
+        dlon = np.arccos(np.clip(np.nan_to_num(cos_dlon, nan=-1.0), -1, 1))
+        # a pole inside the cap, or a row touching a pole: every column
+        full = (np.abs(glat) + cap >= np.pi / 2 - 1e-9) | (cos_phi < 1e-9) | (dlon >= np.pi - 1e-12)
+        dlon = dlon + 1e-9  # cell edges: never lose a satellite to rounding
+        first = np.floor((glon - dlon + np.pi) / cell_lon).astype(np.int64)
+        last = np.floor((glon + dlon + np.pi) / cell_lon).astype(np.int64)
+        col_lo[:, r] = np.where(full, 0, first % n_cols)
+        col_n[:, r] = np.where(inside, np.where(full, n_cols, np.minimum(last - first + 1, n_cols)), 0)
+    return col_lo, col_n
+
+
 def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
                       chunk_steps: int = 360, knot_ns: int | None = DEFAULT_KNOT_NS,
@@ -342,13 +371,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     glon = np.arctan2(xyz[:, 1], xyz[:, 0])
     row_lo = np.clip(np.floor((glat - cap + np.pi / 2) / cell_lat).astype(np.int64), 0, n_rows - 1)
     row_hi = np.clip(np.floor((glat + cap + np.pi / 2) / cell_lat).astype(np.int64), 0, n_rows - 1)
-    near_pole = np.abs(glat) + cap >= np.pi / 2 - 1e-9
-    dlon = np.arcsin(np.clip(np.sin(cap) / np.maximum(np.cos(glat), 1e-12), 0, 1))
-    col_lo = np.floor((glon - dlon + np.pi) / cell_lon).astype(np.int64) % n_cols
-    col_n = np.minimum(np.floor((glon + dlon + np.pi) / cell_lon).astype(np.int64)
-                       - np.floor((glon - dlon + np.pi) / cell_lon).astype(np.int64) + 1, n_cols)
-    col_lo = np.where(near_pole, 0, col_lo)
-    col_n = np.where(near_pole, n_cols, col_n)
+    col_lo, col_n = _column_ranges(glat, glon, cap, n_rows, n_cols, cell_lat, cell_lon)
 
     vis_cap = min(n_sats, 2048)
     last_seen = np.full((n_g, n_sats), -2, np.int32)
