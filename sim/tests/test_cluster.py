@@ -44,38 +44,23 @@ def _satpage(*args, env=None, check=True):
     return out
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """The default 150-satellite constellation as 301 real processes on loopback."""
-    _need_binaries()
-    state = tmp_path_factory.mktemp("c")
-    base = _free_port_base("walker-star:150/10/1:500:87")
-    _satpage("cluster", "up", "--state-dir", str(state), "--port-base", str(base))
-    try:
-        yield load_state(state)
-    finally:
-        _satpage("cluster", "down", "--state-dir", str(state), check=False)
+def _start(state_dir, constellation="walker-star:150/10/1:500:87"):
+    base = _free_port_base(constellation)
+    _satpage("cluster", "up", "--constellation", constellation, "--state-dir", str(state_dir),
+             "--port-base", str(base))
+    return load_state(state_dir)
 
 
-def test_the_cluster_runs_one_redis_and_one_satnode_per_satellite_and_a_gateway(cluster):
-    st = cluster_status(Path(cluster.state_dir))
-    assert st["running"], st
-    assert st["alive"] == {"redis": 150, "satnode": 150, "gateway": 1}
-    out = _satpage("cluster", "status", "--state-dir", cluster.state_dir, "--json")
-    assert json.loads(out.stdout)["running"] is True
-
-
-@pytest.mark.parametrize("seed", [5, 2024])
-def test_paper_through_the_cluster_gives_the_engines_counts(cluster, seed):
+def _check_paper(gateway, seed):
     args = ("paper", "--runs", "1", "--seed", str(seed), "--json")
     engine = json.loads(_satpage(*args, "--backend", "engine").stdout)
-    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", cluster.gateway).stdout)
+    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", gateway).stdout)
     for key in QUANTITIES:
-        assert through[key] == engine[key], key
+        assert through[key] == engine[key], (seed, key)
     assert through["backend"] == "cluster"
 
 
-def test_relayed_hops_follow_orbit_models_isl_topology(cluster):
+def _check_relayed_hops(cluster):
     """Sessions whose trails jump across planes: every page fault costs the ISL hops
     orbit_model computes between the two satellites (a plain scalar replay of the
     model is the authority for which page moves when)."""
@@ -83,9 +68,8 @@ def test_relayed_hops_follow_orbit_models_isl_topology(cluster):
     hops = IslNetwork(const).hop_matrix(0)
     rng = np.random.default_rng(3)
     trails = [rng.choice(150, size=5, replace=False) for _ in range(3)]
-    n_pages, per_visit = 60, 40
-    pages = rng.integers(0, n_pages, size=(3, 5, per_visit)).astype(np.int32)
-    v = 5
+    n_pages, per_visit, v = 60, 40, 5
+    pages = rng.integers(0, n_pages, size=(3, v, per_visit)).astype(np.int32)
     trace = pager.Trace(
         n_pages=n_pages,
         visit_offsets=np.arange(4, dtype=np.int64) * v,
@@ -107,13 +91,30 @@ def test_relayed_hops_follow_orbit_models_isl_topology(cluster):
     got = replay_trace(trace, "on-demand", target=cluster.gateway)
     assert (got["ondemand_moves"], got["ondemand_hops"]) == (want_moves, want_hops)
     assert got["accesses"] == 3 * v * per_visit
+    assert got["pages_deleted"] == got["pages_created"]
 
 
-def test_an_unknown_strategy_is_refused_naming_it(cluster):
-    trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
-                              np.random.default_rng(0))
-    with pytest.raises(ValueError, match="hot-k"):
-        replay_trace(trace, "hot-k", target=cluster.gateway)
+def test_the_default_cluster_gives_the_engines_counts(tmp_path):
+    """One test for the 150-satellite cluster (301 processes), so that parallel test
+    workers never start two of them."""
+    _need_binaries()
+    cluster = _start(tmp_path)
+    try:
+        st = cluster_status(tmp_path)
+        assert st["running"], st
+        assert st["alive"] == {"redis": 150, "satnode": 150, "gateway": 1}
+        out = _satpage("cluster", "status", "--state-dir", str(tmp_path), "--json")
+        assert json.loads(out.stdout)["running"] is True
+        for seed in (5, 2024):
+            _check_paper(cluster.gateway, seed)
+        _check_relayed_hops(cluster)
+        trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
+                                  np.random.default_rng(0))
+        with pytest.raises(ValueError, match="hot-k"):
+            replay_trace(trace, "hot-k", target=cluster.gateway)
+    finally:
+        _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
+    assert cluster_status(tmp_path, check_health=False)["processes"] == 0
 
 
 def test_an_unreachable_gateway_is_an_error_naming_it():
@@ -164,7 +165,9 @@ def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):
                     reason="a cluster directory is set in the environment")
 def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path):
     _need_binaries()
-    env = {**os.environ, "SATPAGE_CLUSTER_DIR": str(tmp_path / "none")}
+    # A one-plane constellation keeps the trail's in-plane distances and is 31 processes.
+    env = {**os.environ, "SATPAGE_CLUSTER_DIR": str(tmp_path / "none"),
+           "SATPAGE_CLUSTER_CONSTELLATION": "walker-star:15/1/0:500:87"}
     args = ("paper", "--runs", "1", "--seed", "9", "--pages", "50", "--accesses", "30", "--json")
     engine = json.loads(_satpage(*args, env=env).stdout)
     through = json.loads(_satpage(*args, "--backend", "cluster", env=env).stdout)

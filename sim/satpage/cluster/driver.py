@@ -138,10 +138,13 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
 
 
 @contextlib.contextmanager
-def resolve_target(target: str | None, constellation: str = DEFAULT_CONSTELLATION) -> Iterator[str]:
+def resolve_target(target: str | None, constellation: str | None = None) -> Iterator[str]:
     """target itself; else the gateway of the running local cluster recorded in
-    ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster started for the
-    duration of the block (and stopped after)."""
+    ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster of
+    constellation (default ``$SATPAGE_CLUSTER_CONSTELLATION`` or the default
+    constellation) started for the duration of the block and stopped after."""
+    constellation = constellation or os.environ.get("SATPAGE_CLUSTER_CONSTELLATION",
+                                                    DEFAULT_CONSTELLATION)
     if target:
         yield target
         return
