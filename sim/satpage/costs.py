@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from satpage.geometry import C_KM_S
-from satpage.network import Router, route_walk
+from satpage.network import Router
 from satpage.replay import CREATE, FAULT, GROUND, HANDOVER, NOWHERE, PUSH, REMOTE, ReplayLog
 from satpage.workload import ChunkTrace
 
@@ -43,6 +44,83 @@ SUMMARY_KEYS = (
     "pages_held_mean_per_satellite", "pages_left_behind", "pages_at_session_end",
     "moves_per_session", "hops_per_move", "accesses",
 )
+
+
+_COUNT_KEYS = ("page_moves", "page_hops", "ground_fetches", "handover_transfer_pages",
+               "faults", "creates", "latency_sum_ns", "unreachable")
+
+
+@numba.njit(cache=True, nogil=True)
+def _account(kind, fv, tv, t, table, vsat, gw_sat, gw_range_km, step_ns, step0, pred, pos,
+             neighbours, load_bins, duration_ns, per_hop_ms, bin_ms, link_load, held_delta,
+             lat_hist, out, lat_max):
+    """One pass over an event log: route every transfer (hops, path length, ISL load),
+    fault latencies, pages arriving and leaving. ``out`` follows _COUNT_KEYS."""
+    n_t = pos.shape[1]
+    deg = neighbours.shape[1]
+    n_hist = lat_hist.size
+    for e in range(kind.size):
+        k = kind[e]
+        step = t[e] // step_ns - step0
+        step = min(max(step, 0), n_t - 1)
+        b = (t[e] * load_bins) // max(duration_ns, 1)
+        b = min(max(b, 0), load_bins - 1)
+        dst = vsat[tv[e]]
+        if k == CREATE:
+            held_delta[dst, b] += 1
+            out[5] += 1
+            continue
+        if fv[e] == NOWHERE:                         # nothing to transfer
+            continue
+        ground = fv[e] == GROUND
+        src = gw_sat[step] if ground else vsat[fv[e]]
+        if src == dst and not ground:                # two visits of the same satellite
+            continue
+        # walk the shortest-hop path dst -> src, adding the load of each link
+        h = 0
+        d = 0.0
+        cur = dst
+        ok = True
+        while cur != src:
+            prev = pred[table[e], src, cur]
+            if prev < 0:
+                ok = False
+                break
+            dx = pos[prev, step, 0] - pos[cur, step, 0]
+            dy = pos[prev, step, 1] - pos[cur, step, 1]
+            dz = pos[prev, step, 2] - pos[cur, step, 2]
+            d += np.sqrt(dx * dx + dy * dy + dz * dz)
+            h += 1
+            lo = min(prev, cur)
+            hi = max(prev, cur)
+            for j in range(deg):
+                if neighbours[lo, j] == hi:
+                    link_load[b, lo * deg + j] += 1
+                    break
+            cur = prev
+        if not ok:
+            out[7] += 1
+            h = 0
+            d = 0.0
+        page_hops = h + (1 if ground else 0)         # the feeder link counts as one hop
+        out[0] += 1
+        out[1] += page_hops
+        if ground:
+            out[2] += 1
+            d += gw_range_km[step]
+        if k == HANDOVER or k == PUSH:
+            out[3] += 1
+        if k == FAULT or k == REMOTE:                # the access waits
+            lat = 2.0 * (d / C_KM_S * 1e3 + page_hops * per_hop_ms)
+            out[4] += 1
+            out[6] += np.int64(np.round(lat * 1e6))
+            if lat > lat_max[0]:
+                lat_max[0] = lat
+            hb = np.int64(lat / bin_ms)
+            lat_hist[min(hb, n_hist - 1)] += 1
+        if not ground and k != REMOTE:               # the page changes frames
+            held_delta[dst, b] += 1
+            held_delta[src, b] -= 1
 
 
 @dataclass
@@ -82,68 +160,37 @@ class CostAccumulator:
 
     def add(self, rl: ReplayLog, ct: ChunkTrace, router: Router, step_ns: int,
             per_hop_processing_ms: float) -> None:
-        """Account one chunk's replay (satpage.replay.ReplayLog)."""
+        """Account one chunk's replay (satpage.replay.ReplayLog): one compiled pass over
+        the event log (``_account``), then the session ends."""
         events = rl.events
         tr = ct.trace
         vsat = tr.visit_satellite.astype(np.int64)
-        kind = events["kind"]
         c = self.counts
         c["accesses"] += tr.n_accesses
         c["sessions"] += tr.n_sessions
         c["visits"] += tr.n_visits
+        t = np.ascontiguousarray(events["time_ns"])
+        pred, table = router.predecessors(router.snapshot_index(t))
+        out = np.zeros(len(_COUNT_KEYS), np.int64)
+        lat_max = np.zeros(1)
+        _account(np.ascontiguousarray(events["kind"]),
+                 np.ascontiguousarray(events["from_visit"]).astype(np.int64),
+                 np.ascontiguousarray(events["to_visit"]).astype(np.int64), t,
+                 table.astype(np.int64), vsat, ct.gateway_sat.astype(np.int64),
+                 ct.gateway_range_km, int(step_ns), int(ct.window_step0), pred, ct.pos,
+                 router.topology.neighbours, self.load_bins, int(self.duration_ns),
+                 float(per_hop_processing_ms), LATENCY_BIN_MS, self.link_load, self.held_delta,
+                 self.latency_hist, out, lat_max)
+        for k, v in zip(_COUNT_KEYS, out, strict=True):
+            if k == "latency_sum_ns":
+                self.latency_sum_ns += int(v)
+            elif k == "unreachable":
+                self.unreachable += int(v)
+            else:
+                c[k] += int(v)
+        self.latency_max_ms = max(self.latency_max_ms, float(lat_max[0]))
 
-        # satellites at both ends; the ground end is the satellite above the gateway
-        t = events["time_ns"]
-        step_idx = np.clip(t // step_ns - ct.window_step0, 0, ct.pos.shape[1] - 1)
-        fv = events["from_visit"].astype(np.int64)
-        src = np.where(fv >= 0, vsat[np.maximum(fv, 0)], -1)
-        dst = vsat[events["to_visit"].astype(np.int64)]
-        ground = fv == GROUND
-        src = np.where(ground, ct.gateway_sat[step_idx], src)
-
-        transfer = (kind != CREATE) & (fv != NOWHERE)     # FAULT, HANDOVER, PUSH, REMOTE
-        # a transfer between two visits of the same satellite moves nothing
-        moved = transfer & ((src != dst) | ground)
-        m = np.flatnonzero(moved)
-        ms, md = src[m], dst[m]
-        hops = np.zeros(m.size, np.int64)
-        dist = np.zeros(m.size, np.float64)
-        pred, remap = router.predecessors(router.snapshot_index(t[m]))
-        route_walk(ms, md, step_idx[m], remap.astype(np.int64), pred, ct.pos,
-                   router.topology.neighbours, np.ones(m.size, np.int64), self._bin(t[m]),
-                   self.link_load, hops, dist)
-        self.unreachable += int(np.sum(hops < 0))
-        hops = np.maximum(hops, 0)
-        mk = kind[m]
-        g = ground[m]
-        feeder_km = np.where(g, ct.gateway_range_km[step_idx[m]], 0.0)
-        page_hops = hops + g          # the feeder link counts as one hop
-        c["page_moves"] += int(m.size)
-        c["page_hops"] += int(page_hops.sum())
-        c["ground_fetches"] += int(g.sum())
-        ho = (mk == HANDOVER) | (mk == PUSH)
-        c["handover_transfer_pages"] += int(ho.sum())
-
-        fault = (mk == FAULT) | (mk == REMOTE)
-        lat_ms = 2.0 * ((dist[fault] + feeder_km[fault]) / C_KM_S * 1e3
-                        + page_hops[fault] * per_hop_processing_ms)
-        c["faults"] += int(fault.sum())
-        if lat_ms.size:
-            self.latency_sum_ns += int(np.round(lat_ms * 1e6).astype(np.int64).sum())
-            self.latency_max_ms = max(self.latency_max_ms, float(lat_ms.max()))
-            b = np.minimum((lat_ms / LATENCY_BIN_MS).astype(np.int64),
-                           self.latency_hist.size - 1)
-            self.latency_hist += np.bincount(b, minlength=self.latency_hist.size)
-
-        # pages held per satellite: +1 where a page arrives, -1 where it leaves
-        cr = kind == CREATE
-        c["creates"] += int(cr.sum())
-        tb = self._bin(t)
-        holds = moved & ~ground & (kind != REMOTE)
-        arrive = cr | holds
-        np.add.at(self.held_delta, (dst[arrive], tb[arrive]), 1)
-        np.add.at(self.held_delta, (src[holds], tb[holds]), -1)
-        # ... and every page still held is released when its session ends
+        # every page still held is released when its session ends
         vsess = tr.visit_session()
         held_end = rl.held_at_end.astype(np.int64)
         np.add.at(self.held_delta, (vsat, self._bin(ct.session_end_ns[vsess])), -held_end)
