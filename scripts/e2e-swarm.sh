@@ -127,6 +127,8 @@ while :; do
 done
 t_healthy=$(date +%s.%N)
 mem1=$(mem_used_mb)
+# Memory charged to the containers themselves (cgroup v1, cgroupfs driver: /docker/<id>).
+ctr_mem_mb=$(cat /sys/fs/cgroup/memory/docker/memory.usage_in_bytes 2>/dev/null | awk '{printf "%d", $1/1048576}' || echo n/a)
 tasks=$("$DOCKER" ps -q --filter "label=com.docker.stack.namespace=$STACK" | wc -l)
 
 # 5. The gateway over loopback (docker-proxy; the guard keeps other addresses out).
@@ -160,7 +162,7 @@ c1=$(date +%s.%N)
 	"satellites=$satellites" "containers=$tasks" \
 	"deploy_s=$(echo "$t_deployed $t0" | awk '{printf "%.1f", $1-$2}')" \
 	"healthy_s=$(echo "$t_healthy $t0" | awk '{printf "%.1f", $1-$2}')" \
-	"mem_mb=$((mem1 - mem0))" \
+	"mem_mb=$((mem1 - mem0))" "containers_mb=${ctr_mem_mb:-n/a}" \
 	"paper_s=$(echo "$r1 $r0" | awk '{printf "%.2f", $1-$2}')" \
 	"compare_s=$(echo "$c1 $c0" | awk '{printf "%.2f", $1-$2}')" | tee "$OUT/summary.txt"
 log "PASSED"
