@@ -166,10 +166,7 @@ func (n *Node) Access(ctx context.Context, session string, page uint32, tNs int6
 		if data == nil {
 			data = []byte{}
 		}
-		if err := n.store.PutFrames(ctx, session, []store.Frame{{Page: page, Data: data}}); err != nil {
-			return Access{}, err
-		}
-		if err := n.store.SetOwner(ctx, session, []uint32{page}, n.self); err != nil {
+		if err := n.store.AdoptFrames(ctx, session, []store.Frame{{Page: page, Data: data}}, n.self); err != nil {
 			return Access{}, err
 		}
 		n.m.Accesses.WithLabelValues("created").Inc()
@@ -229,11 +226,9 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 		frames[i] = store.Frame{Page: p.Page, Data: p.Data}
 		bytes += len(p.Data)
 	}
-	// Store at the new owner before the old owner deletes: never a lost page.
-	if err := n.store.PutFrames(ctx, session, frames); err != nil {
-		return nil, 0, err
-	}
-	if err := n.store.SetOwner(ctx, session, pages, n.self); err != nil {
+	// Store at the new owner (frames and table entries in one atomic step) before
+	// the old owner deletes: never a lost page.
+	if err := n.store.AdoptFrames(ctx, session, frames, n.self); err != nil {
 		return nil, 0, err
 	}
 	err = n.originate(ctx, owner, tNs, "ReleasePages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
@@ -439,25 +434,6 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 		}
 	}
 	return deleted, n.store.DeleteTable(ctx, session)
-}
-
-// checkNotOwnedHere refuses to release pages that this satellite's own page
-// table (when it serves the session) says it owns: a release meant for an old
-// owner must never delete the serving satellite's only copy.
-func (n *Node) checkNotOwnedHere(ctx context.Context, session string, pages []uint32) error {
-	table, err := n.store.GetTable(ctx, session)
-	if errors.Is(err, errs.ErrUnknownSession) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, p := range pages {
-		if o, ok := table[p]; ok && o == n.self {
-			return fmt.Errorf("page %d of session %q is owned by satellite %d by its own page table: %w", p, session, n.self, errs.ErrStillOwned)
-		}
-	}
-	return nil
 }
 
 // SessionFrames reports what this satellite holds of a session.

@@ -184,6 +184,57 @@ func (m *Memory) DropFrames(ctx context.Context, session string) (int, error) {
 	return n, nil
 }
 
+func (m *Memory) AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	t, ok := m.tables[session]
+	if !ok {
+		return unknown(session)
+	}
+	f := m.frames[session]
+	if f == nil {
+		f = map[uint32][]byte{}
+		m.frames[session] = f
+	}
+	for _, fr := range frames {
+		f[fr.Page] = append([]byte{}, fr.Data...)
+		t[fr.Page] = owner
+	}
+	return nil
+}
+
+func (m *Memory) ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error) {
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if t, ok := m.tables[session]; ok {
+		for _, p := range pages {
+			if o, ok := t[p]; ok && o == self {
+				return 0, stillOwned(session, p, self)
+			}
+		}
+	}
+	f := m.frames[session]
+	n := 0
+	for _, p := range pages {
+		if _, ok := f[p]; ok {
+			delete(f, p)
+			n++
+		}
+	}
+	if f != nil && len(f) == 0 {
+		delete(m.frames, session)
+	}
+	return n, nil
+}
+
+func stillOwned(session string, page, self uint32) error {
+	return fmt.Errorf("page %d of session %q is owned by satellite %d by its own page table: %w", page, session, self, errs.ErrStillOwned)
+}
+
 func (m *Memory) Close() error { return nil }
 
 // lock takes mu unless ctx is already done (a store call honours the deadline it gets).

@@ -32,6 +32,28 @@ if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
 for i = 2, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], ARGV[1]) end
 return 0`)
 
+// adoptScript: KEYS t:<s>, f:<s>; ARGV owner, then page, data pairs. Writes
+// frames and owners together, or nothing when the table is missing.
+var adoptScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
+end
+return 0`)
+
+// releaseScript: KEYS t:<s>, f:<s>; ARGV self, then pages. Refuses (returns
+// -1 - index of the page) when the local table names self as a page's owner.
+var releaseScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '-') == 1 then
+  for i = 2, #ARGV do
+    if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[1] then return -i end
+  end
+end
+local n = 0
+for i = 2, #ARGV do n = n + redis.call('HDEL', KEYS[2], ARGV[i]) end
+return n`)
+
 // NewRedis connects to addr: host:port, or a Unix socket path (starting with
 // "/" or "unix://"). It pings once so that a wrong address fails at start-up.
 func NewRedis(ctx context.Context, addr string) (*Redis, error) {
@@ -237,6 +259,41 @@ func (r *Redis) DropFrames(ctx context.Context, session string) (int, error) {
 		return 0, wrap(err, "drop frames")
 	}
 	return int(n.Val()), nil
+}
+
+func (r *Redis) AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error {
+	args := make([]any, 0, 1+2*len(frames))
+	args = append(args, strconv.FormatUint(uint64(owner), 10))
+	for _, f := range frames {
+		args = append(args, pageField(f.Page), f.Data)
+	}
+	n, err := adoptScript.Run(ctx, r.c, []string{tkey(session), fkey(session)}, args...).Int()
+	if err != nil {
+		return wrap(err, "adopt frames")
+	}
+	if n < 0 {
+		return unknown(session)
+	}
+	return nil
+}
+
+func (r *Redis) ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error) {
+	if len(pages) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, 1+len(pages))
+	args = append(args, strconv.FormatUint(uint64(self), 10))
+	for _, p := range pages {
+		args = append(args, pageField(p))
+	}
+	n, err := releaseScript.Run(ctx, r.c, []string{tkey(session), fkey(session)}, args...).Int()
+	if err != nil {
+		return 0, wrap(err, "release frames")
+	}
+	if n < 0 {
+		return 0, stillOwned(session, pages[-n-2], self)
+	}
+	return n, nil
 }
 
 func (r *Redis) Close() error { return r.c.Close() }

@@ -52,6 +52,16 @@ type PageStore interface {
 	// DropFrames deletes every frame of session held here and returns how many.
 	DropFrames(ctx context.Context, session string) (int, error)
 
+	// AdoptFrames stores frames and points their page-table entries at owner in one
+	// atomic step (a created or moved page); errs.ErrUnknownSession, storing
+	// nothing, when there is no table.
+	AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error
+	// ReleaseFrames deletes the frames of pages held here (the old owner's step of a
+	// move) and returns how many it deleted, unless this store also holds the
+	// session's page table and it names self as the owner of one of the pages:
+	// then errs.ErrStillOwned naming the page, and nothing is deleted. Atomic.
+	ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error)
+
 	// Close releases the backend connection.
 	Close() error
 }

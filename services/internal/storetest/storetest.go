@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,6 +197,55 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		}
 		if n, _ := s.CountFrames(ctx, sid); n != 1 {
 			t.Errorf("deleting the table kept frames: got %d, want 1", n)
+		}
+	})
+
+	t.Run("adopted frames come with their owner, and need a table", func(t *testing.T) {
+		s, sid := open(t), session()
+		err := s.AdoptFrames(ctx, sid, []store.Frame{{Page: 1, Data: []byte("a")}}, 4)
+		if !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("AdoptFrames without a table: got %v, want ErrUnknownSession", err)
+		}
+		if n, _ := s.CountFrames(ctx, sid); n != 0 {
+			t.Errorf("frames stored without a table: got %d, want 0", n)
+		}
+		if err := s.OpenTable(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		in := []store.Frame{{Page: 1, Data: []byte("a")}, {Page: 9, Data: bytes.Repeat([]byte{7}, 4096)}}
+		if err := s.AdoptFrames(ctx, sid, in, 4); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetFrames(ctx, sid, []uint32{9, 1})
+		if err != nil || len(got[0].Data) != 4096 || string(got[1].Data) != "a" {
+			t.Errorf("GetFrames after AdoptFrames: got %v, %v", got, err)
+		}
+		tab, _ := s.GetTable(ctx, sid)
+		if want := (store.Table{1: 4, 9: 4}); !maps.Equal(tab, want) {
+			t.Errorf("table after AdoptFrames: got %v, want %v", tab, want)
+		}
+	})
+
+	t.Run("a release never deletes pages the local table says are owned here", func(t *testing.T) {
+		s, sid := open(t), session()
+		if err := s.PutFrames(ctx, sid, []store.Frame{{Page: 1}, {Page: 2}, {Page: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.ReleaseFrames(ctx, sid, []uint32{1, 5}, 7); n != 1 || err != nil {
+			t.Errorf("ReleaseFrames with no table here: got %d, %v, want 1, nil", n, err)
+		}
+		if err := s.PutTable(ctx, sid, store.Table{2: 7, 3: 8}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.ReleaseFrames(ctx, sid, []uint32{3, 2}, 7)
+		if !errors.Is(err, errs.ErrStillOwned) || !strings.Contains(err.Error(), "page 2") {
+			t.Errorf("ReleaseFrames of a page owned here: got %v, want ErrStillOwned naming page 2", err)
+		}
+		if n, _ := s.CountFrames(ctx, sid); n != 2 {
+			t.Errorf("frames after a refused release: got %d, want 2 (nothing deleted)", n)
+		}
+		if n, err := s.ReleaseFrames(ctx, sid, []uint32{3}, 7); n != 1 || err != nil {
+			t.Errorf("ReleaseFrames of a page owned elsewhere: got %d, %v, want 1, nil", n, err)
 		}
 	})
 
