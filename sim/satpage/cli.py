@@ -50,7 +50,7 @@ def main() -> None:
     try:
         app()
     except (ValueError, OSError) as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False)
+        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

@@ -38,7 +38,8 @@ def setup_logging(verbose: bool = False) -> None:
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit (2 = bad input, as click does)."""
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    # soft_wrap: an error names a path or value that scripts grep for; never break it.
+    stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
