@@ -17,19 +17,13 @@ from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 from numba import njit, prange, types
 
 # Owner codes in a session's page table (trail positions are >= 0).
 NOWHERE = -1  # page never created
 GROUND = -2  # page kept on the ground (e.g. a ground-store strategy)
-
-# Result codes of one access.
-HIT = 0
-CREATE = 1
-FAULT = 2
-REMOTE = 3
-CREATE_REMOTE = 4
 
 # Event kinds (public through pager.strategy.EventKind).
 KIND_FAULT = 0
@@ -63,6 +57,17 @@ SELECT_SIGNATURE = types.int64(
 """Signature of a strategy's handover rule: returns how many pages it wrote to ``out``."""
 
 _SELECT_T = types.FunctionType(SELECT_SIGNATURE)
+
+EVENT_RECORD = np.dtype([
+    ("session", np.int64),
+    ("page", np.int32),
+    ("from_visit", np.int32),
+    ("to_visit", np.int32),
+    ("time_ns", np.int64),
+    ("kind", np.int8),
+])
+"""Layout of one event (public as pager.EVENT_DTYPE, documented there)."""
+_EVENT_T = numba.from_dtype(EVENT_RECORD)
 
 _U64 = np.uint64
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -167,63 +172,25 @@ def paper_pages(key, first_session, n_sessions, n_visits, n_accesses, threshold,
 
 
 @njit(cache=True)
-def _access(p, pos, owner, uses, last_use, held, move_on_fault, create_on_ground):
-    """Apply one access to page ``p`` at trail position ``pos``: the page-table
-    semantics of DESIGN.md section 1. Returns the result code and the owner
-    the page had before the access."""
-    o = np.int64(owner[p])
-    uses[p] += 1
-    last_use[p] = pos
-    if o == pos:
-        return HIT, o
-    if o == NOWHERE:
-        if create_on_ground:
-            owner[p] = GROUND
-            return CREATE_REMOTE, o
-        owner[p] = pos
-        held[pos] += 1
-        return CREATE, o
-    if move_on_fault:
-        owner[p] = pos
-        held[pos] += 1
-        if o >= 0:
-            held[o] -= 1
-        return FAULT, o
-    return REMOTE, o
+def _put(ev, k, s, p, frm, to, t, kind):
+    e = ev[k]
+    e.session = s
+    e.page = p
+    e.from_visit = frm
+    e.to_visit = to
+    e.time_ns = t
+    e.kind = kind
 
 
 @njit(cache=True)
-def _count_access(code, o, pos, cnt):
-    """Add one access's result to the session counters (event-logging path)."""
-    cnt[C_ACCESSES] += 1
-    if code == HIT:
-        cnt[C_HITS] += 1
-    elif code == CREATE:
-        cnt[C_CREATED] += 1
-    elif code == FAULT:
-        cnt[C_FAULT_MOVES] += 1
-        if o >= 0:
-            cnt[C_TRAIL_HOPS] += pos - o
-        else:
-            cnt[C_GROUND] += 1
-    elif code == REMOTE:
-        cnt[C_REMOTE] += 1
-        if o >= 0:
-            cnt[C_REMOTE_TRAIL_HOPS] += pos - o
-        else:
-            cnt[C_GROUND] += 1
-    else:  # CREATE_REMOTE: created on the ground through the ground link
-        cnt[C_CREATED_GROUND] += 1
-        cnt[C_REMOTE] += 1
-        cnt[C_GROUND] += 1
-
-
-@njit(cache=True)
-def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
-               create_on_ground, cnt):
-    """Apply accesses ``pages[lo:hi]`` at trail position ``pos``: the same
-    semantics as ``_access`` + ``_count_access``, with the counters in local
-    variables (registers) because this loop is the engine's hot path."""
+def _run_visit(pages, times, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
+               create_on_ground, cnt, record, log_creations, ev, k, s, v0):
+    """Apply accesses ``pages[lo:hi]`` at trail position ``pos``: the page-table
+    semantics of DESIGN.md section 1. This loop is the engine's hot path, so the
+    counters live in local variables (registers). With ``record``, every
+    movement / remote access (and creation, with ``log_creations``) is written
+    to the event log ``ev`` from index ``k``, with global visit indices (the
+    session's visits start at ``v0``); returns the next free index."""
     hits = 0
     created = 0
     created_ground = 0
@@ -232,6 +199,7 @@ def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
     ground = 0
     hops = 0
     remote_hops = 0
+    g = v0 + pos
     for a in range(lo, hi):
         p = pages[a]
         o = np.int64(owner[p])
@@ -245,10 +213,16 @@ def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
                 created_ground += 1
                 remote += 1
                 ground += 1
+                if record:
+                    _put(ev, k, s, p, GROUND, g, times[a], KIND_REMOTE)
+                    k += 1
             else:
                 owner[p] = pos
                 held[pos] += 1
                 created += 1
+                if record and log_creations:
+                    _put(ev, k, s, p, NOWHERE, g, times[a], KIND_CREATE)
+                    k += 1
         elif move_on_fault:
             owner[p] = pos
             held[pos] += 1
@@ -258,12 +232,18 @@ def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
                 hops += pos - o
             else:
                 ground += 1
+            if record:
+                _put(ev, k, s, p, v0 + o if o >= 0 else o, g, times[a], KIND_FAULT)
+                k += 1
         else:
             remote += 1
             if o >= 0:
                 remote_hops += pos - o
             else:
                 ground += 1
+            if record:
+                _put(ev, k, s, p, v0 + o if o >= 0 else o, g, times[a], KIND_REMOTE)
+                k += 1
     cnt[C_ACCESSES] += hi - lo
     cnt[C_HITS] += hits
     cnt[C_CREATED] += created
@@ -273,22 +253,24 @@ def _run_visit(pages, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
     cnt[C_GROUND] += ground
     cnt[C_TRAIL_HOPS] += hops
     cnt[C_REMOTE_TRAIL_HOPS] += remote_hops
+    return k
 
 
 @njit(cache=True)
-def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
-    """Move the pages the strategy selects to the visit at ``pos``. Returns how
-    many entries of ``out`` the rule wrote; the ones skipped (never created or
-    already local) are overwritten with -1 so an event writer can follow."""
+def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
+              record, ev, k, s, v0, t):
+    """Move the pages the strategy's rule selects to the visit at ``pos`` (pages
+    never created or already local are skipped); with ``record``, log each move
+    at time ``t``. Returns the next free event index."""
     n = select(owner, uses, last_use, pos, params, out)
     moved = 0
     hops = 0
     ground = 0
+    kind = KIND_PUSH if push else KIND_HANDOVER
     for i in range(n):
         p = out[i]
         o = np.int64(owner[p])
         if o == pos or o == NOWHERE:
-            out[i] = -1
             continue
         owner[p] = pos
         moved += 1
@@ -297,6 +279,9 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
             hops += pos - o
         else:
             ground += 1
+        if record:
+            _put(ev, k, s, p, v0 + o if o >= 0 else o, v0 + pos, t, kind)
+            k += 1
     held[pos] += moved
     cnt[C_TRAIL_HOPS] += hops
     cnt[C_GROUND] += ground
@@ -304,19 +289,21 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push):
         cnt[C_PUSH_MOVES] += moved
     else:
         cnt[C_HANDOVER_MOVES] += moved
-    return n
+    return k
 
 
 def paper_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias,
                  flags_a, select_a, params_a, counters_a, rows_a,
-                 flags_b, select_b, params_b, counters_b, rows_b):
+                 flags_b, select_b, params_b, counters_b, rows_b, no_events):
     """The paper workload generated on the fly and replayed under two strategies
     (a and b) on the very same accesses, each with its own page table: sessions
     ``first_session...``, ``n_visits`` visits of ``n_accesses`` Zipf accesses.
     ``flags_*`` = (move_on_fault, create_on_ground, push). Writes per-session
     counters (n_sessions, N_COUNTERS) and ``rows_*`` (n_sessions, n_visits,
-    n_visits): pages held by visit j at the end of visit k (Table I)."""
+    n_visits): pages held by visit j at the end of visit k (Table I).
+    ``no_events`` is an empty event array (nothing is logged here)."""
     n_pages = threshold.size
+    no_times = np.zeros(0, np.int64)
     for i in prange(n_sessions):
         owner_a = np.full(n_pages, NOWHERE, np.int16)
         uses_a = np.zeros(n_pages, np.int32)
@@ -334,18 +321,18 @@ def paper_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold
         for pos in range(n_visits):
             if pos > 0:
                 _handover(pos, owner_a, uses_a, last_a, held_a, select_a, params_a, out, cnt_a,
-                          flags_a[2])
+                          flags_a[2], False, no_events, 0, 0, 0, 0)
                 _handover(pos, owner_b, uses_b, last_b, held_b, select_b, params_b, out, cnt_b,
-                          flags_b[2])
+                          flags_b[2], False, no_events, 0, 0, 0, 0)
             # Draw the visit's accesses once, then apply them with the code the
             # Trace path uses: the two paths cannot drift apart.
             for j in range(n_accesses):
                 u, s0, s1 = _next(s0, s1)
                 buf[j] = _draw(u, n_pages, threshold, alias)
-            _run_visit(buf, 0, n_accesses, pos, owner_a, uses_a, last_a, held_a, flags_a[0],
-                       flags_a[1], cnt_a)
-            _run_visit(buf, 0, n_accesses, pos, owner_b, uses_b, last_b, held_b, flags_b[0],
-                       flags_b[1], cnt_b)
+            _run_visit(buf, no_times, 0, n_accesses, pos, owner_a, uses_a, last_a, held_a,
+                       flags_a[0], flags_a[1], cnt_a, False, False, no_events, 0, 0, 0)
+            _run_visit(buf, no_times, 0, n_accesses, pos, owner_b, uses_b, last_b, held_b,
+                       flags_b[0], flags_b[1], cnt_b, False, False, no_events, 0, 0, 0)
             for j in range(pos + 1):
                 rows_a[i, pos, j] = held_a[j]
                 rows_b[i, pos, j] = held_b[j]
@@ -354,25 +341,13 @@ def paper_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold
             counters_b[i, c] = cnt_b[c]
 
 
-@njit(cache=True)
-def _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
-               s, p, frm, to, t, kind):
-    ev_session[k] = s
-    ev_page[k] = p
-    ev_from[k] = frm
-    ev_to[k] = to
-    ev_time[k] = t
-    ev_kind[k] = kind
-
-
 def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_page,
                  access_time_ns, move_on_fault, create_on_ground, push, lead_ns, select, params,
                  counters, held_at_end, pages_at_visit_end, snapshot_offsets, snapshot_held,
-                 snapshots, event_offsets, log_creations, ev_session, ev_page, ev_from, ev_to,
-                 ev_time, ev_kind, record):
+                 snapshots, event_offsets, log_creations, events, record):
     """Replay a Trace session by session (prange). Counters and per-visit
-    outputs always; the snapshot triangle when ``snapshots``; events into the
-    ``ev_*`` arrays at ``event_offsets[s]...`` when ``record``."""
+    outputs always; the snapshot triangle when ``snapshots``; the event log into
+    ``events`` (EVENT_DTYPE) from ``event_offsets[s]`` when ``record``."""
     n_sessions = visit_offsets.size - 1
     for s in prange(n_sessions):
         v0 = visit_offsets[s]
@@ -381,56 +356,18 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
         uses = np.zeros(n_pages, np.int32)
         last_use = np.full(n_pages, -1, np.int16)
         out = np.empty(n_pages, np.int32)
-        prev = np.empty(n_pages, np.int16)
         held = np.zeros(max(nv, 1), np.int64)
         cnt = np.zeros(N_COUNTERS, np.int64)
         k = event_offsets[s] if record else 0
         for pos in range(nv):
             g = v0 + pos
             if pos > 0:
-                if record:
-                    # Keep the owners from before the moves: the event writer
-                    # needs where each moved page came from.
-                    for q in range(n_pages):
-                        prev[q] = owner[q]
-                n = _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push)
-                if record:
-                    kind = KIND_PUSH if push else KIND_HANDOVER
-                    t = visit_start_ns[g] - lead_ns if push else visit_start_ns[g]
-                    for m in range(n):
-                        p = out[m]
-                        if p < 0:
-                            continue
-                        o = np.int64(prev[p])
-                        frm = v0 + o if o >= 0 else GROUND
-                        _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
-                                   s, p, frm, g, t, kind)
-                        k += 1
-            lo, hi = access_offsets[g], access_offsets[g + 1]
-            if not record:
-                _run_visit(access_page, lo, hi, pos, owner, uses, last_use, held,
-                           move_on_fault, create_on_ground, cnt)
-                lo = hi  # nothing left for the event-writing loop below
-            # Event-writing path: one access at a time, same semantics (_access).
-            for a in range(lo, hi):
-                p = access_page[a]
-                code, o = _access(p, pos, owner, uses, last_use, held, move_on_fault,
-                                  create_on_ground)
-                _count_access(code, o, pos, cnt)
-                frm = v0 + o if o >= 0 else o
-                if code == FAULT:
-                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
-                               s, p, frm, g, access_time_ns[a], KIND_FAULT)
-                    k += 1
-                elif code == REMOTE or code == CREATE_REMOTE:
-                    src = GROUND if code == CREATE_REMOTE else frm
-                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
-                               s, p, src, g, access_time_ns[a], KIND_REMOTE)
-                    k += 1
-                elif code == CREATE and log_creations:
-                    _put_event(ev_session, ev_page, ev_from, ev_to, ev_time, ev_kind, k,
-                               s, p, NOWHERE, g, access_time_ns[a], KIND_CREATE)
-                    k += 1
+                t = visit_start_ns[g] - lead_ns if push else visit_start_ns[g]
+                k = _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
+                              record, events, k, s, v0, t)
+            k = _run_visit(access_page, access_time_ns, access_offsets[g], access_offsets[g + 1],
+                           pos, owner, uses, last_use, held, move_on_fault, create_on_ground,
+                           cnt, record, log_creations, events, k, s, v0)
             pages_at_visit_end[g] = cnt[C_CREATED] + cnt[C_CREATED_GROUND]
             if snapshots:
                 b = snapshot_offsets[g]
@@ -450,7 +387,8 @@ def typed_paper_kernel():
                     types.int64[:, :, ::1])
     return njit(
         types.void(types.uint64, types.int64, types.int64, types.int64, types.int64,
-                   types.uint64[::1], types.int32[::1], *per_strategy, *per_strategy),
+                   types.uint64[::1], types.int32[::1], *per_strategy, *per_strategy,
+                   _EVENT_T[::1]),
         cache=True, parallel=True,
     )(paper_kernel)
 
@@ -462,7 +400,6 @@ def typed_trace_kernel():
     return njit(
         types.void(types.int64, i64, i64, i64, i32, i64, types.boolean, types.boolean,
                    types.boolean, types.int64, _SELECT_T, i64, types.int64[:, ::1], i32, i32,
-                   i64, i32, types.boolean, i64, types.boolean, i64, i32, i32, i32, i64,
-                   types.int8[::1], types.boolean),
+                   i64, i32, types.boolean, i64, types.boolean, _EVENT_T[::1], types.boolean),
         cache=True, parallel=True,
     )(trace_kernel)

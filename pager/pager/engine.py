@@ -104,7 +104,8 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
     """Replay every session of ``trace`` under ``strategy``.
 
     The event log costs a second pass (counting first, so the log is allocated
-    exactly); leave it off when only the counters are needed.
+    exactly, and written in place by the kernel); leave it off when only the
+    counters are needed.
     """
     select, params = _check_strategy(strategy)
     n = trace.n_sessions
@@ -133,10 +134,8 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
     args = (np.int64(trace.n_pages), vo, vstart, ao, page, atime, bool(strategy.move_on_fault),
             bool(strategy.create_on_ground), push, np.int64(strategy.lead_ns), select,
             params, counters, held_at_end, pages_end, snap_off, snap, bool(snapshots))
-    empty64, empty32, empty8 = (np.zeros(0, np.int64), np.zeros(0, np.int32),
-                                np.zeros(0, np.int8))
-    kernel(*args, np.zeros(n + 1, np.int64), False, empty64, empty32, empty32, empty32,
-           empty64, empty8, False)
+    no_events = np.zeros(0, dtype=EVENT_DTYPE)
+    kernel(*args, np.zeros(n + 1, np.int64), False, no_events, False)
     log_ = None
     if events:
         c = counters
@@ -146,21 +145,16 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
             per = per + c[:, K.C_CREATED]
         ev_off = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(per, out=ev_off[1:])
-        e = int(ev_off[-1])
-        log_ = np.zeros(e, dtype=EVENT_DTYPE)
-        cols = [np.zeros(e, dtype=log_.dtype[name]) for name in EVENT_DTYPE.names]
-        # Second pass: same deterministic replay, now writing the log.
+        log_ = np.empty(int(ev_off[-1]), dtype=EVENT_DTYPE)
+        # Second pass: the same deterministic replay, now writing the log (sized
+        # exactly from the first pass's counters).
         counters2 = np.zeros_like(counters)
         kernel(np.int64(trace.n_pages), vo, vstart, ao, page, atime,
                bool(strategy.move_on_fault), bool(strategy.create_on_ground), push,
                np.int64(strategy.lead_ns), select, params, counters2,
                np.zeros(v, np.int32), np.zeros(v, np.int32), snap_off,
-               np.zeros_like(snap), False, ev_off, bool(log_creations), *cols, True)
-        for name, col in zip(EVENT_DTYPE.names, cols, strict=True):
-            log_[name] = col
+               np.zeros_like(snap), False, ev_off, bool(log_creations), log_, True)
         if not np.array_equal(counters, counters2):
-            # The two passes apply the same semantics by two code paths (a fast
-            # loop and a per-access one): they must agree to the last count.
             raise AssertionError("event-logging pass disagrees with the counting pass")
     return Replay(
         strategy=strategy.name,
@@ -208,7 +202,8 @@ def run_paper(params: PaperParams, runs: int, rng: np.random.Generator, *,
         kernel(key, np.int64(first), np.int64(m), np.int64(v), np.int64(a),
                sampler.threshold, sampler.alias,
                flags[0], rules[0][0], rules[0][1], ctr[0], rows[0],
-               flags[1], rules[1][0], rules[1][1], ctr[1], rows[1])
+               flags[1], rules[1][0], rules[1][1], ctr[1], rows[1],
+               np.zeros(0, dtype=EVENT_DTYPE))
         od_ctr, od_rows = ctr[0], rows[0]
         pr_ctr = ctr[1]
         part = PaperCounts.from_runs(

@@ -83,15 +83,12 @@ class EventKind(enum.IntEnum):
     CREATE = K.KIND_CREATE  # created locally (logged only with log_creations=True)
 
 
-EVENT_DTYPE = np.dtype([
-    ("session", np.int64),  # session index in the Trace
-    ("page", np.int32),  # page index
-    ("from_visit", np.int32),  # global visit index in the Trace of the holder; GROUND; NOWHERE
-    ("to_visit", np.int32),  # global visit index of the receiving (serving) visit
-    ("time_ns", np.int64),  # access time (FAULT, REMOTE, CREATE); visit start (HANDOVER);
-                            # visit start - lead_ns (PUSH)
-    ("kind", np.int8),  # EventKind
-])
+EVENT_DTYPE = K.EVENT_RECORD
+# Fields: session (int64, index in the Trace); page (int32); from_visit (int32, global
+# visit index in the Trace of the holder, GROUND, or NOWHERE for a CREATE); to_visit
+# (int32, global visit index of the serving visit); time_ns (int64: the access time
+# for FAULT / REMOTE / CREATE, the visit start for HANDOVER, the visit start minus
+# lead_ns for PUSH); kind (int8, EventKind).
 """One page event. Visits of a session are contiguous in the Trace, so the trail
 distance of a movement is ``to_visit - from_visit``; the constellation simulation
 maps both visits to satellites (``trace.visit_satellite``) and prices the ISL path
