@@ -33,6 +33,7 @@ func main() {
 	pageBytes := fs.Int("page-bytes", 4096, "bytes per page")
 	duration := fs.Duration("duration", 5*time.Second, "measuring time per hop count (bounded)")
 	maxFaults := fs.Int("max-accesses", 200000, "stop a hop count after this many accesses")
+	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	_ = fs.Parse(os.Args[1:])
 	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
 		fmt.Fprintln(os.Stderr, "satload: --duration <= 2m, 1 <= --workers <= 512, --pages >= 1, --page-bytes <= 1 MiB")
@@ -44,6 +45,19 @@ func main() {
 		os.Exit(2)
 	}
 	g, _ := constellation.NewGrid(spec)
+	var pids []int
+	if *pidsFile != "" {
+		raw, err := os.ReadFile(*pidsFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "satload:", err)
+			os.Exit(2)
+		}
+		for _, f := range strings.Fields(string(raw)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	pool := peers.NewPool(c.PeerAddr)
@@ -56,7 +70,7 @@ func main() {
 			os.Exit(2)
 		}
 		res, err := load.Run(ctx, g, pool, load.Options{Hops: n, Workers: *workers, Pages: *pages,
-			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Seed: 1})
+			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Seed: 1, CPUPids: pids})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "satload:", err)
 			os.Exit(1)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-		"sync"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc"

@@ -48,8 +48,8 @@ func zipfWorkload(seed uint64, sats []uint32, nPages, perVisit int) workload {
 
 // counts is what the cluster must reproduce.
 type counts struct {
-	tables, lastRow                          []uint32
-	ondemandMoves, ondemandHops              uint64
+	tables, lastRow                         []uint32
+	ondemandMoves, ondemandHops             uint64
 	proactiveMoves, proactiveHops, accesses uint64
 }
 

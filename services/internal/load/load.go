@@ -6,11 +6,16 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
@@ -27,6 +32,7 @@ type Options struct {
 	Duration  time.Duration // measuring time (after warm-up)
 	MaxFaults int           // stop earlier after this many accesses
 	Seed      uint64
+	CPUPids   []int // cluster processes whose CPU time is metered (may be empty)
 }
 
 // Result is one measurement.
@@ -41,6 +47,9 @@ type Result struct {
 	MeanMs        float64 `json:"mean_ms"`
 	MeasuredHops  uint64  `json:"measured_hops_sum"`
 	UnexpectedOut int     `json:"unexpected_outcomes"`
+	// CPU time of the processes in Options.CPUPids and of this load generator
+	// during the measured phase, per access: independent of how busy the machine is.
+	CPUMicrosPerAccess float64 `json:"cpu_us_per_access"`
 }
 
 // pairs picks n satellite pairs exactly h hops apart, spread over the constellation.
@@ -79,6 +88,33 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 		bad       int
 		firstErr  error
 	)
+	// Sessions are set up first (open, write every page); the clock and the CPU
+	// meter start once all are ready.
+	ready := make([]*session, o.Workers)
+	var setup sync.WaitGroup
+	for w := range o.Workers {
+		setup.Go(func() {
+			ss, err := open(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data)
+			mu.Lock()
+			defer mu.Unlock()
+			ready[w] = ss
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		})
+	}
+	setup.Wait()
+	defer func() {
+		for _, ss := range ready {
+			if ss != nil {
+				ss.end(pool)
+			}
+		}
+	}()
+	if firstErr != nil {
+		return Result{}, firstErr
+	}
+	cpu0 := cpuSeconds(o.CPUPids)
 	stopAt := time.Now().Add(o.Duration)
 	var count sync.WaitGroup
 	budget := make(chan struct{}, o.MaxFaults)
@@ -89,7 +125,7 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 	began := time.Now()
 	for w := range o.Workers {
 		count.Go(func() {
-			lat, hs, b, err := worker(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data, stopAt, budget)
+			lat, hs, b, err := ready[w].run(ctx, pool, o, len(data), stopAt, budget)
 			mu.Lock()
 			defer mu.Unlock()
 			latencies = append(latencies, lat...)
@@ -102,6 +138,7 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 	}
 	count.Wait()
 	elapsed := time.Since(began).Seconds()
+	cpu := cpuSeconds(o.CPUPids) - cpu0
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
@@ -117,54 +154,66 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 		res.P50Ms = ms(latencies[n/2])
 		res.P99Ms = ms(latencies[min(n-1, n*99/100)])
 		res.MeanMs = ms(sum / time.Duration(n))
+		res.CPUMicrosPerAccess = cpu / float64(n) * 1e6
 	}
 	return res, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func worker(ctx context.Context, pool peers.Dialer, session string, pair [2]uint32, o Options, data []byte,
-	stopAt time.Time, budget <-chan struct{}) ([]time.Duration, uint64, int, error) {
-	a, b := pair[0], pair[1]
+// session is one worker's session, ready to ping-pong between a and b.
+type session struct {
+	id             string
+	serving, other uint32
+}
+
+func open(ctx context.Context, pool peers.Dialer, id string, pair [2]uint32, o Options, data []byte) (*session, error) {
+	a := pair[0]
 	pa, err := pool.Page(a)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	sa, err := pool.Satellite(a)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	if _, err := sa.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
-		return nil, 0, 0, fmt.Errorf("open %s at %d: %w", session, a, err)
+	if _, err := sa.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: id}); err != nil {
+		return nil, fmt.Errorf("open %s at %d: %w", id, a, err)
 	}
+	ss := &session{id: id, serving: a, other: pair[1]}
 	for p := range uint32(o.Pages) {
-		if _, err := pa.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: session, Page: p, Data: data}); err != nil {
-			return nil, 0, 0, fmt.Errorf("write page %d at %d: %w", p, a, err)
+		if _, err := pa.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: id, Page: p, Data: data}); err != nil {
+			return ss, fmt.Errorf("write page %d at %d: %w", p, a, err)
 		}
 	}
-	serving, other := a, b
+	return ss, nil
+}
+
+func (ss *session) end(pool peers.Dialer) {
+	if c, err := pool.Page(ss.serving); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, _ = c.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: ss.id})
+		cancel()
+	}
+}
+
+func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLen int,
+	stopAt time.Time, budget <-chan struct{}) ([]time.Duration, uint64, int, error) {
 	var lat []time.Duration
 	var hops uint64
 	bad := 0
-	defer func() {
-		if c, err := pool.Page(serving); err == nil {
-			ectx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, _ = c.EndSession(ectx, &satpagev1.EndSessionRequest{SessionId: session})
-			cancel()
-		}
-	}()
 	for time.Now().Before(stopAt) {
 		if o.Hops > 0 {
-			s, err := pool.Satellite(serving)
+			s, err := pool.Satellite(ss.serving)
 			if err != nil {
 				return lat, hops, bad, err
 			}
-			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: other}); err != nil {
-				return lat, hops, bad, fmt.Errorf("handover %d -> %d: %w", serving, other, err)
+			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: ss.id, ToSatellite: ss.other}); err != nil {
+				return lat, hops, bad, fmt.Errorf("handover %d -> %d: %w", ss.serving, ss.other, err)
 			}
-			serving, other = other, serving
+			ss.serving, ss.other = ss.other, ss.serving
 		}
-		c, err := pool.Page(serving)
+		c, err := pool.Page(ss.serving)
 		if err != nil {
 			return lat, hops, bad, err
 		}
@@ -173,9 +222,9 @@ func worker(ctx context.Context, pool peers.Dialer, session string, pair [2]uint
 				return lat, hops, bad, nil
 			}
 			t0 := time.Now()
-			resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: p})
+			resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: p})
 			if err != nil {
-				return lat, hops, bad, fmt.Errorf("read page %d at %d: %w", p, serving, err)
+				return lat, hops, bad, fmt.Errorf("read page %d at %d: %w", p, ss.serving, err)
 			}
 			lat = append(lat, time.Since(t0))
 			hops += uint64(resp.Hops)
@@ -183,10 +232,34 @@ func worker(ctx context.Context, pool peers.Dialer, session string, pair [2]uint
 			if o.Hops == 0 {
 				want = satpagev1.Outcome_OUTCOME_LOCAL
 			}
-			if resp.Outcome != want || int(resp.Hops) != o.Hops || len(resp.Data) != len(data) {
+			if resp.Outcome != want || int(resp.Hops) != o.Hops || len(resp.Data) != dataLen {
 				bad++
 			}
 		}
 	}
 	return lat, hops, bad, nil
+}
+
+// cpuSeconds is utime + stime of pids (from /proc; Linux clock ticks of 1/100 s)
+// plus this process's own CPU time.
+func cpuSeconds(pids []int) float64 {
+	total := 0.0
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+2:]))
+		if len(f) > 12 {
+			u, _ := strconv.ParseFloat(f[11], 64)
+			s, _ := strconv.ParseFloat(f[12], 64)
+			total += (u + s) / 100
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		total += float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	}
+	return total
 }

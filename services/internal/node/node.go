@@ -31,7 +31,7 @@ import (
 // Limits on request sizes, so a hostile request cannot make a node allocate without bound.
 const (
 	MaxSessionIDBytes = 256
-	MaxBatchPages     = 4096   // pages in one FetchPages / ReleasePages / MovePages chunk
+	MaxBatchPages     = 4096    // pages in one FetchPages / ReleasePages / MovePages chunk
 	MaxTableEntries   = 1 << 20 // entries in one AcceptTable
 	MaxReadPages      = 1 << 16 // accesses in one ReadPages
 	moveChunk         = 256     // pages per proactive FetchPages (keeps messages ~1 MiB at 4 KiB)
