@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -85,9 +86,14 @@ func NewGateway() *Gateway {
 	return m
 }
 
-// Handler serves a registry at /metrics.
+// Handler serves a registry at /metrics, and the Go profiler at /debug/pprof/
+// (the metrics port is an operator's port, like the kubelet's).
 func Handler(r *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r, promhttp.HandlerOpts{Registry: r}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
