@@ -203,6 +203,10 @@ def replay_paper(trace, *, target: str | None = None):
     cluster`` interface)."""
     import pager
 
+    if trace.n_sessions > 100:
+        log.warning("replaying %d sessions (%d accesses, twice: on-demand and proactive) "
+                    "through the cluster; at a few thousand accesses per second this takes "
+                    "a while (the engine is the fast path)", trace.n_sessions, trace.n_accesses)
     with resolve_target(target) as gw:
         od = replay_sessions(trace, "on-demand", gw, rows=True)
         pr = replay_sessions(trace, "proactive", gw, rows=False)
