@@ -342,3 +342,45 @@ func TestConcurrentSessionsDoNotDisturbEachOther(t *testing.T) {
 }
 
 var _ store.PageStore = store.NewMemory()
+
+func TestTheClientsDeadlineHoldsAtTheEndOfTheRelay(t *testing.T) {
+	seen := make(chan time.Duration, 4)
+	c := clustertest.New(t, "walker-star:15/1/0:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 0 {
+				return nil
+			}
+			// The owner, 4 hops from the requester: report the deadline it got, then stall.
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
+					d, ok := ctx.Deadline()
+					if !ok {
+						seen <- -1
+					} else {
+						seen <- time.Until(d)
+					}
+					<-ctx.Done()
+					return nil, status.FromContextError(ctx.Err()).Err()
+				}
+				return h(ctx, req)
+			}
+		}})
+	placePage(t, c, "s", 0, 4, []byte("x"))
+	rp, _ := c.Satellite(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("the stalled relay held the client for %v", took)
+	}
+	if left := <-seen; left <= 0 || left > 500*time.Millisecond {
+		t.Errorf("deadline left at the owner after 4 relays: got %v, want within the client's 500 ms", left)
+	}
+	if n, _ := c.Stores[0].CountFrames(context.Background(), "s"); n != 1 {
+		t.Errorf("frames at the owner after the timeout: got %d, want 1 (not lost)", n)
+	}
+}
