@@ -43,13 +43,13 @@ type Cluster struct {
 // Options tune New.
 type Options struct {
 	// Store returns satellite i's store (default: memory).
-	Store func(t *testing.T, i int) store.PageStore
+	Store func(t testing.TB, i int) store.PageStore
 	// Interceptor, if set, wraps every node's unary handlers (fault injection).
 	Interceptor func(i int) grpc.UnaryServerInterceptor
 }
 
 // New starts every satellite of spec and a gateway.
-func New(t *testing.T, spec string, o Options) *Cluster {
+func New(t testing.TB, spec string, o Options) *Cluster {
 	t.Helper()
 	s, err := constellation.ParseSpec(spec)
 	if err != nil {
@@ -129,7 +129,7 @@ func (c *Cluster) Pool() *peers.Pool {
 		grpc.WithContextDialer(c.dialer), grpc.WithTransportCredentials(insecure.NewCredentials()))
 }
 
-func (c *Cluster) dial(t *testing.T, name string) *grpc.ClientConn {
+func (c *Cluster) dial(t testing.TB, name string) *grpc.ClientConn {
 	conn, err := grpc.NewClient("passthrough:///"+name, grpc.WithContextDialer(c.dialer),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -139,7 +139,7 @@ func (c *Cluster) dial(t *testing.T, name string) *grpc.ClientConn {
 }
 
 // Satellite is a client straight to satellite i (bypassing the gateway).
-func (c *Cluster) Satellite(t *testing.T, i int) (satpagev1.PageServiceClient, satpagev1.SatelliteServiceClient) {
+func (c *Cluster) Satellite(t testing.TB, i int) (satpagev1.PageServiceClient, satpagev1.SatelliteServiceClient) {
 	conn := c.dial(t, "sat-"+strconv.Itoa(i))
 	t.Cleanup(func() { conn.Close() })
 	return satpagev1.NewPageServiceClient(conn), satpagev1.NewSatelliteServiceClient(conn)

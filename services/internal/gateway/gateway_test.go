@@ -186,7 +186,7 @@ func TestTheClusterGivesTheScalarModelsCounts(t *testing.T) {
 
 func TestTheClusterOnRedisGivesTheScalarModelsCounts(t *testing.T) {
 	const spec = "walker-star:12/1/0:500:87"
-	c := clustertest.New(t, spec, clustertest.Options{Store: func(t *testing.T, i int) store.PageStore {
+	c := clustertest.New(t, spec, clustertest.Options{Store: func(t testing.TB, i int) store.PageStore {
 		r, err := store.NewRedis(context.Background(), storetest.RedisServer(t))
 		if err != nil {
 			t.Fatal(err)
