@@ -11,7 +11,8 @@
 #
 # Environment: SEED (1), E2E_K8S_CONSTELLATION (walker-star:150/10/1:500:87),
 # K8S_RECIPE (../shared/k8s), E2E_TIMEOUT_S (600), E2E_KEEP=1 (leave the release and
-# the cluster up), E2E_COMPARE_ARGS (the short compare scenario), E2E_K8S_PORT (17100).
+# the cluster up), E2E_COMPARE_ARGS (the short compare scenario), E2E_K8S_PORT (17100),
+# E2E_IMAGES=prebuilt (use build/images/*.tar as they are: images built elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -64,7 +65,11 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # 1. Toolchain (cached) and images.
 bash "$RECIPE/build.sh" >"$OUT/k8s-build.log" 2>&1 || die "$RECIPE/build.sh failed: $OUT/k8s-build.log"
-IMAGE_BUILDER=pack bash scripts/build-images.sh | tee "$OUT/images.txt"
+if [[ ${E2E_IMAGES:-build} == prebuilt ]]; then
+	log "E2E_IMAGES=prebuilt: importing build/images/*.tar as they are"
+else
+	IMAGE_BUILDER=pack bash scripts/build-images.sh | tee "$OUT/images.txt"
+fi
 VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
 
 # 2. The cluster.
