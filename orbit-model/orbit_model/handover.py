@@ -341,15 +341,41 @@ def _column_ranges(glat, glon, cap, n_rows, n_cols, cell_lat, cell_lon):
 def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
                       chunk_steps: int = 360, knot_ns: int | None = DEFAULT_KNOT_NS,
-                      return_passes: bool = False, progress=None, _initial_capacity: int = 0):
+                      return_passes: bool = False, progress=None, max_state_pairs: int = 40_000_000,
+                      _initial_capacity: int = 0):
     """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
 
     Works in chunks of ``chunk_steps`` time steps: memory is about
     n_sats x chunk_steps x 48 bytes for positions plus 12 bytes per
-    (client, satellite) of pass state. Returns a ``HandoverSchedule``, and with
-    ``return_passes`` also the step-resolution passes (``STEP_PASS_DTYPE``).
-    ``progress(done_steps, total_steps)`` is called after each chunk.
+    (client, satellite) of pass state; above ``max_state_pairs`` (client,
+    satellite) pairs (480 MB of state) the clients are split into batches, each
+    swept over the whole window (propagation repeats per batch). Returns a
+    ``HandoverSchedule``, and with ``return_passes`` also the step-resolution
+    passes (``STEP_PASS_DTYPE``). ``progress(done_steps, total_steps)`` is
+    called after each chunk.
     """
+    per_batch = max(1, max_state_pairs // max(constellation.n_satellites, 1))
+    if len(ground) > per_batch:
+        schedules, pass_parts = [], []
+        for lo in range(0, len(ground), per_batch):
+            part = GroundPoints(ground.latitude_deg[lo:lo + per_batch],
+                                ground.longitude_deg[lo:lo + per_batch],
+                                ground.elevation_m[lo:lo + per_batch])
+            result = handover_schedule(constellation, part, t_ns, min_elevation_deg, policy, sticky,
+                                       chunk_steps, knot_ns, True, progress, max_state_pairs,
+                                       _initial_capacity)
+            schedules.append(result[0])
+            passes = result[1] if return_passes else result[1][:0]
+            passes["client"] += lo
+            pass_parts.append(passes)
+        first = schedules[0]
+        sizes = np.cumsum([0] + [s.time_ns.size for s in schedules])
+        offsets = np.concatenate([[0]] + [s.offsets[1:] + sizes[k] for k, s in enumerate(schedules)])
+        schedule = HandoverSchedule(
+            offsets=offsets.astype(np.int64), time_ns=np.concatenate([s.time_ns for s in schedules]),
+            satellite=np.concatenate([s.satellite for s in schedules]), t_ns=first.t_ns,
+            policy=first.policy, min_elevation_deg=first.min_elevation_deg, sticky=first.sticky)
+        return (schedule, np.concatenate(pass_parts)) if return_passes else schedule
     if policy not in POLICIES:
         raise ValueError(f"handover policy {policy!r} is not one of {', '.join(POLICIES)}")
     if not -90.0 <= min_elevation_deg < 90.0:

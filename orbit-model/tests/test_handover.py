@@ -114,3 +114,14 @@ def test_bad_policies_and_times_name_the_value(case):
         handover_schedule(c, points, t_ns, policy="closest")
     with pytest.raises(ValueError, match="start at 0"):
         handover_schedule(c, points, t_ns + 1)
+
+
+def test_clients_split_into_batches_give_the_same_schedule_and_passes(case):
+    c, points, t_ns, _, _ = case
+    whole, passes = handover_schedule(c, points, t_ns, min_elevation_deg=MIN_EL, policy="longest",
+                                      return_passes=True)
+    split, split_passes = handover_schedule(c, points, t_ns, min_elevation_deg=MIN_EL, policy="longest",
+                                            return_passes=True, max_state_pairs=4 * c.n_satellites)
+    assert (whole.offsets == split.offsets).all() and (whole.time_ns == split.time_ns).all()
+    assert (whole.satellite == split.satellite).all()
+    assert (passes == split_passes).all()
