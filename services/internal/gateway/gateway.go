@@ -325,6 +325,26 @@ func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionReque
 	if err != nil {
 		return nil, err
 	}
+	// Sweep the trail: a release that failed mid-move left a stale copy at a past
+	// satellite that no page table names any more; drop it too.
+	swept := map[uint32]bool{sat: true}
+	for _, v := range s.visits[:s.cur+1] {
+		if swept[v.Satellite] {
+			continue
+		}
+		swept[v.Satellite] = true
+		pc, err := g.peers.Satellite(v.Satellite)
+		if err != nil {
+			return nil, err
+		}
+		d, err := pc.DropSession(ctx, &satpagev1.DropSessionRequest{SessionId: req.SessionId,
+			Route: &satpagev1.Route{Origin: v.Satellite, Destination: v.Satellite, ScenarioTimeNs: req.ScenarioTimeNs}})
+		if err != nil {
+			g.log.WarnContext(ctx, "trail sweep failed", "session", req.SessionId, "satellite", v.Satellite, "err", err)
+			continue
+		}
+		r.PagesDeleted += d.FramesDeleted
+	}
 	s.ended = true
 	g.mu.Lock()
 	delete(g.sessions, req.SessionId)

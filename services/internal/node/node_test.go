@@ -218,6 +218,40 @@ func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
 	}
 }
 
+func TestEndingASessionAtTheGatewaySweepsStaleCopiesOffTheTrail(t *testing.T) {
+	on := true
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i == 0 {
+				return failing("ReleasePages", &on)
+			}
+			return nil
+		}})
+	ctx := context.Background()
+	visits := []*satpagev1.Visit{{Satellite: 0, StartNs: 0}, {Satellite: 3, StartNs: 10}}
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s", Visits: visits}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 7, Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7, ScenarioTimeNs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 1 {
+		t.Fatalf("stale copy after the failed release: got %d frames, want 1", n)
+	}
+	e, err := c.Gateway.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: "s", ScenarioTimeNs: 10})
+	if err != nil || e.PagesDeleted != 2 {
+		t.Errorf("EndSession: got %v, %v, want the page and its stale copy deleted (2)", e, err)
+	}
+	for _, i := range []int{0, 3} {
+		if n, _ := c.Stores[i].CountFrames(ctx, "s"); n != 0 {
+			t.Errorf("frames left at satellite %d: got %d, want 0", i, n)
+		}
+	}
+}
+
 func TestAFetchThatFailsLeavesThePageWithItsOwner(t *testing.T) {
 	on := true
 	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
