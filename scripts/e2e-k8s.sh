@@ -201,7 +201,9 @@ for _ in $(seq 60); do
 	sleep 0.5
 done
 back_s=$(since "$k_kill")
-log "$victim: satnode restarted ($before -> $after restarts), Ready again after $back_s s"
+started=$(kubectl -n "$NS" get pod "$victim" -o jsonpath='{.status.containerStatuses[?(@.name=="satnode")].state.running.startedAt}')
+restart_s=$(awk -v a="$k_kill" -v b="$(date -d "$started" +%s 2>/dev/null || echo 0)" 'BEGIN{d=b-a; if (d<0) d=0; printf "%.0f", d}')
+log "$victim: satnode restarted ($before -> $after restarts) about $restart_s s after the kill (kubelet's startedAt, 1 s resolution), seen Ready $back_s s after it"
 wait "$replay_pid" || { cat "$OUT/compare-kill.err" >&2; die "the replay did not survive the satnode kill"; }
 kill_s=$(since "$k0")
 "$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-kill.json" | tee "$OUT/kill-check.txt"
@@ -212,5 +214,5 @@ log "$victim: its Redis restarted ${redis_restarts:-0} times (frames kept)"
 "$PY" scripts/e2e-compare.py report k8s "$OUT" \
 	"satellites=$satellites" "pods_ready_s=$ready_s" "mem_mb=$((mem1 - mem0))" "kubepods_mb=$pods_mem_mb" \
 	"start_restarts=$restarts" "paper_s=$paper_s" "compare_s=$compare_s" \
-	"kill_victim=$victim" "kill_back_s=$back_s" "kill_replay_s=$kill_s" | tee "$OUT/summary.txt"
+	"kill_victim=$victim" "kill_restart_s=$restart_s" "kill_ready_s=$back_s" "kill_replay_s=$kill_s" | tee "$OUT/summary.txt"
 log "PASSED"
