@@ -367,6 +367,15 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 		OndemandMoves: s.stats.OndemandMoves, OndemandHops: s.stats.OndemandHops,
 		ProactiveMoves: s.stats.ProactiveMoves, ProactiveHops: s.stats.ProactiveHops,
 		Accesses: s.stats.Accesses, Created: s.stats.Created}
+	// The serving satellite first: asking it flushes the releases it owes the
+	// past satellites, so their frame counts are settled when asked next.
+	serving, err := g.peers.Satellite(s.visits[s.cur].Satellite)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := serving.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id}); err != nil {
+		return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[s.cur].Satellite, err)
+	}
 	for v := 0; v <= s.cur; v++ {
 		c, err := g.peers.Satellite(s.visits[v].Satellite)
 		if err != nil {

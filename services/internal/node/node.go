@@ -47,6 +47,7 @@ type Node struct {
 	m         *metrics.Node
 	pageBytes int
 	locks     sessionLocks
+	releases  releases
 }
 
 // Options are what New needs.
@@ -79,7 +80,8 @@ func New(o Options) (*Node, error) {
 	}
 	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
-		locks: sessionLocks{m: map[string]*sessionLock{}}}, nil
+		locks:    sessionLocks{m: map[string]*sessionLock{}},
+		releases: releases{m: map[string]map[uint32]*pendingRelease{}}}, nil
 }
 
 // Index is this satellite's index.
@@ -231,19 +233,94 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 	if err := n.store.AdoptFrames(ctx, session, frames, n.self); err != nil {
 		return nil, 0, err
 	}
-	err = n.originate(ctx, owner, tNs, "ReleasePages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
-		_, err := c.ReleasePages(ctx, &satpagev1.ReleasePagesRequest{Route: r, SessionId: session, Pages: pages, NewOwner: n.self})
-		return err
-	})
-	if err != nil {
-		// The pages are safe here and the table says so; the owner keeps a stale copy.
-		n.log.WarnContext(ctx, "release at old owner failed; stale copy left there",
-			"session", session, "owner", owner, "pages", len(pages), "err", err)
+	if reason == "access" {
+		// Releases of single-page moves are batched per old owner (see releases).
+		if n.releases.add(session, owner, pages, tNs) >= releaseBatch {
+			n.flushReleases(ctx, session)
+		}
+	} else {
+		n.release(ctx, session, owner, pages, tNs)
 	}
 	n.m.PagesMoved.WithLabelValues(reason).Add(float64(len(pages)))
 	n.m.PageHops.WithLabelValues(reason).Add(float64(len(pages)) * float64(resp.Hops))
 	n.m.PageBytes.WithLabelValues("in").Add(float64(bytes))
 	return frames, resp.Hops, nil
+}
+
+// releaseBatch is how many released pages a node collects per session before
+// sending them; a handover, a proactive move, SessionFrames and EndSession send
+// what is pending first.
+const releaseBatch = 64
+
+// releases are the old owners' copies that a serving satellite has yet to
+// release: the pages are already stored here and the table names this
+// satellite, so until the release is sent the old owner merely keeps a stale
+// copy (exactly the state a crash between the two steps leaves). Batching turns
+// one relayed ReleasePages per page fault into one per 64.
+type releases struct {
+	mu sync.Mutex                            // guards m
+	m  map[string]map[uint32]*pendingRelease // session -> old owner -> pages
+}
+
+type pendingRelease struct {
+	pages []uint32
+	tNs   int64
+}
+
+// add queues pages for release at owner and returns how many are queued for the session.
+func (r *releases) add(session string, owner uint32, pages []uint32, tNs int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byOwner := r.m[session]
+	if byOwner == nil {
+		byOwner = map[uint32]*pendingRelease{}
+		r.m[session] = byOwner
+	}
+	p := byOwner[owner]
+	if p == nil {
+		p = &pendingRelease{}
+		byOwner[owner] = p
+	}
+	p.pages = append(p.pages, pages...)
+	p.tNs = tNs
+	n := 0
+	for _, q := range byOwner {
+		n += len(q.pages)
+	}
+	return n
+}
+
+// take removes and returns what is pending for session.
+func (r *releases) take(session string) map[uint32]*pendingRelease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	byOwner := r.m[session]
+	delete(r.m, session)
+	return byOwner
+}
+
+// flushReleases sends every pending release of session (the caller holds the session lock).
+func (n *Node) flushReleases(ctx context.Context, session string) {
+	byOwner := n.releases.take(session)
+	for _, owner := range slices.Sorted(maps.Keys(byOwner)) {
+		p := byOwner[owner]
+		for chunk := range slices.Chunk(p.pages, MaxBatchPages) {
+			n.release(ctx, session, owner, chunk, p.tNs)
+		}
+	}
+}
+
+// release asks the old owner to delete pages now stored here. A failure leaves a
+// stale copy there, never a lost page (the gateway's EndSession sweeps the trail).
+func (n *Node) release(ctx context.Context, session string, owner uint32, pages []uint32, tNs int64) {
+	err := n.originate(ctx, owner, tNs, "ReleasePages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
+		_, err := c.ReleasePages(ctx, &satpagev1.ReleasePagesRequest{Route: r, SessionId: session, Pages: pages, NewOwner: n.self})
+		return err
+	})
+	if err != nil {
+		n.log.WarnContext(ctx, "release at old owner failed; stale copy left there",
+			"session", session, "owner", owner, "pages", len(pages), "err", err)
+	}
 }
 
 // originate sends a routed request from this satellite to dest: straight to
@@ -342,6 +419,7 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 		return 0, 0, fmt.Errorf("to_satellite: %w", err)
 	}
 	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
 		return 0, 0, n.unknownHere(session, err)
@@ -376,6 +454,7 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved 
 		return 0, 0, err
 	}
 	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
 		return 0, 0, n.unknownHere(session, err)
@@ -408,6 +487,7 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 		return 0, err
 	}
 	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
 		return 0, n.unknownHere(session, err)
@@ -441,6 +521,11 @@ func (n *Node) SessionFrames(ctx context.Context, session string) (frames int, s
 	if err := checkSession(session); err != nil {
 		return 0, false, 0, err
 	}
+	// Releases this satellite owes for the session go out first, so that the
+	// counts at the old owners are settled once this returns.
+	unlock := n.locks.lock(session)
+	n.flushReleases(ctx, session)
+	unlock()
 	frames, err = n.store.CountFrames(ctx, session)
 	if err != nil {
 		return 0, false, 0, err

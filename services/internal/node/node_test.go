@@ -81,6 +81,16 @@ func TestAMovedPageTravelsTheShortestPathHopByHop(t *testing.T) {
 				t.Errorf("relays counted: got %v, want %d", got, tt.wantHops)
 			}
 			ctx := context.Background()
+			// The release to the old owner is batched; asking the serving satellite
+			// what it holds sends it.
+			_, rs := c.Satellite(t, tt.requester)
+			beforeRelease := relayed(c, "ReleasePages")
+			if _, err := rs.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: session}); err != nil {
+				t.Fatal(err)
+			}
+			if got := relayed(c, "ReleasePages") - beforeRelease; got != float64(tt.wantHops) {
+				t.Errorf("release relays: got %v, want %d", got, tt.wantHops)
+			}
 			if n, _ := c.Stores[tt.owner].CountFrames(ctx, session); n != 0 {
 				t.Errorf("frames left at the old owner: got %d, want 0", n)
 			}
@@ -209,6 +219,14 @@ func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
 		t.Fatalf("got %v, %v, want the page after 3 hops", r, err)
 	}
 	ctx := context.Background()
+	_, s3 := c.Satellite(t, 3)
+	before := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages"))
+	if _, err := s3.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err) // sends the batched release, which the owner fails
+	}
+	if got := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages")) - before; got != 1 {
+		t.Fatalf("release attempts sent: got %v, want 1", got)
+	}
 	tab, _ := c.Stores[3].GetTable(ctx, "s")
 	if tab[7] != 3 {
 		t.Errorf("owner in the table: got %d, want 3", tab[7])
