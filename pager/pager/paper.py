@@ -180,8 +180,10 @@ def exact_paper(params: PaperParams) -> PaperExpectation:
       E proactive moves = E proactive hops = sum_{k<H} E totals[k]
     """
     q = zipf_probabilities(params.n_pages, params.zipf_s)
-    # pi = 1 - (1 - q)^A without cancellation for tiny q.
-    pi = -np.expm1(params.accesses * np.log1p(-q))
+    # pi = 1 - (1 - q)^A without cancellation for tiny q (q = 1, a one-page object,
+    # gives log1p(-1) = -inf and pi = 1 exactly).
+    with np.errstate(divide="ignore"):
+        pi = -np.expm1(params.accesses * np.log1p(-q))
     stay = 1.0 - pi
     v = params.n_visits
     d = np.arange(v)

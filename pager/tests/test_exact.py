@@ -114,3 +114,10 @@ def test_on_demand_costs_more_in_page_hops_than_in_movements_relative_to_proacti
     e = pager.exact_paper(pager.PaperParams())
     assert e.ondemand_moves / e.proactive_moves < e.ondemand_hops / e.proactive_hops
     assert e.proactive_hops == e.proactive_moves
+
+
+def test_a_one_page_object_moves_once_per_handover_exactly():
+    e = pager.exact_paper(pager.PaperParams(n_pages=1, accesses=3, handovers=4))
+    np.testing.assert_array_equal(e.totals, np.ones(5))
+    np.testing.assert_array_equal(e.last_row, [0, 0, 0, 0, 1])
+    assert e.ondemand_moves == e.ondemand_hops == e.proactive_moves == 4
