@@ -112,7 +112,10 @@ def chunk_traces(w: World) -> Iterator[Trace]:
         yield chunk_trace(w, i).trace
 
 
-def run_chunk(w: World, i: int) -> ChunkResult:
+def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None
+              ) -> ChunkResult:
+    """One chunk under every strategy; its costs are added to ``into`` when given (the
+    sums are integers, so accumulating chunks in any grouping gives the same totals)."""
     sc = w.scenario
     stage = dict.fromkeys(STAGES, 0.0)
     t0 = time.perf_counter()
@@ -125,13 +128,14 @@ def run_chunk(w: World, i: int) -> ChunkResult:
         rl = replay(ct.trace, name, st.hot_k, st.push_recent_visits,
                     int(round(st.push_lead_s * 1e9)))
         t2 = time.perf_counter()
-        acc = _new_acc(w)
+        acc = into[name] if into is not None else _new_acc(w)
         acc.add(rl, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms)
         del rl
         stage["replay"] += t2 - t1
         stage["costs"] += time.perf_counter() - t2
         costs[name] = acc
-    return ChunkResult(i, costs, stage, ct.uncovered_steps, ct.client_steps)
+    return ChunkResult(i, into if into is not None else costs, stage, ct.uncovered_steps,
+                       ct.client_steps)
 
 
 # -- processes --------------------------------------------------------------------------------
@@ -147,9 +151,19 @@ def _init_worker(sc: Scenario, store_dir: str | None) -> None:
     _WORLD = prepare(sc, store_dir)
 
 
-def _worker_chunk(i: int) -> ChunkResult:
+def _worker_chunks(chunks: range) -> ChunkResult:
+    """A group of consecutive chunks accumulated in the worker: one result to send back
+    per group, not per chunk (the accumulators are megabytes at constellation scale)."""
     assert _WORLD is not None
-    return run_chunk(_WORLD, i)
+    into = {name: _new_acc(_WORLD) for name in _WORLD.scenario.strategies.compare}
+    total = ChunkResult(chunks.start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
+    for i in chunks:
+        r = run_chunk(_WORLD, i, into)
+        for k, v in r.stage_s.items():
+            total.stage_s[k] += v
+        total.uncovered_steps += r.uncovered_steps
+        total.client_steps += r.client_steps
+    return total
 
 
 @dataclass
@@ -183,8 +197,9 @@ def run_scenario(sc: Scenario, processes: int | None = None,
     res = RunResult(sc, w, costs, stage, processes=procs)
 
     def absorb(r: ChunkResult, done: int) -> None:
-        for name, acc in r.costs.items():
-            costs[name].merge(acc)
+        if r.costs is not costs:
+            for name, acc in r.costs.items():
+                costs[name].merge(acc)
         for k, v in r.stage_s.items():
             stage[k] += v
         res.uncovered_steps += r.uncovered_steps
@@ -194,15 +209,18 @@ def run_scenario(sc: Scenario, processes: int | None = None,
 
     if procs <= 1 or n <= 1:
         for i in range(n):
-            absorb(run_chunk(w, i), i + 1)
+            absorb(run_chunk(w, i, costs), i + 1)
     else:
         # spawn, not fork: the engine's threads (OpenMP) must not be forked
         with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker,
                                  initargs=(sc, str(w.positions.path.parent)
                                            if w.positions.path else None),
                                  mp_context=multiprocessing.get_context("spawn")) as ex:
-            for done, r in enumerate(ex.map(_worker_chunk, range(n)), start=1):
-                absorb(r, done)
+            # about four groups per process: balanced load, few results to send back
+            size = max(1, -(-n // (4 * procs)))
+            groups = [range(i, min(n, i + size)) for i in range(0, n, size)]
+            for g, r in zip(groups, ex.map(_worker_chunks, groups), strict=True):
+                absorb(r, g.stop)
     res.wall_s = time.perf_counter() - t0
     if res.uncovered_steps:
         frac = res.uncovered_steps / max(res.client_steps, 1)
