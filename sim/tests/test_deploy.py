@@ -232,3 +232,29 @@ def test_deploy_stack_writes_the_stack_for_another_constellation(tmp_path):
     result = CliRunner().invoke(app, ["deploy", "stack", "-c", "walker:6/2/1:550:53", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert len(yaml.safe_load(out.read_text())["services"]) == 13
+
+
+# --- the end-to-end verdict ------------------------------------------------------
+
+def test_the_e2e_verdict_passes_equal_counts_and_fails_any_difference(tmp_path):
+    script = ROOT / "scripts" / "e2e-compare.py"
+    engine = {"totals": [321.0, 477.0], "last_row": [33.0, 346.0], "proactive_moves": 2797.0,
+              "ondemand_moves": 1216.0, "ondemand_hops": 1751.0}
+    (tmp_path / "e.json").write_text(json.dumps(engine))
+    (tmp_path / "same.json").write_text(json.dumps({**engine, "backend": "cluster"}))
+    (tmp_path / "diff.json").write_text(json.dumps({**engine, "ondemand_hops": 1750.0}))
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True)
+
+    assert run("paper", str(tmp_path / "e.json"), str(tmp_path / "same.json")).returncode == 0
+    bad = run("paper", str(tmp_path / "e.json"), str(tmp_path / "diff.json"))
+    assert bad.returncode == 1 and "ondemand_hops" in bad.stderr
+    e = {"strategies": {"on-demand": {"accesses": 10, "page_hops": 7, "ratio": 0.5}}}
+    c = {"strategies": {"on-demand": {"accesses": 10, "page_hops": 8}}}
+    (tmp_path / "ce.json").write_text(json.dumps(e))
+    (tmp_path / "cc.json").write_text(json.dumps(c))
+    bad = run("compare", str(tmp_path / "ce.json"), str(tmp_path / "cc.json"))
+    assert bad.returncode == 1 and "on-demand.page_hops" in bad.stderr
+    (tmp_path / "none.json").write_text(json.dumps({"strategies": {"on-demand": {"note": "x"}}}))
+    assert run("compare", str(tmp_path / "ce.json"), str(tmp_path / "none.json")).returncode == 1
