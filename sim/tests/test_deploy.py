@@ -194,7 +194,8 @@ def test_redis_sizing_follows_the_measured_cost_of_a_frame():
 
 
 @pytest.mark.skipif(not HELM.exists(), reason="helm is not in .tools/bin (scripts/setup.sh --with-helm)")
-@pytest.mark.parametrize("args", [["--constellation", "walker:24/4/1:550:53", "--gateway-service", "NodePort"],
+@pytest.mark.parametrize("args", [["--constellation", "walker:24/4/1:550:53", "--gateway-service", "NodePort",
+                                   "--page-bytes", "65536"],
                                   ["--scenario", str(ROOT / "sim" / "satpage" / "scenarios" / "default.toml")],
                                   ["--registry", "registry.example.com/satpage", "--tag", "1.2.3"]])
 def test_rendered_values_install_with_plain_helm(tmp_path, args):
@@ -210,6 +211,8 @@ def test_rendered_values_install_with_plain_helm(tmp_path, args):
     from orbit_model.constellation import parse_walker_spec
 
     assert sts["spec"]["replicas"] == parse_walker_spec(values["constellation"]["spec"])[1]
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert cm["data"]["SATPAGE_PAGE_BYTES"] == str(values["daemons"]["pageBytes"])
 
 
 @pytest.mark.parametrize(

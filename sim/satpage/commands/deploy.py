@@ -106,7 +106,7 @@ def redis_sizing(*, satellites: int, pages: int, page_bytes: int, active_session
     return RedisSizing(maxmemory, limit, frame_bytes, frames)
 
 
-def render_values(spec: str, *, sizing: RedisSizing, images: ImageSet,
+def render_values(spec: str, *, sizing: RedisSizing, images: ImageSet, page_bytes: int = 4096,
                   gateway_service_type: str = "ClusterIP", source: str = "") -> str:
     """A values file for charts/satpage: only the keys that differ by scenario, commented."""
     satellites = satellite_count(spec)
@@ -120,6 +120,9 @@ def render_values(spec: str, *, sizing: RedisSizing, images: ImageSet,
 constellation:
   # {satellites} satellites: the StatefulSet runs pods 0..{satellites - 1}
   spec: "{spec}"
+daemons:
+  # the scenario's page size: satnode and the gateway refuse bigger pages
+  pageBytes: {page_bytes}
 satnode:
   image:
     repository: {images.registry}/satnode  # {registry_note}
@@ -334,11 +337,12 @@ def _values_text(scenario: Path | None, constellation: str | None, pages: int | 
         d_active = sc.sessions.count * min(1.0, sc.sessions.lifetime_mean_s / span_s) if span_s > 0 else 1.0
     spec = constellation or spec
     satellites = satellite_count(spec)
+    page_bytes = d_bytes if page_bytes is None else page_bytes
     sizing = redis_sizing(satellites=satellites, pages=d_pages if pages is None else pages,
-                          page_bytes=d_bytes if page_bytes is None else page_bytes,
+                          page_bytes=page_bytes,
                           active_sessions=d_active if active_sessions is None else active_sessions,
                           hot_share=hot_share)
-    return render_values(spec, sizing=sizing, images=images,
+    return render_values(spec, sizing=sizing, images=images, page_bytes=page_bytes,
                          gateway_service_type=gateway_service, source=source)
 
 
