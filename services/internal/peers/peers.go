@@ -38,7 +38,13 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	opts = append(opts, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
+	// WaitForReady: a satellite that restarts (kubelet brings a killed satnode
+	// back in seconds, its Redis keeps the frames) is waited for, with gRPC's
+	// reconnect backoff, until the caller's deadline, instead of failing the
+	// request at once. A request that never left is safe to hold; the deadline
+	// still bounds it, and the error then names the satellite.
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.WaitForReady(true),
+		grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
 	return &Pool{addr: addr, opts: opts, conns: map[uint32]*grpc.ClientConn{}}
 }
 
