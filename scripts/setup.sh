@@ -56,8 +56,11 @@ if [[ "$("$TOOLS/protoc-gen-go-grpc" --version 2>/dev/null)" != "protoc-gen-go-g
   go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC"
 fi
 (cd services && go mod download)
-if [[ "${1:-}" == "--with-helm" ]] && ! "$TOOLS/helm" version --short 2>/dev/null | grep -q "$HELM"; then
+# `go install` stamps no patch version into helm (`helm version` says v3.21),
+# so a stamp file records which version .tools/bin/helm was built from.
+if [[ "${1:-}" == "--with-helm" ]] && [[ ! -x $TOOLS/helm || "$(cat "$TOOLS/.helm-version" 2>/dev/null)" != "$HELM" ]]; then
   log "go install helm $HELM (about a minute the first time)"
   go install "helm.sh/helm/v3/cmd/helm@$HELM"
+  echo "$HELM" > "$TOOLS/.helm-version"
 fi
 log "ready"
