@@ -78,6 +78,15 @@ def _table(result: dict) -> Table:
 def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> None:
     """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
     and set the cluster's counts beside the engine's for the same traces."""
+    # The Go relay routes on the time-invariant +Grid of a Walker spec (see
+    # docs/services.md); anything else would give counts that silently differ.
+    cutoff = sc.constellation.isl_latitude_cutoff_deg
+    if cutoff < 90.0:
+        fail(f"--backend cluster routes without a latitude cut-off; the scenario sets "
+             f"constellation.isl_latitude_cutoff_deg = {cutoff} (use 90 or --backend engine)")
+    if not sc.constellation.spec.startswith("walker"):
+        fail(f"--backend cluster needs a Walker constellation; the scenario's is "
+             f"{sc.constellation.spec!r} (use --backend engine)")
     try:
         cluster = importlib.import_module("satpage.cluster")
         replay_trace = cluster.replay_trace
