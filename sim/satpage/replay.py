@@ -10,8 +10,7 @@ HANDOVER 1, PUSH 2, REMOTE 3, CREATE 4). satpage.costs prices it.
 ``pager`` and ``pager.strategies_extra``. ``replay_builtin`` is satpage's own
 compiled implementation of the same five strategies, written independently
 from the same rules (DESIGN.md section 1, docs/strategies.md); the tests hold
-the two to identical event logs, and it is the fallback when an installed
-pager lacks the engine.
+the two to identical event logs (an independent parity reference).
 """
 
 from __future__ import annotations
@@ -36,9 +35,8 @@ NOWHERE, GROUND = -1, -2
 EVENT_DTYPE = np.dtype([("session", np.int64), ("page", np.int32), ("from_visit", np.int32),
                         ("to_visit", np.int32), ("time_ns", np.int64), ("kind", np.int8)])
 
-_HAS_ENGINE = hasattr(pager, "replay") and hasattr(pager, "Strategy")
-#: which engine `replay` uses ("pager" or "satpage-builtin"); reports record it.
-ENGINE = "pager" if _HAS_ENGINE else "satpage-builtin"
+#: the engine `replay` uses; reports record it.
+ENGINE = "pager"
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,15 +69,13 @@ def make_strategy(name: str, hot_k: int = 32, push_recent_visits: int = 1,
 
 def replay(trace: Trace, name: str, hot_k: int = 32, push_recent_visits: int = 1,
            push_lead_ns: int = 10_000_000_000) -> ReplayLog:
-    """Replay ``trace`` under the named strategy (pager's engine when installed)."""
-    if not _HAS_ENGINE:
-        return replay_builtin(trace, name, hot_k, push_recent_visits, push_lead_ns)
+    """Replay ``trace`` under the named strategy with pager's engine."""
     strategy = make_strategy(name, hot_k, push_recent_visits, push_lead_ns)
     r = pager.replay(trace, strategy, events=True, log_creations=True)
     return ReplayLog(name, r.events, r.held_at_end)
 
 
-# -- satpage's own implementation (parity reference and fallback) ----------------------------
+# -- satpage's own implementation (parity reference for the tests) ----------------------------
 
 _CODES = {"proactive": 0, "on-demand": 1, "hot-k": 2, "ground-store": 3, "push-ahead": 4}
 

@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 
-import pager
 from pager import Trace
 from satpage.replay import (
     CREATE,
@@ -111,8 +110,3 @@ def test_ground_store_serves_every_access_from_the_ground():
     assert ev.size == tr.n_accesses
     assert np.all(ev["from_visit"] == GROUND) and np.all(ev["kind"] == REMOTE)
 
-
-def test_satpage_uses_pagers_engine():
-    assert hasattr(pager, "replay")
-    from satpage.replay import ENGINE
-    assert ENGINE == "pager"
