@@ -413,36 +413,31 @@ func (g *Gateway) done(ctx context.Context, rpc string, start time.Time, err err
 	return st
 }
 
-func (p *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+// serve runs one handler: the gateway's request timeout, then done's timing and
+// error-to-status mapping. Every handler goes through it.
+func serve[Req, Resp any](g *Gateway, ctx context.Context, rpc string, req Req,
+	f func(context.Context, Req) (Resp, error)) (Resp, error) {
 	start := time.Now()
-	ctx, cancel := p.g.withTimeout(ctx)
+	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
-	r, err := p.g.ReadPage(ctx, req)
-	return r, p.g.done(ctx, "ReadPage", start, err)
+	r, err := f(ctx, req)
+	return r, g.done(ctx, rpc, start, err)
+}
+
+func (p *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	return serve(p.g, ctx, "ReadPage", req, p.g.ReadPage)
 }
 
 func (p *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
-	start := time.Now()
-	ctx, cancel := p.g.withTimeout(ctx)
-	defer cancel()
-	r, err := p.g.ReadPages(ctx, req)
-	return r, p.g.done(ctx, "ReadPages", start, err)
+	return serve(p.g, ctx, "ReadPages", req, p.g.ReadPages)
 }
 
 func (p *pageServer) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
-	start := time.Now()
-	ctx, cancel := p.g.withTimeout(ctx)
-	defer cancel()
-	r, err := p.g.WritePage(ctx, req)
-	return r, p.g.done(ctx, "WritePage", start, err)
+	return serve(p.g, ctx, "WritePage", req, p.g.WritePage)
 }
 
 func (p *pageServer) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
-	start := time.Now()
-	ctx, cancel := p.g.withTimeout(ctx)
-	defer cancel()
-	r, err := p.g.EndSession(ctx, req)
-	return r, p.g.done(ctx, "EndSession", start, err)
+	return serve(p.g, ctx, "EndSession", req, p.g.EndSession)
 }
 
 type gatewayServer struct {
@@ -462,9 +457,5 @@ func (s *gatewayServer) RegisterSession(ctx context.Context, req *satpagev1.Regi
 }
 
 func (s *gatewayServer) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {
-	start := time.Now()
-	ctx, cancel := s.g.withTimeout(ctx)
-	defer cancel()
-	r, err := s.g.SessionStats(ctx, req)
-	return r, s.g.done(ctx, "SessionStats", start, err)
+	return serve(s.g, ctx, "SessionStats", req, s.g.SessionStats)
 }
