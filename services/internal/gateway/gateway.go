@@ -217,6 +217,17 @@ func (g *Gateway) withTimeout(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, g.rpcTimeout)
 }
 
+// serving advances s to tNs and returns the serving satellite and its client.
+// The caller holds the session's lock.
+func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, satpagev1.PageServiceClient, error) {
+	sat, err := g.advance(ctx, s, tNs)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := g.peers.Page(sat)
+	return sat, c, err
+}
+
 // ReadPage forwards one access to the serving satellite.
 func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
 	s, unlock, err := g.acquire(req.SessionId)
@@ -224,11 +235,7 @@ func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) 
 		return nil, err
 	}
 	defer unlock()
-	sat, err := g.advance(ctx, s, req.ScenarioTimeNs)
-	if err != nil {
-		return nil, err
-	}
-	c, err := g.peers.Page(sat)
+	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -290,11 +297,7 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 		return nil, err
 	}
 	defer unlock()
-	sat, err := g.advance(ctx, s, req.ScenarioTimeNs)
-	if err != nil {
-		return nil, err
-	}
-	c, err := g.peers.Page(sat)
+	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -313,11 +316,7 @@ func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionReque
 		return nil, err
 	}
 	defer unlock()
-	sat, err := g.advance(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs))
-	if err != nil {
-		return nil, err
-	}
-	c, err := g.peers.Page(sat)
+	sat, c, err := g.serving(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs))
 	if err != nil {
 		return nil, err
 	}
