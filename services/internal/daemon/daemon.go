@@ -47,7 +47,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listen on %q: %w", o.Listen, err)
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(peers.MaxMessageBytes), grpc.MaxSendMsgSize(peers.MaxMessageBytes))
+	srv := grpc.NewServer(peers.ServerOptions()...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv)

@@ -56,13 +56,13 @@ func (s *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequ
 	if err := CheckBatch(req); err != nil {
 		return nil, s.n.observe(ctx, "ReadPages", start, err)
 	}
-	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, 0, len(req.Pages))}
-	for i, p := range req.Pages {
-		a, err := s.n.Access(ctx, req.SessionId, p, req.ScenarioTimeNs[i], nil)
-		if err != nil {
-			return nil, s.n.observe(ctx, "ReadPages", start, fmt.Errorf("access %d: %w", i, err))
-		}
-		out.Results = append(out.Results, accessResponse(s.n, a, req.OmitData))
+	as, err := s.n.ReadPages(ctx, req.SessionId, req.Pages, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, s.n.observe(ctx, "ReadPages", start, err)
+	}
+	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, len(as))}
+	for i, a := range as {
+		out.Results[i] = accessResponse(s.n, a, req.OmitData)
 	}
 	return out, s.n.observe(ctx, "ReadPages", start, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -434,5 +435,85 @@ func TestTheClientsDeadlineHoldsAtTheEndOfTheRelay(t *testing.T) {
 	}
 	if n, _ := c.Stores[0].CountFrames(context.Background(), "s"); n != 1 {
 		t.Errorf("frames at the owner after the timeout: got %d, want 1 (not lost)", n)
+	}
+}
+
+// A batch read must give what reading the pages one by one gives (outcome, hops,
+// previous owner, data, and the state left behind), with one FetchPages per
+// (owner, scenario time) instead of one per fault.
+func TestABatchReadEqualsReadingOneByOne(t *testing.T) {
+	ctx := context.Background()
+	pages := []uint32{3, 20, 11, 3, 99, 5, 14, 99, 20, 0, 12, 7}
+	const min = int64(60e9)
+	times := []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, min, min}
+	// Pages 0-9 written at satellite 0, 10-14 at 16, page 20 at 2, which then serves.
+	setup := func(c *clustertest.Cluster) {
+		t.Helper()
+		write := func(sat int, from, to uint32) {
+			p, _ := c.Satellite(t, sat)
+			for pg := from; pg <= to; pg++ {
+				if _, err := p.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "b", Page: pg, Data: []byte{byte(pg), byte(sat)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		hand := func(from, to int) {
+			_, s := c.Satellite(t, from)
+			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "b", ToSatellite: uint32(to)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, s0 := c.Satellite(t, 0)
+		if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		write(0, 0, 9)
+		hand(0, 16)
+		write(16, 10, 14)
+		hand(16, 2)
+		write(2, 20, 20)
+	}
+	batch := clustertest.New(t, defaultSpec, clustertest.Options{})
+	single := clustertest.New(t, defaultSpec, clustertest.Options{})
+	setup(batch)
+	setup(single)
+
+	before := relayed(batch, "FetchPages")
+	pb, _ := batch.Satellite(t, 2)
+	got, err := pb.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: "b", Pages: pages, ScenarioTimeNs: times})
+	if err != nil || len(got.Results) != len(pages) {
+		t.Fatalf("ReadPages: got %v, %v", got, err)
+	}
+	ps, _ := single.Satellite(t, 2)
+	for i, pg := range pages {
+		want, err := ps.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "b", Page: pg, ScenarioTimeNs: times[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.Results[i]
+		if g.Outcome != want.Outcome || g.Hops != want.Hops || g.PreviousOwner != want.PreviousOwner || !bytes.Equal(g.Data, want.Data) {
+			t.Errorf("access %d (page %d): batch gave %v %d hops from %d data %v, one by one %v %d hops from %d data %v",
+				i, pg, g.Outcome, g.Hops, g.PreviousOwner, g.Data, want.Outcome, want.Hops, want.PreviousOwner, want.Data)
+		}
+	}
+	// Groups: (0, t0) pages 3 5 0; (16, t0) 11 14; (16, 1 min) 12; (0, 1 min) 7.
+	h0, _ := batch.Grid.Hops(0, 2, 0)
+	h16, _ := batch.Grid.Hops(16, 2, 0)
+	if got, want := relayed(batch, "FetchPages")-before, float64(2*h0+2*h16); got != want {
+		t.Errorf("relayed FetchPages hops of the batch: got %v, want %v (one FetchPages per owner and time)", got, want)
+	}
+	for _, sat := range []int{0, 16, 2} {
+		_, sb := batch.Satellite(t, sat)
+		_, ss := single.Satellite(t, sat)
+		fb, err1 := sb.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "b"})
+		fs, err2 := ss.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "b"})
+		if err1 != nil || err2 != nil || fb.Frames != fs.Frames || fb.TablePages != fs.TablePages {
+			t.Errorf("satellite %d holds %v (%v) after the batch, %v (%v) one by one", sat, fb, err1, fs, err2)
+		}
+	}
+	tb, _ := batch.Stores[2].GetTable(ctx, "b")
+	ts, _ := single.Stores[2].GetTable(ctx, "b")
+	if !maps.Equal(tb, ts) {
+		t.Errorf("page table after the batch %v, one by one %v", tb, ts)
 	}
 }

@@ -75,17 +75,22 @@ func (m *Memory) TableSize(ctx context.Context, session string) (int, error) {
 	return len(t), nil
 }
 
-func (m *Memory) Owner(ctx context.Context, session string, page uint32) (uint32, bool, error) {
+func (m *Memory) Owners(ctx context.Context, session string, pages []uint32) (Table, error) {
 	if err := m.lock(ctx); err != nil {
-		return 0, false, err
+		return nil, err
 	}
 	defer m.mu.Unlock()
 	t, ok := m.tables[session]
 	if !ok {
-		return 0, false, unknown(session)
+		return nil, unknown(session)
 	}
-	o, ok := t[page]
-	return o, ok, nil
+	out := make(Table, len(pages))
+	for _, p := range pages {
+		if o, ok := t[p]; ok {
+			out[p] = o
+		}
+	}
+	return out, nil
 }
 
 func (m *Memory) SetOwner(ctx context.Context, session string, pages []uint32, owner uint32) error {

@@ -149,22 +149,32 @@ func (r *Redis) TableSize(ctx context.Context, session string) (int, error) {
 	return int(n) - 1, nil
 }
 
-func (r *Redis) Owner(ctx context.Context, session string, page uint32) (uint32, bool, error) {
-	v, err := r.c.HMGet(ctx, tkey(session), tableMarker, pageField(page)).Result()
+func (r *Redis) Owners(ctx context.Context, session string, pages []uint32) (Table, error) {
+	fields := make([]string, 0, 1+len(pages))
+	fields = append(fields, tableMarker)
+	for _, p := range pages {
+		fields = append(fields, pageField(p))
+	}
+	v, err := r.c.HMGet(ctx, tkey(session), fields...).Result()
 	if err != nil {
-		return 0, false, wrap(err, "owner")
+		return nil, wrap(err, "owners")
 	}
 	if v[0] == nil {
-		return 0, false, unknown(session)
+		return nil, unknown(session)
 	}
-	if v[1] == nil {
-		return 0, false, nil
+	out := make(Table, len(pages))
+	for i, p := range pages {
+		s, ok := v[i+1].(string)
+		if !ok {
+			continue // never created
+		}
+		o, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("session %q page %d: corrupt owner %q: %w", session, p, s, errs.ErrUnavailable)
+		}
+		out[p] = uint32(o)
 	}
-	o, err := strconv.ParseUint(v[1].(string), 10, 32)
-	if err != nil {
-		return 0, false, fmt.Errorf("session %q page %d: corrupt owner %q: %w", session, page, v[1], errs.ErrUnavailable)
-	}
-	return uint32(o), true, nil
+	return out, nil
 }
 
 func (r *Redis) SetOwner(ctx context.Context, session string, pages []uint32, owner uint32) error {

@@ -32,9 +32,10 @@ type PageStore interface {
 	GetTable(ctx context.Context, session string) (Table, error)
 	// TableSize is the number of entries; errs.ErrUnknownSession when absent.
 	TableSize(ctx context.Context, session string) (int, error)
-	// Owner looks up one entry: ok is false when the page was never created;
+	// Owners looks up the entries of pages in one step: the result holds the
+	// pages that exist (a page never created is absent from it);
 	// errs.ErrUnknownSession when there is no table.
-	Owner(ctx context.Context, session string, page uint32) (owner uint32, ok bool, err error)
+	Owners(ctx context.Context, session string, pages []uint32) (Table, error)
 	// SetOwner sets one entry; errs.ErrUnknownSession when there is no table.
 	SetOwner(ctx context.Context, session string, pages []uint32, owner uint32) error
 	// DeleteTable removes the page table of session; errs.ErrUnknownSession when absent.

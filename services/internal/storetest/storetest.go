@@ -36,8 +36,8 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		if _, err := s.TableSize(ctx, sid); !errors.Is(err, errs.ErrUnknownSession) {
 			t.Errorf("TableSize: got %v, want ErrUnknownSession", err)
 		}
-		if _, _, err := s.Owner(ctx, sid, 3); !errors.Is(err, errs.ErrUnknownSession) {
-			t.Errorf("Owner: got %v, want ErrUnknownSession", err)
+		if _, err := s.Owners(ctx, sid, []uint32{3}); !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("Owners: got %v, want ErrUnknownSession", err)
 		}
 		if err := s.SetOwner(ctx, sid, []uint32{3}, 1); !errors.Is(err, errs.ErrUnknownSession) {
 			t.Errorf("SetOwner: got %v, want ErrUnknownSession", err)
@@ -62,8 +62,8 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		if n, err := s.TableSize(ctx, sid); n != 0 || err != nil {
 			t.Errorf("TableSize: got %d, %v, want 0", n, err)
 		}
-		if _, ok, err := s.Owner(ctx, sid, 0); ok || err != nil {
-			t.Errorf("Owner of a never-created page: got ok=%v, %v, want false, nil", ok, err)
+		if o, err := s.Owners(ctx, sid, []uint32{0}); len(o) != 0 || err != nil {
+			t.Errorf("Owners of a never-created page: got %v, %v, want no entry", o, err)
 		}
 	})
 
@@ -83,8 +83,13 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		if err != nil || !maps.Equal(got, want) {
 			t.Errorf("GetTable: got %v, %v, want %v", got, err, want)
 		}
-		if o, ok, err := s.Owner(ctx, sid, 7); o != 3 || !ok || err != nil {
-			t.Errorf("Owner(7): got %d, %v, %v, want 3, true, nil", o, ok, err)
+		// Pages asked for twice, absent and present, in one lookup.
+		o, err := s.Owners(ctx, sid, []uint32{7, 1, 4294967295, 7})
+		if want := (store.Table{7: 3, 4294967295: 42}); err != nil || !maps.Equal(o, want) {
+			t.Errorf("Owners(7, 1, max, 7): got %v, %v, want %v", o, err, want)
+		}
+		if o, err := s.Owners(ctx, sid, nil); len(o) != 0 || err != nil {
+			t.Errorf("Owners of no pages: got %v, %v, want empty", o, err)
 		}
 		if n, _ := s.TableSize(ctx, sid); n != 3 {
 			t.Errorf("TableSize: got %d, want 3", n)
