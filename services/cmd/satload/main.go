@@ -33,6 +33,8 @@ func main() {
 	pageBytes := fs.Int("page-bytes", 4096, "bytes per page")
 	duration := fs.Duration("duration", 5*time.Second, "measuring time per hop count (bounded)")
 	maxFaults := fs.Int("max-accesses", 200000, "stop a hop count after this many accesses")
+	batch := fs.Int("batch", 1, "pages per request (1: ReadPage, more: ReadPages)")
+	rate := fs.Float64("rate", 0, "open-loop aggregate requests per second (0: closed loop, as fast as replies come)")
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	_ = fs.Parse(os.Args[1:])
 	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
@@ -70,7 +72,7 @@ func main() {
 			os.Exit(2)
 		}
 		res, err := load.Run(ctx, g, pool, load.Options{Hops: n, Workers: *workers, Pages: *pages,
-			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Seed: 1, CPUPids: pids})
+			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "satload:", err)
 			os.Exit(1)

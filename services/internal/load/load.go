@@ -3,6 +3,12 @@
 // session that ping-pongs between two satellites h ISL hops apart: it reads
 // every page at the serving satellite (each read a page fault that travels h
 // hops), hands the page table over to the other satellite, and repeats.
+//
+// Reads go out one page per ReadPage (Batch 1) or Batch pages per ReadPages.
+// Closed loop by default (each worker sends its next request when the last
+// returns: the throughput figure); with RatePerS, open loop at that aggregate
+// request rate, each latency counted from the request's scheduled send time, so
+// a slow reply also delays (and is charged to) the requests queued behind it.
 package load
 
 import (
@@ -31,6 +37,8 @@ type Options struct {
 	PageBytes int           // bytes written into each page
 	Duration  time.Duration // measuring time (after warm-up)
 	MaxFaults int           // stop earlier after this many accesses
+	Batch     int           // pages per request: 1 = ReadPage, more = ReadPages
+	RatePerS  float64       // open-loop aggregate requests per second (0: closed loop)
 	Seed      uint64
 	CPUPids   []int // cluster processes whose CPU time is metered (may be empty)
 }
@@ -39,10 +47,13 @@ type Options struct {
 type Result struct {
 	Hops          int     `json:"hops"`
 	Workers       int     `json:"workers"`
+	Batch         int     `json:"batch"`
+	RatePerS      float64 `json:"offered_requests_per_s"` // 0: closed loop
+	Requests      int     `json:"requests"`
 	Accesses      int     `json:"accesses"`
 	Seconds       float64 `json:"seconds"`
 	PerSecond     float64 `json:"accesses_per_s"`
-	P50Ms         float64 `json:"p50_ms"`
+	P50Ms         float64 `json:"p50_ms"` // of requests (a batch is one request)
 	P99Ms         float64 `json:"p99_ms"`
 	MeanMs        float64 `json:"mean_ms"`
 	MeasuredHops  uint64  `json:"measured_hops_sum"`
@@ -71,6 +82,12 @@ func pairs(g *constellation.Grid, h, n int, r *rand.Rand) ([][2]uint32, error) {
 
 // Run measures o.Hops-hop page faults against satellites reached through pool.
 func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (Result, error) {
+	if o.Batch < 1 || o.Batch > o.Pages {
+		return Result{}, fmt.Errorf("batch of %d pages: want 1 to the %d pages of a session", o.Batch, o.Pages)
+	}
+	if o.RatePerS < 0 {
+		return Result{}, fmt.Errorf("rate %g requests/s: want >= 0", o.RatePerS)
+	}
 	r := rand.New(rand.NewPCG(o.Seed, uint64(o.Hops)))
 	ps, err := pairs(g, o.Hops, o.Workers, r)
 	if err != nil {
@@ -84,6 +101,7 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 	var (
 		mu        sync.Mutex // guards the fields below
 		latencies []time.Duration
+		accesses  int
 		hopsSum   uint64
 		bad       int
 		firstErr  error
@@ -117,18 +135,26 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 	cpu0 := cpuSeconds(o.CPUPids)
 	stopAt := time.Now().Add(o.Duration)
 	var count sync.WaitGroup
-	budget := make(chan struct{}, o.MaxFaults)
-	for range o.MaxFaults {
+	requests := (o.MaxFaults + o.Batch - 1) / o.Batch
+	budget := make(chan struct{}, requests)
+	for range requests {
 		budget <- struct{}{}
 	}
 	close(budget)
 	began := time.Now()
 	for w := range o.Workers {
 		count.Go(func() {
-			lat, hs, b, err := ready[w].run(ctx, pool, o, len(data), stopAt, budget)
+			// Open loop: worker w sends every interval, the workers staggered evenly.
+			var interval time.Duration
+			if o.RatePerS > 0 {
+				interval = time.Duration(float64(o.Workers) / o.RatePerS * 1e9)
+			}
+			first := began.Add(interval * time.Duration(w) / time.Duration(o.Workers))
+			lat, n, hs, b, err := ready[w].run(ctx, pool, o, len(data), stopAt, budget, first, interval)
 			mu.Lock()
 			defer mu.Unlock()
 			latencies = append(latencies, lat...)
+			accesses += n
 			hopsSum += hs
 			bad += b
 			if err != nil && firstErr == nil {
@@ -143,18 +169,18 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 		return Result{}, firstErr
 	}
 	slices.Sort(latencies)
-	res := Result{Hops: o.Hops, Workers: o.Workers, Accesses: len(latencies), Seconds: elapsed,
-		MeasuredHops: hopsSum, UnexpectedOut: bad}
+	res := Result{Hops: o.Hops, Workers: o.Workers, Batch: o.Batch, RatePerS: o.RatePerS,
+		Requests: len(latencies), Accesses: accesses, Seconds: elapsed, MeasuredHops: hopsSum, UnexpectedOut: bad}
 	if n := len(latencies); n > 0 {
 		var sum time.Duration
 		for _, l := range latencies {
 			sum += l
 		}
-		res.PerSecond = float64(n) / elapsed
+		res.PerSecond = float64(accesses) / elapsed
 		res.P50Ms = ms(latencies[n/2])
 		res.P99Ms = ms(latencies[min(n-1, n*99/100)])
 		res.MeanMs = ms(sum / time.Duration(n))
-		res.CPUMicrosPerAccess = cpu / float64(n) * 1e6
+		res.CPUMicrosPerAccess = cpu / float64(accesses) * 1e6
 	}
 	return res, nil
 }
@@ -197,47 +223,84 @@ func (ss *session) end(pool peers.Dialer) {
 	}
 }
 
+// run reads the session's pages in requests of o.Batch, handing over between
+// rounds, until stopAt or the budget (one token a request) runs out. With
+// interval > 0 request k is due at first + k*interval and its latency counts
+// from then; a handover is not charged (the schedule restarts after it).
 func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLen int,
-	stopAt time.Time, budget <-chan struct{}) ([]time.Duration, uint64, int, error) {
+	stopAt time.Time, budget <-chan struct{}, first time.Time, interval time.Duration) ([]time.Duration, int, uint64, int, error) {
 	var lat []time.Duration
 	var hops uint64
-	bad := 0
+	accesses, bad := 0, 0
+	due := first
+	want := satpagev1.Outcome_OUTCOME_MOVED
+	if o.Hops == 0 {
+		want = satpagev1.Outcome_OUTCOME_LOCAL
+	}
+	check := func(r *satpagev1.ReadPageResponse) {
+		hops += uint64(r.Hops)
+		if r.Outcome != want || int(r.Hops) != o.Hops || len(r.Data) != dataLen {
+			bad++
+		}
+	}
+	pages := make([]uint32, o.Pages)
+	for i := range pages {
+		pages[i] = uint32(i)
+	}
+	times := make([]int64, o.Batch)
 	for time.Now().Before(stopAt) {
 		if o.Hops > 0 {
 			s, err := pool.Satellite(ss.serving)
 			if err != nil {
-				return lat, hops, bad, err
+				return lat, accesses, hops, bad, err
 			}
 			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: ss.id, ToSatellite: ss.other}); err != nil {
-				return lat, hops, bad, fmt.Errorf("handover %d -> %d: %w", ss.serving, ss.other, err)
+				return lat, accesses, hops, bad, fmt.Errorf("handover %d -> %d: %w", ss.serving, ss.other, err)
 			}
 			ss.serving, ss.other = ss.other, ss.serving
+			if now := time.Now(); interval > 0 && now.After(due) {
+				due = now
+			}
 		}
 		c, err := pool.Page(ss.serving)
 		if err != nil {
-			return lat, hops, bad, err
+			return lat, accesses, hops, bad, err
 		}
-		for p := range uint32(o.Pages) {
+		for chunk := range slices.Chunk(pages, o.Batch) {
+			if interval > 0 {
+				time.Sleep(time.Until(due))
+			}
 			if _, ok := <-budget; !ok || time.Now().After(stopAt) {
-				return lat, hops, bad, nil
+				return lat, accesses, hops, bad, nil
 			}
 			t0 := time.Now()
-			resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: p})
-			if err != nil {
-				return lat, hops, bad, fmt.Errorf("read page %d at %d: %w", p, ss.serving, err)
+			if interval > 0 {
+				t0 = due
+				due = due.Add(interval)
+			}
+			if len(chunk) == 1 {
+				resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0]})
+				if err != nil {
+					return lat, accesses, hops, bad, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
+				}
+				check(resp)
+			} else {
+				resp, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: ss.id, Pages: chunk, ScenarioTimeNs: times[:len(chunk)]})
+				if err != nil {
+					return lat, accesses, hops, bad, fmt.Errorf("read pages %d-%d at %d: %w", chunk[0], chunk[len(chunk)-1], ss.serving, err)
+				}
+				if len(resp.Results) != len(chunk) {
+					bad += len(chunk)
+				}
+				for _, r := range resp.Results {
+					check(r)
+				}
 			}
 			lat = append(lat, time.Since(t0))
-			hops += uint64(resp.Hops)
-			want := satpagev1.Outcome_OUTCOME_MOVED
-			if o.Hops == 0 {
-				want = satpagev1.Outcome_OUTCOME_LOCAL
-			}
-			if resp.Outcome != want || int(resp.Hops) != o.Hops || len(resp.Data) != dataLen {
-				bad++
-			}
+			accesses += len(chunk)
 		}
 	}
-	return lat, hops, bad, nil
+	return lat, accesses, hops, bad, nil
 }
 
 // cpuSeconds is utime + stime of pids (from /proc; Linux clock ticks of 1/100 s)

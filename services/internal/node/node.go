@@ -81,7 +81,7 @@ func New(o Options) (*Node, error) {
 	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
-		releases: releases{m: map[string]map[uint32]*pendingRelease{}}}, nil
+		releases: releases{m: map[string]map[uint32]*pendingRelease{}, sending: map[string]chan struct{}{}}}, nil
 }
 
 // Index is this satellite's index.
@@ -314,9 +314,10 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 		return nil, 0, err
 	}
 	if reason == "access" {
-		// Releases of single-page moves are batched per old owner (see releases).
+		// Releases of on-demand moves are batched per old owner and sent off
+		// the fault's path (see releases).
 		if n.releases.add(session, owner, pages, tNs) >= releaseBatch {
-			n.flushReleases(ctx, session)
+			n.releaseInBackground(ctx, session)
 		}
 	} else {
 		n.release(ctx, session, owner, pages, tNs)
@@ -332,14 +333,22 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 // what is pending first.
 const releaseBatch = 64
 
+// releaseTimeout bounds a release sent in the background (the request that
+// queued it has returned, so its deadline no longer applies).
+const releaseTimeout = 30 * time.Second
+
 // releases are the old owners' copies that a serving satellite has yet to
 // release: the pages are already stored here and the table names this
 // satellite, so until the release is sent the old owner merely keeps a stale
 // copy (exactly the state a crash between the two steps leaves). Batching turns
-// one relayed ReleasePages per page fault into one per 64.
+// one relayed ReleasePages per page fault into one per 64, and a full batch is
+// sent in the background so that no fault waits for it. At most one background
+// send per session runs; every other operation of the session waits for it
+// first (flushReleases), so releases reach an old owner before the table moves on.
 type releases struct {
-	mu sync.Mutex                            // guards m
-	m  map[string]map[uint32]*pendingRelease // session -> old owner -> pages
+	mu      sync.Mutex                            // guards m and sending
+	m       map[string]map[uint32]*pendingRelease // session -> old owner -> pages
+	sending map[string]chan struct{}              // session -> closed when its background send ends
 }
 
 type pendingRelease struct {
@@ -379,9 +388,47 @@ func (r *releases) take(session string) map[uint32]*pendingRelease {
 	return byOwner
 }
 
-// flushReleases sends every pending release of session (the caller holds the session lock).
+// releaseInBackground sends what is pending for session unless a background
+// send of the session is already running (the caller holds the session lock).
+func (n *Node) releaseInBackground(ctx context.Context, session string) {
+	r := &n.releases
+	r.mu.Lock()
+	if r.sending[session] != nil {
+		r.mu.Unlock()
+		return // what is pending goes with the next batch or the next flush
+	}
+	byOwner := r.m[session]
+	delete(r.m, session)
+	done := make(chan struct{})
+	r.sending[session] = done
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	go func() {
+		defer cancel()
+		n.sendReleases(ctx, session, byOwner)
+		r.mu.Lock()
+		delete(r.sending, session)
+		r.mu.Unlock()
+		close(done)
+	}()
+}
+
+// flushReleases waits for the session's background send, then sends every
+// pending release of session (the caller holds the session lock).
 func (n *Node) flushReleases(ctx context.Context, session string) {
-	byOwner := n.releases.take(session)
+	n.releases.mu.Lock()
+	done := n.releases.sending[session]
+	n.releases.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done(): // the sends below then fail at once: stale copies, never lost pages
+		}
+	}
+	n.sendReleases(ctx, session, n.releases.take(session))
+}
+
+func (n *Node) sendReleases(ctx context.Context, session string, byOwner map[uint32]*pendingRelease) {
 	for _, owner := range slices.Sorted(maps.Keys(byOwner)) {
 		p := byOwner[owner]
 		for chunk := range slices.Chunk(p.pages, MaxBatchPages) {

@@ -517,3 +517,57 @@ func TestABatchReadEqualsReadingOneByOne(t *testing.T) {
 		t.Errorf("page table after the batch %v, one by one %v", tb, ts)
 	}
 }
+
+// The 64th fault from an old owner queues a batch of releases; no fault waits
+// for it, and the next operation of the session (here SessionFrames) waits
+// until the old owner has deleted its copies.
+func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
+	ctx := context.Background()
+	hold := make(chan struct{})
+	c := clustertest.New(t, defaultSpec, clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 0 {
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/ReleasePages") {
+					<-hold
+				}
+				return h(ctx, req)
+			}
+		}})
+	p0, s0 := c.Satellite(t, 0)
+	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	for pg := range uint32(70) {
+		if _, err := p0.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "r", Page: pg, Data: []byte{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "r", ToSatellite: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p1, s1 := c.Satellite(t, 1)
+	for pg := range uint32(66) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := p1.ReadPage(rctx, &satpagev1.ReadPageRequest{SessionId: "r", Page: pg})
+		cancel()
+		if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+			t.Fatalf("read %d while the old owner holds its releases: got %v, %v, want MOVED", pg, r, err)
+		}
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70 {
+		t.Errorf("frames at the old owner while its release is held: got %d, want 70 (stale copies, none lost)", n)
+	}
+	close(hold)
+	if _, err := s1.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70-66 {
+		t.Errorf("frames at the old owner after the flush: got %d, want %d", n, 70-66)
+	}
+	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
+		t.Errorf("frames at the serving satellite: got %d, want 66", n)
+	}
+}
