@@ -27,7 +27,7 @@ func main() {
 	fs.StringVar(&c.Constellation, "constellation", c.Constellation, "constellation spec")
 	fs.StringVar(&c.PeerTemplate, "peer-template", c.PeerTemplate, "address of satellite i")
 	fs.IntVar(&c.PeerPortBase, "peer-port-base", c.PeerPortBase, "port of satellite 0")
-	hops := fs.String("hops", "0,1,2,4,8", "comma-separated hop counts")
+	hops := fs.String("hops", "0,1,2,4,8", `comma-separated hop counts; "echo" measures a bare gRPC health Check instead`)
 	workers := fs.Int("workers", 16, "concurrent sessions")
 	pages := fs.Int("pages", 64, "pages per session")
 	pageBytes := fs.Int("page-bytes", 4096, "bytes per page")
@@ -66,13 +66,17 @@ func main() {
 	defer pool.Close()
 	enc := json.NewEncoder(os.Stdout)
 	for _, h := range strings.Split(*hops, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(h))
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "satload: hop count %q is not an integer\n", h)
+		o := load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes, Duration: *duration,
+			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids}
+		var res load.Result
+		if h = strings.TrimSpace(h); h == "echo" {
+			res, err = load.Echo(ctx, g, pool, o)
+		} else if o.Hops, err = strconv.Atoi(h); err != nil {
+			fmt.Fprintf(os.Stderr, "satload: hop count %q is not an integer or \"echo\"\n", h)
 			os.Exit(2)
+		} else {
+			res, err = load.Run(ctx, g, pool, o)
 		}
-		res, err := load.Run(ctx, g, pool, load.Options{Hops: n, Workers: *workers, Pages: *pages,
-			PageBytes: *pageBytes, Duration: *duration, MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "satload:", err)
 			os.Exit(1)

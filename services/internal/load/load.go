@@ -5,6 +5,9 @@
 // hops), hands the page table over to the other satellite, and repeats.
 //
 // Reads go out one page per ReadPage (Batch 1) or Batch pages per ReadPages.
+// Echo measures a bare gRPC round trip (the standard health Check) to the
+// same daemons in the same way: the floor under one relayed hop.
+//
 // Closed loop by default (each worker sends its next request when the last
 // returns: the throughput figure); with RatePerS, open loop at that aggregate
 // request rate, each latency counted from the request's scheduled send time, so
@@ -23,6 +26,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -45,6 +50,7 @@ type Options struct {
 
 // Result is one measurement.
 type Result struct {
+	RPC           string  `json:"rpc"` // ReadPage, ReadPages, or Health.Check (the echo baseline)
 	Hops          int     `json:"hops"`
 	Workers       int     `json:"workers"`
 	Batch         int     `json:"batch"`
@@ -54,7 +60,9 @@ type Result struct {
 	Seconds       float64 `json:"seconds"`
 	PerSecond     float64 `json:"accesses_per_s"`
 	P50Ms         float64 `json:"p50_ms"` // of requests (a batch is one request)
+	P90Ms         float64 `json:"p90_ms"`
 	P99Ms         float64 `json:"p99_ms"`
+	P999Ms        float64 `json:"p999_ms"`
 	MeanMs        float64 `json:"mean_ms"`
 	MeasuredHops  uint64  `json:"measured_hops_sum"`
 	UnexpectedOut int     `json:"unexpected_outcomes"`
@@ -80,13 +88,23 @@ func pairs(g *constellation.Grid, h, n int, r *rand.Rand) ([][2]uint32, error) {
 	return out, nil
 }
 
-// Run measures o.Hops-hop page faults against satellites reached through pool.
-func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (Result, error) {
+func check(o Options) error {
+	if o.Workers < 1 {
+		return fmt.Errorf("%d workers: want >= 1", o.Workers)
+	}
 	if o.Batch < 1 || o.Batch > o.Pages {
-		return Result{}, fmt.Errorf("batch of %d pages: want 1 to the %d pages of a session", o.Batch, o.Pages)
+		return fmt.Errorf("batch of %d pages: want 1 to the %d pages of a session", o.Batch, o.Pages)
 	}
 	if o.RatePerS < 0 {
-		return Result{}, fmt.Errorf("rate %g requests/s: want >= 0", o.RatePerS)
+		return fmt.Errorf("rate %g requests/s: want >= 0", o.RatePerS)
+	}
+	return nil
+}
+
+// Run measures o.Hops-hop page faults against satellites reached through pool.
+func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (Result, error) {
+	if err := check(o); err != nil {
+		return Result{}, err
 	}
 	r := rand.New(rand.NewPCG(o.Seed, uint64(o.Hops)))
 	ps, err := pairs(g, o.Hops, o.Workers, r)
@@ -98,27 +116,14 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 		data[i] = byte(r.IntN(256))
 	}
 	tag := fmt.Sprintf("load-%d-%d", time.Now().UnixNano(), o.Hops)
-	var (
-		mu        sync.Mutex // guards the fields below
-		latencies []time.Duration
-		accesses  int
-		hopsSum   uint64
-		bad       int
-		firstErr  error
-	)
 	// Sessions are set up first (open, write every page); the clock and the CPU
 	// meter start once all are ready.
 	ready := make([]*session, o.Workers)
+	errs := make([]error, o.Workers)
 	var setup sync.WaitGroup
 	for w := range o.Workers {
 		setup.Go(func() {
-			ss, err := open(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data)
-			mu.Lock()
-			defer mu.Unlock()
-			ready[w] = ss
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
+			ready[w], errs[w] = open(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data)
 		})
 	}
 	setup.Wait()
@@ -129,58 +134,154 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 			}
 		}
 	}()
-	if firstErr != nil {
-		return Result{}, firstErr
+	for _, err := range errs {
+		if err != nil {
+			return Result{}, err
+		}
 	}
-	cpu0 := cpuSeconds(o.CPUPids)
-	stopAt := time.Now().Add(o.Duration)
-	var count sync.WaitGroup
+	rpc := "ReadPage"
+	if o.Batch > 1 {
+		rpc = "ReadPages"
+	}
+	return measure(o, rpc, func(w int, p *pacer) (tally, error) {
+		return ready[w].run(ctx, pool, o, len(data), p)
+	})
+}
+
+// Echo measures gRPC health Checks to satellites 0..Workers-1 (worker w asks
+// satellite w), paced like Run: the baseline round trip of this machine.
+func Echo(ctx context.Context, g *constellation.Grid, pool *peers.Pool, o Options) (Result, error) {
+	if err := check(o); err != nil {
+		return Result{}, err
+	}
+	if o.Workers > g.Satellites() {
+		return Result{}, fmt.Errorf("%d workers for %d satellites", o.Workers, g.Satellites())
+	}
+	o.Batch, o.Hops = 1, 0
+	return measure(o, "Health.Check", func(w int, p *pacer) (tally, error) {
+		var t tally
+		h, err := pool.Health(uint32(w))
+		if err != nil {
+			return t, err
+		}
+		for {
+			t0, ok := p.next()
+			if !ok {
+				return t, nil
+			}
+			r, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				return t, fmt.Errorf("health check of satellite %d: %w", w, err)
+			}
+			if r.Status != healthpb.HealthCheckResponse_SERVING {
+				t.bad++
+			}
+			t.lat = append(t.lat, time.Since(t0))
+			t.accesses++
+		}
+	})
+}
+
+// tally is what one worker measured.
+type tally struct {
+	lat      []time.Duration
+	accesses int
+	hops     uint64
+	bad      int
+}
+
+// pacer hands out one worker's requests: a budget token each, until stopAt.
+// Closed loop (interval 0): now, as soon as asked. Open loop: request k is due
+// at first + k*interval. A request sent late because the previous reply came
+// late has its latency counted from when it was due (the wait is the
+// service's); one sent on time counts from when it was sent (the timer's
+// oversleep is not).
+type pacer struct {
+	budget   <-chan struct{}
+	stopAt   time.Time
+	due      time.Time
+	interval time.Duration
+}
+
+// next waits for the next request's turn and returns the time its latency
+// counts from; false when the budget or the time is spent.
+func (p *pacer) next() (time.Time, bool) {
+	late := p.interval > 0 && time.Now().After(p.due)
+	if p.interval > 0 && !late {
+		time.Sleep(time.Until(p.due))
+	}
+	if _, ok := <-p.budget; !ok || time.Now().After(p.stopAt) {
+		return time.Time{}, false
+	}
+	t0 := time.Now()
+	if late {
+		t0 = p.due
+	}
+	p.due = p.due.Add(p.interval)
+	return t0, true
+}
+
+// restart moves the schedule to now after unmeasured work (a handover).
+func (p *pacer) restart() {
+	if now := time.Now(); p.interval > 0 && now.After(p.due) {
+		p.due = now
+	}
+}
+
+// measure runs work on o.Workers workers for o.Duration (at most the budget of
+// o.MaxFaults accesses) and summarises what they measured.
+func measure(o Options, rpc string, work func(w int, p *pacer) (tally, error)) (Result, error) {
 	requests := (o.MaxFaults + o.Batch - 1) / o.Batch
 	budget := make(chan struct{}, requests)
 	for range requests {
 		budget <- struct{}{}
 	}
 	close(budget)
+	var interval time.Duration
+	if o.RatePerS > 0 {
+		interval = time.Duration(float64(o.Workers) / o.RatePerS * 1e9)
+	}
+	tallies := make([]tally, o.Workers)
+	errs := make([]error, o.Workers)
+	cpu0 := cpuSeconds(o.CPUPids)
 	began := time.Now()
+	var wg sync.WaitGroup
 	for w := range o.Workers {
-		count.Go(func() {
-			// Open loop: worker w sends every interval, the workers staggered evenly.
-			var interval time.Duration
-			if o.RatePerS > 0 {
-				interval = time.Duration(float64(o.Workers) / o.RatePerS * 1e9)
-			}
-			first := began.Add(interval * time.Duration(w) / time.Duration(o.Workers))
-			lat, n, hs, b, err := ready[w].run(ctx, pool, o, len(data), stopAt, budget, first, interval)
-			mu.Lock()
-			defer mu.Unlock()
-			latencies = append(latencies, lat...)
-			accesses += n
-			hopsSum += hs
-			bad += b
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
+		wg.Go(func() {
+			// The workers' schedules are staggered evenly over one interval.
+			p := &pacer{budget: budget, stopAt: began.Add(o.Duration), interval: interval,
+				due: began.Add(interval * time.Duration(w) / time.Duration(o.Workers))}
+			tallies[w], errs[w] = work(w, p)
 		})
 	}
-	count.Wait()
+	wg.Wait()
 	elapsed := time.Since(began).Seconds()
 	cpu := cpuSeconds(o.CPUPids) - cpu0
-	if firstErr != nil {
-		return Result{}, firstErr
+	for _, err := range errs {
+		if err != nil {
+			return Result{}, err
+		}
 	}
-	slices.Sort(latencies)
-	res := Result{Hops: o.Hops, Workers: o.Workers, Batch: o.Batch, RatePerS: o.RatePerS,
-		Requests: len(latencies), Accesses: accesses, Seconds: elapsed, MeasuredHops: hopsSum, UnexpectedOut: bad}
-	if n := len(latencies); n > 0 {
+	res := Result{RPC: rpc, Hops: o.Hops, Workers: o.Workers, Batch: o.Batch, RatePerS: o.RatePerS, Seconds: elapsed}
+	var lat []time.Duration
+	for _, t := range tallies {
+		lat = append(lat, t.lat...)
+		res.Accesses += t.accesses
+		res.MeasuredHops += t.hops
+		res.UnexpectedOut += t.bad
+	}
+	slices.Sort(lat)
+	res.Requests = len(lat)
+	if n := len(lat); n > 0 {
 		var sum time.Duration
-		for _, l := range latencies {
+		for _, l := range lat {
 			sum += l
 		}
-		res.PerSecond = float64(accesses) / elapsed
-		res.P50Ms = ms(latencies[n/2])
-		res.P99Ms = ms(latencies[min(n-1, n*99/100)])
+		q := func(f float64) float64 { return ms(lat[min(n-1, int(float64(n)*f))]) }
+		res.PerSecond = float64(res.Accesses) / elapsed
+		res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms = q(0.5), q(0.9), q(0.99), q(0.999)
 		res.MeanMs = ms(sum / time.Duration(n))
-		res.CPUMicrosPerAccess = cpu / float64(accesses) * 1e6
+		res.CPUMicrosPerAccess = cpu / float64(res.Accesses) * 1e6
 	}
 	return res, nil
 }
@@ -224,23 +325,17 @@ func (ss *session) end(pool peers.Dialer) {
 }
 
 // run reads the session's pages in requests of o.Batch, handing over between
-// rounds, until stopAt or the budget (one token a request) runs out. With
-// interval > 0 request k is due at first + k*interval and its latency counts
-// from then; a handover is not charged (the schedule restarts after it).
-func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLen int,
-	stopAt time.Time, budget <-chan struct{}, first time.Time, interval time.Duration) ([]time.Duration, int, uint64, int, error) {
-	var lat []time.Duration
-	var hops uint64
-	accesses, bad := 0, 0
-	due := first
+// rounds (not timed), until the pacer stops it.
+func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLen int, pace *pacer) (tally, error) {
+	var t tally
 	want := satpagev1.Outcome_OUTCOME_MOVED
 	if o.Hops == 0 {
 		want = satpagev1.Outcome_OUTCOME_LOCAL
 	}
 	check := func(r *satpagev1.ReadPageResponse) {
-		hops += uint64(r.Hops)
+		t.hops += uint64(r.Hops)
 		if r.Outcome != want || int(r.Hops) != o.Hops || len(r.Data) != dataLen {
-			bad++
+			t.bad++
 		}
 	}
 	pages := make([]uint32, o.Pages)
@@ -248,59 +343,49 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 		pages[i] = uint32(i)
 	}
 	times := make([]int64, o.Batch)
-	for time.Now().Before(stopAt) {
+	for {
 		if o.Hops > 0 {
 			s, err := pool.Satellite(ss.serving)
 			if err != nil {
-				return lat, accesses, hops, bad, err
+				return t, err
 			}
 			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: ss.id, ToSatellite: ss.other}); err != nil {
-				return lat, accesses, hops, bad, fmt.Errorf("handover %d -> %d: %w", ss.serving, ss.other, err)
+				return t, fmt.Errorf("handover %d -> %d: %w", ss.serving, ss.other, err)
 			}
 			ss.serving, ss.other = ss.other, ss.serving
-			if now := time.Now(); interval > 0 && now.After(due) {
-				due = now
-			}
+			pace.restart()
 		}
 		c, err := pool.Page(ss.serving)
 		if err != nil {
-			return lat, accesses, hops, bad, err
+			return t, err
 		}
 		for chunk := range slices.Chunk(pages, o.Batch) {
-			if interval > 0 {
-				time.Sleep(time.Until(due))
-			}
-			if _, ok := <-budget; !ok || time.Now().After(stopAt) {
-				return lat, accesses, hops, bad, nil
-			}
-			t0 := time.Now()
-			if interval > 0 {
-				t0 = due
-				due = due.Add(interval)
+			t0, ok := pace.next()
+			if !ok {
+				return t, nil
 			}
 			if len(chunk) == 1 {
 				resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0]})
 				if err != nil {
-					return lat, accesses, hops, bad, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
+					return t, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
 				}
 				check(resp)
 			} else {
 				resp, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: ss.id, Pages: chunk, ScenarioTimeNs: times[:len(chunk)]})
 				if err != nil {
-					return lat, accesses, hops, bad, fmt.Errorf("read pages %d-%d at %d: %w", chunk[0], chunk[len(chunk)-1], ss.serving, err)
+					return t, fmt.Errorf("read pages %d-%d at %d: %w", chunk[0], chunk[len(chunk)-1], ss.serving, err)
 				}
 				if len(resp.Results) != len(chunk) {
-					bad += len(chunk)
+					t.bad += len(chunk)
 				}
 				for _, r := range resp.Results {
 					check(r)
 				}
 			}
-			lat = append(lat, time.Since(t0))
-			accesses += len(chunk)
+			t.lat = append(t.lat, time.Since(t0))
+			t.accesses += len(chunk)
 		}
 	}
-	return lat, accesses, hops, bad, nil
 }
 
 // cpuSeconds is utime + stime of pids (from /proc; Linux clock ticks of 1/100 s)

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -100,6 +101,15 @@ func (p *Pool) Page(i uint32) (satpagev1.PageServiceClient, error) {
 		return nil, err
 	}
 	return satpagev1.NewPageServiceClient(c), nil
+}
+
+// Health is the standard gRPC health client of satellite i.
+func (p *Pool) Health(i uint32) (healthpb.HealthClient, error) {
+	c, err := p.conn(i)
+	if err != nil {
+		return nil, err
+	}
+	return healthpb.NewHealthClient(c), nil
 }
 
 // Close closes every connection.
