@@ -82,7 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
     ap.add_argument("--duration-s", type=float, default=3.0, help="throughput: per hop count and batch")
-    ap.add_argument("--latency-s", type=float, default=10.0, help="latency: per hop count")
+    ap.add_argument("--latency-s", type=float, default=20.0, help="latency: per hop count")
     ap.add_argument("--workers", type=int, default=32, help="throughput: concurrent sessions (closed loop)")
     ap.add_argument("--rate", type=float, default=100.0, help="latency: offered requests/s (open loop, 4 sessions)")
     ap.add_argument("--quick", action="store_true", help="1.5 s per throughput run, 4 s per latency run")
