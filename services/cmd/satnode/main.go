@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/satpage/satpage/services/internal/config"
-	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
@@ -40,7 +39,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	grid, err := constellation.NewGrid(cfg.Spec())
+	grid, err := cfg.Grid()
 	if err != nil {
 		return err
 	}

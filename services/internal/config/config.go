@@ -32,6 +32,7 @@ const (
 type Config struct {
 	Index         int    // satellite index; -1 = from the hostname's ordinal suffix
 	Constellation string // Walker spec
+	ISLSchedule   string // schedule file of a latitude cut-off ("": time-invariant +Grid)
 	Listen        string // gRPC (API, health, reflection)
 	MetricsListen string // Prometheus /metrics; "" or "off" disables
 	RedisAddr     string // this satellite's Redis: host:port or a Unix socket path
@@ -130,6 +131,20 @@ func (c Config) Spec() constellation.Spec {
 	return s
 }
 
+// Grid is the ISL topology: the constellation's +Grid, time-varying when an ISL
+// schedule is set (its errors name the file).
+func (c Config) Grid() (*constellation.Grid, error) {
+	g, err := constellation.NewGrid(c.Spec())
+	if err != nil || c.ISLSchedule == "" {
+		return g, err
+	}
+	s, err := constellation.ReadSchedule(c.ISLSchedule, c.Spec())
+	if err != nil {
+		return nil, fmt.Errorf("--isl-schedule: %w", err)
+	}
+	return g.WithSchedule(s)
+}
+
 // PeerAddr is the gRPC address of satellite i.
 func (c Config) PeerAddr(i uint32) string {
 	r := strings.NewReplacer("{index}", strconv.FormatUint(uint64(i), 10),
@@ -183,6 +198,7 @@ func dur(p func(*Config) *time.Duration) func(*flag.FlagSet, *Config, string, st
 var settings = []setting{
 	{"index", "SATPAGE_INDEX", "this satellite's index p*S + k (default: ordinal suffix of the hostname)", num(func(c *Config) *int { return &c.Index })},
 	{"constellation", "SATPAGE_CONSTELLATION", "constellation spec walker[-star]:T/P/F:ALT_KM:INC_DEG", str(func(c *Config) *string { return &c.Constellation })},
+	{"isl-schedule", "SATPAGE_ISL_SCHEDULE", "ISL schedule file of a latitude cut-off (satpage-isl-schedule/1; empty: time-invariant +Grid)", str(func(c *Config) *string { return &c.ISLSchedule })},
 	{"listen", "SATPAGE_LISTEN", "gRPC address (API, health, reflection)", str(func(c *Config) *string { return &c.Listen })},
 	{"metrics-listen", "SATPAGE_METRICS_LISTEN", "Prometheus /metrics address (off disables)", str(func(c *Config) *string { return &c.MetricsListen })},
 	{"redis", "SATPAGE_REDIS_ADDR", "this satellite's Redis: host:port or a Unix socket path", str(func(c *Config) *string { return &c.RedisAddr })},

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,29 @@ func TestDefaultConfigIsValidForTheGatewayAndErrorsAreInvalid(t *testing.T) {
 	err := DefaultConfig().Validate(Satnode)
 	if !errors.Is(err, errs.ErrInvalid) {
 		t.Errorf("a satnode with no index: got %v, want ErrInvalid", err)
+	}
+}
+
+func TestAnISLScheduleIsReadAndItsErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "s.json")
+	body := `{"format": "satpage-isl-schedule/1", "constellation": "walker-star:150/10/1:500:87", "step_ns": 60000000000, "snapshots": 2, "high": [[0, 1, 2]]}`
+	if err := os.WriteFile(good, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(Satnode, []string{"--index", "0", "--isl-schedule", good}, func(string) string { return "" }, "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Grid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up0, up1 := g.IsNeighbor(0, 15, 0), g.IsNeighbor(0, 15, 60e9); !up0 || up1 {
+		t.Errorf("link 0-15 up at snapshot 0: %v, at 1: %v; want true, false", up0, up1)
+	}
+	c.ISLSchedule = filepath.Join(dir, "nope.json")
+	if _, err := c.Grid(); err == nil || !strings.Contains(err.Error(), "--isl-schedule") || !strings.Contains(err.Error(), "nope.json") {
+		t.Errorf("missing schedule: got %v, want an error naming the flag and the file", err)
 	}
 }

@@ -9,11 +9,14 @@ import (
 
 // Grid is the +Grid ISL graph of a constellation with all-pairs hop counts
 // precomputed (breadth-first search from every satellite: T^2 entries, 22,500
-// for the default). Immutable after NewGrid, so safe for concurrent use.
+// for the default). With a Schedule (WithSchedule) cross-plane links switch off
+// and on with latitude, and every query uses the snapshot at its scenario time.
+// Safe for concurrent use.
 type Grid struct {
 	spec      Spec
 	neighbors [][]uint32 // sorted ascending
 	dist      []uint16   // dist[a*T+b]; Unreachable when there is no path
+	timed     *timed     // nil: time-invariant
 }
 
 // Unreachable marks a pair with no ISL path.
@@ -56,24 +59,8 @@ func NewGrid(spec Spec) (*Grid, error) {
 		slices.Sort(nb)
 		g.neighbors[i] = nb
 	}
-	queue := make([]uint32, 0, t)
 	for a := range t {
-		row := g.dist[a*t : (a+1)*t]
-		for b := range row {
-			row[b] = Unreachable
-		}
-		row[a] = 0
-		queue = append(queue[:0], uint32(a))
-		for len(queue) > 0 {
-			u := queue[0]
-			queue = queue[1:]
-			for _, v := range g.neighbors[u] {
-				if row[v] == Unreachable {
-					row[v] = row[u] + 1
-					queue = append(queue, v)
-				}
-			}
-		}
+		copy(g.dist[a*t:(a+1)*t], bfs(g.neighbors, uint32(a)))
 	}
 	return g, nil
 }
@@ -92,38 +79,68 @@ func (g *Grid) Check(i uint32) error {
 	return nil
 }
 
-// Neighbors are the ISL neighbours of satellite i at scenario time tNs, ascending.
-// The caller must not modify the slice.
-func (g *Grid) Neighbors(i uint32, tNs int64) []uint32 { return g.neighbors[i] }
+// Neighbors are the ISL neighbours of satellite i at scenario time tNs,
+// ascending (none outside a schedule's time range). The caller must not modify the slice.
+func (g *Grid) Neighbors(i uint32, tNs int64) []uint32 {
+	s, err := g.snapshotAt(tNs)
+	switch {
+	case err != nil:
+		return nil
+	case s != nil:
+		return s.neighbors[i]
+	}
+	return g.neighbors[i]
+}
 
 // IsNeighbor reports whether a and b share an ISL at tNs.
 func (g *Grid) IsNeighbor(a, b uint32, tNs int64) bool {
-	_, ok := slices.BinarySearch(g.neighbors[a], b)
+	_, ok := slices.BinarySearch(g.Neighbors(a, tNs), b)
 	return ok
 }
 
-// Hops is the ISL shortest-path length from a to b at tNs, or ErrNoRoute.
+// Hops is the ISL shortest-path length from a to b at tNs, or ErrNoRoute
+// (ErrOutOfRange outside a schedule's time range).
 func (g *Grid) Hops(a, b uint32, tNs int64) (int, error) {
-	d := g.dist[int(a)*g.spec.Satellites+int(b)]
-	if d == Unreachable {
-		return 0, fmt.Errorf("from satellite %d to %d: %w", a, b, errs.ErrNoRoute)
+	d, err := g.distTo(b, tNs)
+	if err != nil {
+		return 0, err
 	}
-	return int(d), nil
+	if d[a] == Unreachable {
+		return 0, fmt.Errorf("from satellite %d to %d at %d ns: %w", a, b, tNs, errs.ErrNoRoute)
+	}
+	return int(d[a]), nil
+}
+
+// distTo is the hop count from every satellite to b at tNs.
+func (g *Grid) distTo(b uint32, tNs int64) ([]uint16, error) {
+	s, err := g.snapshotAt(tNs)
+	switch {
+	case err != nil:
+		return nil, err
+	case s != nil:
+		return s.dist(b), nil
+	}
+	// dist is symmetric (links are undirected): column b is row b.
+	t := g.spec.Satellites
+	return g.dist[int(b)*t : (int(b)+1)*t], nil
 }
 
 // NextHop is the neighbour of a on a shortest path to b at tNs (b != a): the
 // lowest-indexed neighbour one hop closer to b, so every relay picks the same path.
 func (g *Grid) NextHop(a, b uint32, tNs int64) (uint32, error) {
-	d, err := g.Hops(a, b, tNs)
+	dist, err := g.distTo(b, tNs)
 	if err != nil {
 		return 0, err
+	}
+	d := dist[a]
+	if d == Unreachable {
+		return 0, fmt.Errorf("from satellite %d to %d at %d ns: %w", a, b, tNs, errs.ErrNoRoute)
 	}
 	if d == 0 {
 		return a, nil
 	}
-	t := g.spec.Satellites
-	for _, n := range g.neighbors[a] {
-		if int(g.dist[int(n)*t+int(b)]) == d-1 {
+	for _, n := range g.Neighbors(a, tNs) {
+		if dist[n] == d-1 {
 			return n, nil
 		}
 	}

@@ -2,6 +2,7 @@ package constellation
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -16,6 +17,7 @@ type vectorFile struct {
 		Constellation string     `json:"constellation"`
 		CutoffDeg     *float64   `json:"latitude_cutoff_deg"`
 		TNs           int64      `json:"t_ns"`
+		LatitudeDeg   []float64  `json:"satellite_latitude_deg"`
 		Neighbours    [][]uint32 `json:"neighbours"`
 		Hops          [][]int    `json:"hops"`
 	} `json:"cases"`
@@ -33,14 +35,8 @@ func TestTheGridAgreesWithOrbitModelsVectors(t *testing.T) {
 	if f.Format != "satpage-isl-vectors/1" {
 		t.Fatalf("format: got %q, want satpage-isl-vectors/1", f.Format)
 	}
-	checked := 0
+	checked, cut := 0, 0
 	for _, c := range f.Cases {
-		if c.CutoffDeg != nil {
-			// The Go relay supports only the time-invariant topology (no latitude
-			// cut-off): see the package comment and docs/services.md.
-			t.Logf("%s with a %.0f deg cut-off: not supported by the Go relay, skipped", c.Constellation, *c.CutoffDeg)
-			continue
-		}
 		t.Run(c.Constellation, func(t *testing.T) {
 			s, err := ParseSpec(c.Constellation)
 			if err != nil {
@@ -49,6 +45,23 @@ func TestTheGridAgreesWithOrbitModelsVectors(t *testing.T) {
 			g, err := NewGrid(s)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.CutoffDeg != nil {
+				// orbit_model's satellite latitudes at t_ns, as a one-snapshot schedule.
+				sch := &Schedule{Format: ScheduleFormat, Constellation: c.Constellation, CutoffDeg: *c.CutoffDeg,
+					StepNs: c.TNs + 1, Snapshots: 1}
+				for i, lat := range c.LatitudeDeg {
+					if math.Abs(lat) > *c.CutoffDeg {
+						sch.High = append(sch.High, [3]int64{int64(i), 0, 1})
+					}
+				}
+				if len(sch.High) == 0 || len(sch.High) == s.Satellites {
+					t.Fatalf("%d of %d satellites above the cut-off: the case tests nothing", len(sch.High), s.Satellites)
+				}
+				if g, err = g.WithSchedule(sch); err != nil {
+					t.Fatal(err)
+				}
+				cut++
 			}
 			for a := range s.Satellites {
 				if got, want := g.Neighbors(uint32(a), c.TNs), c.Neighbours[a]; !slices.Equal(got, want) {
@@ -71,7 +84,7 @@ func TestTheGridAgreesWithOrbitModelsVectors(t *testing.T) {
 		})
 		checked++
 	}
-	if checked < 2 {
-		t.Errorf("checked %d time-invariant cases, want at least 2", checked)
+	if checked-cut < 2 || cut < 2 {
+		t.Errorf("checked %d time-invariant cases and %d with a cut-off, want at least 2 of each", checked-cut, cut)
 	}
 }

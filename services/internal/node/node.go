@@ -483,6 +483,9 @@ func (n *Node) checkRoute(r *satpagev1.Route) error {
 	if err := n.grid.Check(r.Origin); err != nil {
 		return fmt.Errorf("route origin: %w", err)
 	}
+	if err := n.grid.CheckTime(r.ScenarioTimeNs); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
 	if int(r.Hops) != len(r.Path) {
 		return fmt.Errorf("route hops %d but path %v: %w", r.Hops, r.Path, errs.ErrInvalid)
 	}
