@@ -24,7 +24,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from satpage.geometry import C_KM_S, SatelliteSet
 
-__all__ = ["Topology", "topology_from_links", "Router", "route_walk", "propagation_ms"]
+__all__ = ["Topology", "topology_from_links", "Router", "route_walk", "propagation_ms",
+           "isl_schedule"]
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +101,20 @@ class Router:
         tables = [self._table(int(s)) for s in uniq]
         return np.stack(tables) if tables else np.zeros((0, 0, 0), np.int32), remap
 
+    def high_latitude(self, snaps: np.ndarray) -> np.ndarray:
+        """bool (n_sats, len(snaps)): satellites above the cut-off at the start of each
+        snapshot (|geocentric latitude| strictly greater; a failed propagation is not)."""
+        pos = self.sats.positions_km(np.asarray(snaps, dtype=np.int64) * self.routing_step_ns)
+        lat = np.degrees(np.arcsin(pos[..., 2] / np.linalg.norm(pos, axis=-1)))
+        return np.abs(lat) > self.cutoff_deg
+
     def _table(self, snap: int) -> np.ndarray:
         if snap in self._cache:
             return self._cache[snap]
         nb = self.topology.neighbours
         up = nb >= 0
         if not self.static:
-            pos = self.sats.positions_km(np.array([snap * self.routing_step_ns]))[:, 0]
-            lat = np.degrees(np.arcsin(pos[:, 2] / np.linalg.norm(pos, axis=1)))
-            high = np.abs(lat) > self.cutoff_deg
+            high = self.high_latitude(np.array([snap], dtype=np.int64))[:, 0]
             down = self.topology.cross_plane & (high[:, None] | high[np.maximum(nb, 0)])
             up &= ~down
         rows = np.repeat(np.arange(nb.shape[0]), nb.shape[1])[up.reshape(-1)]
@@ -166,3 +172,23 @@ def route_walk(src, dst, step_idx, table_idx, pred, pos, neighbours, weight, bin
 
 def propagation_ms(distance_km: np.ndarray) -> np.ndarray:
     return np.asarray(distance_km) / C_KM_S * 1e3
+
+
+def isl_schedule(router: Router, constellation: str, duration_ns: int,
+                 chunk_snapshots: int = 256) -> dict:
+    """The router's latitude cut-off as the Go daemons read it (``--isl-schedule``,
+    format satpage-isl-schedule/1 in services/README.md): for every routing snapshot
+    that covers [0, duration_ns], the satellites above the cut-off, as [sat, k0, k1)
+    runs of snapshots. The same ``high_latitude`` the engine's snapshots use, so the
+    relays route on exactly the engine's graphs."""
+    if router.static:
+        raise ValueError("no latitude cut-off (90 deg or more): the +Grid is time-invariant")
+    k = int(duration_ns) // router.routing_step_ns + 1
+    high = np.concatenate([router.high_latitude(np.arange(a, min(k, a + chunk_snapshots)))
+                           for a in range(0, k, chunk_snapshots)], axis=1)
+    edges = np.diff(np.pad(high.astype(np.int8), ((0, 0), (1, 1))), axis=1)
+    starts, ends = np.argwhere(edges == 1), np.argwhere(edges == -1)  # both row-major: paired
+    runs = np.column_stack([starts[:, 0], starts[:, 1], ends[:, 1]])
+    return {"format": "satpage-isl-schedule/1", "constellation": constellation,
+            "latitude_cutoff_deg": router.cutoff_deg, "step_ns": router.routing_step_ns,
+            "snapshots": k, "high": runs.tolist()}

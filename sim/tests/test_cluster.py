@@ -173,3 +173,35 @@ def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path):
     through = json.loads(_satpage(*args, "--backend", "cluster", env=env).stdout)
     for key in QUANTITIES:
         assert through[key] == engine[key], key
+
+
+def test_a_cluster_routes_on_the_isl_schedule_it_was_started_with(tmp_path, monkeypatch):
+    """A schedule for another constellation stops `up` with the satnode's reason; a
+    good one is recorded, and a replay that needs another topology is refused."""
+    _need_binaries()
+    spec = "walker-star:4/2/0:500:87"
+    base = _free_port_base(spec)
+    doc = {"format": "satpage-isl-schedule/1", "constellation": spec, "latitude_cutoff_deg": 60.0,
+           "step_ns": 60 * 10**9, "snapshots": 2, "high": [[0, 1, 2]]}
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({**doc, "constellation": "walker-star:150/10/1:500:87"}))
+    out = _satpage("cluster", "up", "--constellation", spec, "--state-dir", str(tmp_path / "a"),
+                   "--port-base", str(base), "--isl-schedule", str(wrong), check=False)
+    assert out.returncode == 2
+    assert "wrong.json" in out.stderr and "written for walker-star:150/10/1:500:87" in out.stderr
+    assert load_state(tmp_path / "a") is None  # what was started is stopped again
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(doc))
+    state_dir = tmp_path / "b"
+    _satpage("cluster", "up", "--constellation", spec, "--state-dir", str(state_dir),
+             "--port-base", str(base), "--isl-schedule", str(good))
+    try:
+        assert load_state(state_dir).isl_schedule == str(good)
+        from satpage.cluster.driver import resolve_target
+        monkeypatch.setenv("SATPAGE_CLUSTER_DIR", str(state_dir))
+        with pytest.raises(ValueError, match="time-invariant"), resolve_target(None, spec):
+            pass
+        with resolve_target(None, spec, isl_schedule=good) as gw:
+            assert gw == f"127.0.0.1:{base}"
+    finally:
+        _satpage("cluster", "down", "--state-dir", str(state_dir), check=False)

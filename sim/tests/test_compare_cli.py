@@ -65,8 +65,8 @@ def test_compare_without_json_prints_a_table():
     (["no-such-scenario"], "no-such-scenario"),
     (["--backend", "bogus"], "bogus"),
     (["--backend", "cluster", "--target", "127.0.0.1:1", "--sessions", "2"], "127.0.0.1:1"),
-    (["--backend", "cluster", "--target", "127.0.0.1:1",
-      "--set", "constellation.isl_latitude_cutoff_deg=70"], "isl_latitude_cutoff_deg = 70"),
+    (["--backend", "cluster", "--target", "127.0.0.1:1", "--sessions", "2",
+      "--set", "constellation.isl_latitude_cutoff_deg=70"], "--target 127.0.0.1:1"),
 ])
 def test_bad_input_is_a_clear_error_with_exit_code_2(args, needle, monkeypatch, capsys):
     from satpage.cli import main

@@ -30,3 +30,29 @@ def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
     for name, counts in out["strategies"].items():
         for key in ("page_moves", "page_hops", "pages_left_behind"):
             assert counts[key] == out["engine"][name][key], (name, key)
+
+
+def test_with_a_latitude_cutoff_the_cluster_routes_on_the_engines_snapshots():
+    from satpage.cluster.local import find_binary
+    try:
+        find_binary("satnode")
+        find_binary("gateway")
+    except (OSError, FileNotFoundError):
+        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+    exe = str(Path(sys.executable).with_name("satpage"))
+    base = ["compare", "default", "--sessions", "3", "--strategies", "proactive,on-demand", "--json"]
+    cut = ["--set", "constellation.isl_latitude_cutoff_deg=10"]
+    r = subprocess.run([exe, *base, *cut, "--backend", "cluster"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for name, counts in out["strategies"].items():
+        for key in ("page_moves", "page_hops", "pages_left_behind"):
+            assert counts[key] == out["engine"][name][key], (name, key)
+    # the cut-off changed the routes: the same sessions without it take fewer hops
+    free = subprocess.run([exe, *base], capture_output=True, text=True, timeout=600)
+    assert free.returncode == 0, free.stderr
+    for name, counts in json.loads(free.stdout)["strategies"].items():
+        assert counts["page_hops"] < out["strategies"][name]["page_hops"], name

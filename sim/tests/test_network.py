@@ -79,3 +79,29 @@ def test_the_neighbour_table_holds_every_link_once_per_end():
     topo = topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane)
     assert int(topo.link_exists().sum()) == sats.links.shape[0]
     assert int((topo.neighbours >= 0).sum()) == 2 * sats.links.shape[0]
+
+
+def test_the_isl_schedule_lists_exactly_the_satellites_above_the_cutoff():
+    from satpage.network import isl_schedule
+
+    spec = "walker-star:150/10/1:500:87"
+    sats = SatelliteSet(spec, EPOCH)
+    topo = topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane)
+    step = 60 * 10**9
+    router = Router(sats, topo, 60.0, step)
+    doc = isl_schedule(router, spec, duration_ns=3 * 3600 * 10**9, chunk_snapshots=7)
+    assert doc["format"] == "satpage-isl-schedule/1" and doc["constellation"] == spec
+    assert doc["snapshots"] == 3 * 60 + 1 and doc["step_ns"] == step
+    got = np.zeros((150, doc["snapshots"]), bool)
+    for sat, k0, k1 in doc["high"]:
+        assert 0 <= k0 < k1 <= doc["snapshots"]
+        got[sat, k0:k1] = True
+    # independently: each snapshot's positions on their own, latitude by atan2
+    want = np.zeros_like(got)
+    for k in range(doc["snapshots"]):
+        p = sats.positions_km(np.array([k * step]))[:, 0]
+        want[:, k] = np.degrees(np.abs(np.arctan2(p[:, 2], np.hypot(p[:, 0], p[:, 1])))) > 60.0
+    np.testing.assert_array_equal(got, want)
+    assert 0.1 < got.mean() < 0.5  # the cut-off really takes satellites out
+    with pytest.raises(ValueError, match="time-invariant"):
+        isl_schedule(Router(sats, topo, 90.0, step), spec, duration_ns=step)

@@ -22,7 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from satpage.cluster.local import DEFAULT_CONSTELLATION, cluster_down, cluster_up, load_state
+from satpage.cluster.local import (
+    DEFAULT_CONSTELLATION,
+    cluster_down,
+    cluster_up,
+    load_state,
+    schedule_digest,
+)
 
 __all__ = ["SessionCounts", "replay_paper", "replay_sessions", "replay_trace", "resolve_target"]
 
@@ -138,24 +144,40 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
 
 
 @contextlib.contextmanager
-def resolve_target(target: str | None, constellation: str | None = None) -> Iterator[str]:
+def resolve_target(target: str | None, constellation: str | None = None,
+                   isl_schedule: Path | None = None) -> Iterator[str]:
     """target itself; else the gateway of the running local cluster recorded in
     ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster of
     constellation (default ``$SATPAGE_CLUSTER_CONSTELLATION`` or the default
-    constellation) started for the duration of the block and stopped after."""
+    constellation) started for the duration of the block and stopped after.
+
+    isl_schedule is the ISL schedule the replay's counts need (None: the
+    time-invariant +Grid). A recorded cluster is used only when it routes on the
+    same schedule; a target cannot be checked, so it is refused with a schedule."""
     constellation = constellation or os.environ.get("SATPAGE_CLUSTER_CONSTELLATION",
                                                     DEFAULT_CONSTELLATION)
     if target:
+        if isl_schedule is not None:
+            raise ValueError(f"--target {target}: a latitude cut-off needs the satnodes to route on "
+                             "the scenario's ISL schedule, which a given target cannot be checked "
+                             "for; drop --target and a local cluster with the schedule is started")
         yield target
         return
+    want = None if isl_schedule is None else schedule_digest(isl_schedule)
     state = load_state()
     if state is not None and state.processes:
+        if state.isl_schedule_sha256 != want:
+            routes = (f"on the ISL schedule {state.isl_schedule}" if state.isl_schedule
+                      else "on the time-invariant +Grid")
+            needs = "another ISL schedule" if want else "the time-invariant +Grid"
+            raise ValueError(f"the running local cluster in {state.state_dir} routes {routes}, and this "
+                             f"replay needs {needs}: run `satpage cluster down` first")
         yield state.gateway
         return
     base = int(os.environ.get("SATPAGE_CLUSTER_PORT_BASE", "0")) or _free_port_base(constellation)
     with tempfile.TemporaryDirectory(prefix="satpage-cluster-") as tmp:
         log.info("starting a local cluster (%s) for this replay", constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, isl_schedule=isl_schedule)
         try:
             yield st.gateway
         finally:

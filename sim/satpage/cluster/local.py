@@ -10,6 +10,7 @@ dropped), no persistence and the lowest timer rate; nodes log warnings only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -103,6 +104,8 @@ class ClusterState:
     gateway: str  # HOST:PORT
     processes: list[ProcessRecord] = field(default_factory=list)
     store: str = "redis"
+    isl_schedule: str | None = None  # the satnodes' --isl-schedule (None: time-invariant +Grid)
+    isl_schedule_sha256: str | None = None
 
     @property
     def satellites(self) -> int:
@@ -142,6 +145,14 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def schedule_digest(path: Path) -> str:
+    """sha256 of an ISL schedule file: which schedule a recorded cluster routes on."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise OSError(f"cannot read ISL schedule {path}: {exc.strerror or exc}") from exc
 
 
 def load_state(state_dir: Path | None = None) -> ClusterState | None:
@@ -215,8 +226,10 @@ def _grpc_serving(addrs: list[str], timeout_s: float) -> list[str]:
 
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
-               timeout_s: float = 120.0) -> ClusterState:
-    """Start the cluster and return its state once every process answers.
+               isl_schedule: Path | None = None, timeout_s: float = 120.0) -> ClusterState:
+    """Start the cluster and return its state once every process answers. With
+    isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
+    time-varying +Grid; the daemons check the file and name it when it is wrong.
 
     Raises OSError when a cluster is already recorded in state_dir and running, when
     a port is taken, or when a process does not come up (the ones started are
@@ -244,8 +257,16 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     sock_len = len(str(redis_dir / f"{n - 1}.sock"))
     if sock_len > 100:
         raise ValueError(f"state dir {sdir} is too long for Unix sockets ({sock_len} > 100 bytes)")
+    schedule_args: list[str] = []
+    digest = None
+    if isl_schedule is not None:
+        isl_schedule = Path(isl_schedule).resolve()
+        digest = schedule_digest(isl_schedule)
+        schedule_args = ["--isl-schedule", str(isl_schedule)]
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
-                         gateway=f"127.0.0.1:{port_base}", store=store)
+                         gateway=f"127.0.0.1:{port_base}", store=store,
+                         isl_schedule=None if isl_schedule is None else str(isl_schedule),
+                         isl_schedule_sha256=digest)
     records = state.processes
     try:
         _save(state)
@@ -271,7 +292,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                     "--metrics-listen", f"127.0.0.1:{port_base + 2 + n + i}",
                     "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
                     "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                    "--log-level", "warn", "--stop-timeout", "5s"]
+                    "--log-level", "warn", "--stop-timeout", "5s", *schedule_args]
             records.append(_spawn("satnode", i, argv, log_dir, env))
         _save(state)
         sat_addrs = [state.satellite_addr(i) for i in range(n)]

@@ -36,6 +36,9 @@ def up(
         "metrics after them.")] = DEFAULT_PORT_BASE,
     store: Annotated[str, typer.Option("--store", help="Page frames in redis or memory.")]
     = "redis",
+    isl_schedule: Annotated[Path | None, typer.Option(
+        "--isl-schedule", help="ISL schedule of a latitude cut-off (satpage-isl-schedule/1, "
+        "services/README.md): the satnodes route on its snapshots.")] = None,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -44,7 +47,8 @@ def up(
     setup_logging(verbose)
     if store not in ("redis", "memory"):
         fail(f"--store must be redis or memory, got {store!r}")
-    st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store)
+    st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
+                    isl_schedule=isl_schedule)
     if json_out:
         print_json({"gateway": st.gateway, "satellites": st.satellites,
                     "processes": len(st.processes), "state_dir": st.state_dir})

@@ -8,7 +8,7 @@ and the shortcut options override single keys.
 
 from __future__ import annotations
 
-import importlib
+import json
 import logging
 from pathlib import Path
 from typing import Annotated
@@ -78,30 +78,22 @@ def _table(result: dict) -> Table:
 def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> None:
     """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
     and set the cluster's counts beside the engine's for the same traces."""
-    # The Go relay routes on the time-invariant +Grid of a Walker spec (see
-    # docs/services.md); anything else would give counts that silently differ.
-    cutoff = sc.constellation.isl_latitude_cutoff_deg
-    if cutoff < 90.0:
-        fail(f"--backend cluster routes without a latitude cut-off; the scenario sets "
-             f"constellation.isl_latitude_cutoff_deg = {cutoff} (use 90 or --backend engine)")
     if not sc.constellation.spec.startswith("walker"):
         fail(f"--backend cluster needs a Walker constellation; the scenario's is "
              f"{sc.constellation.spec!r} (use --backend engine)")
-    try:
-        cluster = importlib.import_module("satpage.cluster")
-        replay_trace = cluster.replay_trace
-    except (ImportError, AttributeError):
-        fail("--backend cluster needs satpage.cluster.replay_trace (the cluster driver of "
-             "issue 8), which this installation does not have")
+    import tempfile
+
+    from satpage.cluster import driver
     from satpage.costs import CostAccumulator
+    from satpage.network import isl_schedule
+    from satpage.replay import replay
     from satpage.simulate import chunk_trace, prepare
     from satpage.version import code_version
 
-    supported = getattr(getattr(cluster, "driver", None), "STRATEGIES", None)
     names = list(sc.strategies.compare)
-    if supported is not None and not strategies_given:
-        skipped = [n for n in names if n not in supported]
-        names = [n for n in names if n in supported]
+    if not strategies_given:
+        skipped = [n for n in names if n not in driver.STRATEGIES]
+        names = [n for n in names if n in driver.STRATEGIES]
         if skipped:
             log.warning("the cluster implements %s; skipping %s", ", ".join(names),
                         ", ".join(skipped))
@@ -111,28 +103,29 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     totals: dict[str, dict[str, float]] = {}
     engine = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1,
                                  sc.duration_ns, sc.workload.page_bytes) for n in names}
-    import contextlib
-
-    from satpage.replay import replay
-
-    resolve = getattr(cluster, "resolve_target", None)
-    # one gateway for the whole run (a local cluster is started once when no target)
-    gateway = (resolve(target, sc.constellation.spec) if resolve is not None
-               else contextlib.nullcontext(target))
-    with gateway as target, progress() as bar:
-        task = bar.add_task(f"replaying through the cluster at {target}",
-                            total=world.n_chunks * len(names))
-        for i in range(world.n_chunks):
-            ct = chunk_trace(world, i)
-            for name in names:
-                counts = replay_trace(ct.trace, name, target=target)
-                acc = totals.setdefault(name, {})
-                for k, v in dict(counts).items():
-                    if isinstance(v, int | float):
-                        acc[k] = acc.get(k, 0) + v
-                engine[name].add(replay(ct.trace, name), ct, world.router, sc.step_ns,
-                                 sc.network.per_hop_processing_ms)
-                bar.advance(task)
+    with tempfile.TemporaryDirectory(prefix="satpage-isl-") as tmp:
+        schedule = None
+        if not world.router.static:
+            # A latitude cut-off: the satnodes route on the engine's own snapshots.
+            schedule = Path(tmp) / "isl-schedule.json"
+            schedule.write_text(json.dumps(isl_schedule(world.router, sc.constellation.spec,
+                                                        sc.duration_ns)))
+        # one gateway for the whole run (a local cluster is started once when no target)
+        with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule) as target,
+              progress() as bar):
+            task = bar.add_task(f"replaying through the cluster at {target}",
+                                total=world.n_chunks * len(names))
+            for i in range(world.n_chunks):
+                ct = chunk_trace(world, i)
+                for name in names:
+                    counts = driver.replay_trace(ct.trace, name, target=target)
+                    acc = totals.setdefault(name, {})
+                    for k, v in dict(counts).items():
+                        if isinstance(v, int | float):
+                            acc[k] = acc.get(k, 0) + v
+                    engine[name].add(replay(ct.trace, name), ct, world.router, sc.step_ns,
+                                     sc.network.per_hop_processing_ms)
+                    bar.advance(task)
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
                "pages_left_behind": a.counts["pages_left_behind"]} for n, a in engine.items()}
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
