@@ -7,10 +7,9 @@
 // +Grid links each satellite to its in-plane predecessor and successor and to
 // the same slot in the two neighbouring planes; for walker-star there is no
 // link across the seam between plane P-1 and plane 0 (counter-rotating
-// planes). This topology does not depend on time: the scenario time that
-// requests carry is accepted and passed along so that a time-varying topology
-// (a latitude cut-off for cross-plane links) can slot in, but the Go relay
-// supports only the time-invariant default.
+// planes). Without a Schedule this topology does not depend on time; with one
+// (schedule.go) cross-plane links switch off above a latitude cut-off, snapshot
+// by snapshot, and every query answers for the scenario time it is given.
 package constellation
 
 import (
