@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
+def _need_cluster() -> None:
     from satpage.cluster.local import find_binary
     try:
         find_binary("satnode")
@@ -20,6 +20,10 @@ def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
         pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+
+
+def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
+    _need_cluster()
     # a subprocess: the local cluster's daemons outlive the Popen objects that start them
     exe = str(Path(sys.executable).with_name("satpage"))
     r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--backend",
@@ -33,14 +37,7 @@ def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
 
 
 def test_with_a_latitude_cutoff_the_cluster_routes_on_the_engines_snapshots():
-    from satpage.cluster.local import find_binary
-    try:
-        find_binary("satnode")
-        find_binary("gateway")
-    except (OSError, FileNotFoundError):
-        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+    _need_cluster()
     exe = str(Path(sys.executable).with_name("satpage"))
     base = ["compare", "default", "--sessions", "3", "--strategies", "proactive,on-demand", "--json"]
     cut = ["--set", "constellation.isl_latitude_cutoff_deg=10"]
