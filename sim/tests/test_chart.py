@@ -289,3 +289,30 @@ def test_every_setting_the_chart_passes_is_in_the_daemons_configuration_contract
         for c in w["spec"]["template"]["spec"]["containers"]:
             passed |= {e["name"] for e in c.get("env", [])}
     assert passed <= contract, passed - contract
+
+
+def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, tmp_path):
+    doc = {"format": "satpage-isl-schedule/1", "constellation": "walker-star:150/10/1:500:87",
+           "latitude_cutoff_deg": 60.0, "step_ns": 60 * 10**9, "snapshots": 2, "high": [[0, 1, 2]]}
+    f = tmp_path / "isl-schedule.json"
+    f.write_text(json.dumps(doc))
+    plain = render(helm)
+    objs = render(helm, "--set-file", f"constellation.islSchedule={f}")
+    cms = {c["metadata"]["name"]: c for c in objs["ConfigMap"]}
+    (config,) = [c for n, c in cms.items() if not n.endswith("-isl-schedule")]
+    (sched,) = [c for n, c in cms.items() if n.endswith("-isl-schedule")]
+    assert json.loads(sched["data"]["isl-schedule.json"]) == doc
+    path = config["data"]["SATPAGE_ISL_SCHEDULE"]
+    (sts,) = objs["StatefulSet"]
+    pod = sts["spec"]["template"]
+    satnode = next(c for c in pod["spec"]["containers"] if c["name"] == "satnode")
+    (mount,) = satnode["volumeMounts"]
+    assert path == mount["mountPath"] + "/isl-schedule.json" and mount["readOnly"] is True
+    vol = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
+    assert vol["configMap"]["name"] == sched["metadata"]["name"]
+    # the checksum covers the schedule: a new one rolls the pods
+    old = plain["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    assert pod["metadata"]["annotations"]["checksum/config"] != old
+    assert "SATPAGE_ISL_SCHEDULE" not in plain["ConfigMap"][0]["data"]
+    assert "volumeMounts" not in next(c for c in plain["StatefulSet"][0]["spec"]["template"]["spec"]
+                                      ["containers"] if c["name"] == "satnode")

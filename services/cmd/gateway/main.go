@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/satpage/satpage/services/internal/config"
+	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/metrics"
@@ -38,7 +39,8 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	grid, err := cfg.Grid()
+	// The gateway routes to the serving satellite, never over ISLs: no --isl-schedule.
+	grid, err := constellation.NewGrid(cfg.Spec())
 	if err != nil {
 		return err
 	}
