@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -176,6 +178,11 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 			return 0, err
 		}
 		h, err := c.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: s.id, ToSatellite: to, ScenarioTimeNs: at})
+		if status.Code(err) == codes.NotFound {
+			// The old satellite has no table: a handover whose reply was lost (it
+			// moved the table, then died before answering) is done if the new one holds it.
+			h, err = g.handedOver(ctx, s.id, to, err)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("handover %d of session %q from satellite %d to %d: %w", s.cur+1, s.id, from, to, err)
 		}
@@ -196,6 +203,22 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 		}
 	}
 	return s.visits[s.cur].Satellite, nil
+}
+
+// handedOver is the reply of a handover to satellite to that already happened,
+// or failed (what HandOver at the old satellite returned) when to does not
+// serve the session.
+func (g *Gateway) handedOver(ctx context.Context, session string, to uint32, failed error) (*satpagev1.HandOverResponse, error) {
+	c, err := g.peers.Satellite(to)
+	if err != nil {
+		return nil, failed
+	}
+	f, err := c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: session})
+	if err != nil || !f.Serving {
+		return nil, failed
+	}
+	g.log.WarnContext(ctx, "handover already done: the old satellite lost its reply", "session", session, "to", to)
+	return &satpagev1.HandOverResponse{TablePages: f.TablePages}, nil
 }
 
 func (s *session) count(r *satpagev1.ReadPageResponse) {

@@ -259,3 +259,39 @@ func TestBadSessionRequestsAtTheGatewayGetTheRightCode(t *testing.T) {
 		})
 	}
 }
+
+// The old satellite moved the table and then lost its reply (it died before
+// answering): the gateway's retry finds no table there, sees that the new
+// satellite serves the session, and carries on instead of failing every request.
+func TestAHandoverWhoseReplyWasLostIsRecognisedAsDone(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{})
+	ctx := context.Background()
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s",
+		Visits: []*satpagev1.Visit{{Satellite: 0, StartNs: 10}, {Satellite: 16, StartNs: 20}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 3, Data: []byte("x"), ScenarioTimeNs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	_, s0 := c.Satellite(t, 0)
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 16, ScenarioTimeNs: 20}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 3, ScenarioTimeNs: 25})
+	if err != nil || r.Satellite != 16 || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || string(r.Data) != "x" {
+		t.Fatalf("read after the lost reply: got %v, %v, want page 3 moved to satellite 16", r, err)
+	}
+	// When the table went elsewhere (not to the next satellite), the handover still fails, naming both.
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "u",
+		Visits: []*satpagev1.Visit{{Satellite: 1, StartNs: 10}, {Satellite: 17, StartNs: 20}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, s1 := c.Satellite(t, 1)
+	if _, err := s1.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "u", ToSatellite: 5, ScenarioTimeNs: 20}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "u", Page: 0, ScenarioTimeNs: 25})
+	if st := status.Convert(err); st.Code() != codes.NotFound || !strings.Contains(st.Message(), "from satellite 1 to 17") {
+		t.Errorf("handover of a session no satellite holds: got %v, want NotFound naming satellites 1 and 17", err)
+	}
+}
