@@ -135,3 +135,29 @@ func TestBadSchedulesNameTheirFault(t *testing.T) {
 		t.Errorf("good file: got %+v, %v", sch, err)
 	}
 }
+
+// A schedule file is input from outside: whatever it holds, parsing never
+// panics, and a schedule that parses answers every query without panicking.
+func FuzzParseSchedule(f *testing.F) {
+	f.Add([]byte(`{"format": "satpage-isl-schedule/1", "constellation": "walker-star:150/10/1:500:87", "step_ns": 60000000000, "snapshots": 3, "high": [[0, 1, 2], [149, 0, 3]]}`), int64(61e9), uint32(0), uint32(15))
+	f.Add([]byte(`{"format": "satpage-isl-schedule/1", "constellation": "walker-star:150/10/1:500:87", "step_ns": 1, "snapshots": 10000000, "high": [[3, 0, 10000000]]}`), int64(9999999), uint32(3), uint32(149))
+	f.Add([]byte(`{"high": [[-1, 5, 2]]}`), int64(-5), uint32(200), uint32(1))
+	s, _ := ParseSpec(star150)
+	g, _ := NewGrid(s)
+	f.Fuzz(func(t *testing.T, raw []byte, tNs int64, a, b uint32) {
+		sch, err := ParseSchedule(raw, s)
+		if err != nil {
+			return
+		}
+		tg, err := g.WithSchedule(sch)
+		if err != nil {
+			t.Fatalf("a parsed schedule was refused: %v", err)
+		}
+		a, b = a%150, b%150
+		if h, err := tg.Hops(a, b, tNs); err == nil {
+			if n, err := tg.NextHop(a, b, tNs); err != nil || (h > 0 && !tg.IsNeighbor(a, n, tNs)) {
+				t.Fatalf("hops %d -> %d = %d at %d but next hop %d, %v", a, b, h, tNs, n, err)
+			}
+		}
+	})
+}
