@@ -20,6 +20,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -453,11 +456,16 @@ func (n *Node) release(ctx context.Context, session string, owner uint32, pages 
 // originate sends a routed request from this satellite to dest: straight to
 // the first hop of the shortest path (the request then travels hop by hop).
 // dest == self is handled by the same handler, in-process, with zero hops.
+//
+// An idempotent request that fails with Unavailable (a relay or the
+// destination died with it in flight: connection reset) is sent again, whole
+// path, by the origin only: relays never retry, so attempts do not multiply
+// along the path. Wait-for-ready makes the next attempt wait for a restarting
+// satellite, within the caller's deadline.
 func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string,
 	call func(satpagev1.SatelliteServiceClient, *satpagev1.Route) error) error {
-	r := &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs}
 	if dest == n.self {
-		return call(localClient{n}, r)
+		return call(localClient{n}, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs})
 	}
 	next, err := n.grid.NextHop(n.self, dest, tNs)
 	if err != nil {
@@ -467,10 +475,33 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 	if err != nil {
 		return err
 	}
-	r.Hops, r.Path = 1, []uint32{n.self}
-	n.m.RelayedHops.WithLabelValues(rpc).Inc()
-	return call(c, r)
+	backoff := retryBackoff
+	for attempt := 1; ; attempt++ {
+		n.m.RelayedHops.WithLabelValues(rpc).Inc()
+		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
+		if err == nil || !idempotent[rpc] || attempt == retryAttempts || status.Code(err) != codes.Unavailable {
+			return err
+		}
+		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff *= 2
+	}
 }
+
+// idempotent are the routed requests that may be sent again: FetchPages
+// leaves the frames in place, ReleasePages and DropSession delete what is
+// there, AcceptTable stores the same table again. (HandOver and MovePages
+// change state in steps and are not routed.)
+var idempotent = map[string]bool{"FetchPages": true, "ReleasePages": true, "AcceptTable": true, "DropSession": true}
+
+const (
+	retryAttempts = 4
+	retryBackoff  = 50 * time.Millisecond // doubled after each attempt
+)
 
 // checkRoute validates a routed request arriving here.
 func (n *Node) checkRoute(r *satpagev1.Route) error {

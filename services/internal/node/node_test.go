@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,8 +226,9 @@ func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
 	if _, err := s3.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil {
 		t.Fatal(err) // sends the batched release, which the owner fails
 	}
-	if got := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages")) - before; got != 1 {
-		t.Fatalf("release attempts sent: got %v, want 1", got)
+	// Unavailable: sent again by the origin, 4 attempts in all, then given up.
+	if got := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages")) - before; got != 4 {
+		t.Fatalf("release attempts sent: got %v, want 4", got)
 	}
 	tab, _ := c.Stores[3].GetTable(ctx, "s")
 	if tab[7] != 3 {
@@ -569,5 +571,41 @@ func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
 	}
 	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
 		t.Errorf("frames at the serving satellite: got %d, want 66", n)
+	}
+}
+
+// A relay that dies with a fetch in flight (here: answers Unavailable once) costs
+// the origin one more attempt over the whole path, not the fault; the hops the
+// client sees are those of the attempt that arrived.
+func TestAFetchLostAtARelayIsSentAgainByTheOrigin(t *testing.T) {
+	var mu sync.Mutex
+	failures := 1
+	c := clustertest.New(t, defaultSpec, clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 1 { // the relay between 0 and 2
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				mu.Lock()
+				fail := strings.HasSuffix(info.FullMethod, "/FetchPages") && failures > 0
+				if fail {
+					failures--
+				}
+				mu.Unlock()
+				if fail {
+					return nil, status.Error(codes.Unavailable, "connection reset by peer (injected)")
+				}
+				return h(ctx, req)
+			}
+		}})
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	before := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages"))
+	rp, _ := c.Satellite(t, 2)
+	r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" || r.Hops != 2 || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+		t.Fatalf("got %v, %v, want the page moved over 2 hops", r, err)
+	}
+	if got := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages")) - before; got != 2 {
+		t.Errorf("fetch attempts sent by the origin: got %v, want 2", got)
 	}
 }
