@@ -72,14 +72,8 @@ func TestGridHopsMatchTheClosedForm(t *testing.T) {
 	for _, text := range []string{"walker-star:150/10/1:500:87", "walker:66/6/0:780:86.4",
 		"walker-star:15/1/0:500:87", "walker:8/2/1:500:60", "walker:9/3/0:500:60", "walker:1/1/0:500:0"} {
 		t.Run(text, func(t *testing.T) {
-			s, err := ParseSpec(text)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := NewGrid(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := mustGrid(t, text)
+			s := g.Spec()
 			for a := range s.Satellites {
 				for b := range s.Satellites {
 					got, err := g.Hops(uint32(a), uint32(b), 0)

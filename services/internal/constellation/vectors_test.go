@@ -38,14 +38,8 @@ func TestTheGridAgreesWithOrbitModelsVectors(t *testing.T) {
 	checked, cut := 0, 0
 	for _, c := range f.Cases {
 		t.Run(c.Constellation, func(t *testing.T) {
-			s, err := ParseSpec(c.Constellation)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := NewGrid(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := mustGrid(t, c.Constellation)
+			s := g.Spec()
 			if c.CutoffDeg != nil {
 				// orbit_model's satellite latitudes at t_ns, as a one-snapshot schedule.
 				sch := &Schedule{Format: ScheduleFormat, Constellation: c.Constellation, CutoffDeg: *c.CutoffDeg,
