@@ -332,7 +332,7 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 	if o.Hops == 0 {
 		want = satpagev1.Outcome_OUTCOME_LOCAL
 	}
-	check := func(r *satpagev1.ReadPageResponse) {
+	count := func(r *satpagev1.ReadPageResponse) {
 		t.hops += uint64(r.Hops)
 		if r.Outcome != want || int(r.Hops) != o.Hops || len(r.Data) != dataLen {
 			t.bad++
@@ -369,7 +369,7 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 				if err != nil {
 					return t, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
 				}
-				check(resp)
+				count(resp)
 			} else {
 				resp, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: ss.id, Pages: chunk, ScenarioTimeNs: times[:len(chunk)]})
 				if err != nil {
@@ -379,7 +379,7 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 					t.bad += len(chunk)
 				}
 				for _, r := range resp.Results {
-					check(r)
+					count(r)
 				}
 			}
 			t.lat = append(t.lat, time.Since(t0))
