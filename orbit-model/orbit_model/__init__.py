@@ -9,6 +9,12 @@ __version__ = "0.1.0"
 from orbit_model.clients import Clients, place_clients, population_in_region, region_mask
 from orbit_model.clients_io import read_clients, read_region, write_clients
 from orbit_model.constellation import Constellation, Shell, walker_elements
+from orbit_model.ephemeris_io import (
+    EPHEMERIS_FORMAT,
+    EphemerisFile,
+    read_ephemeris,
+    write_ephemeris,
+)
 from orbit_model.footprint import (
     FootprintLoad,
     footprint_central_angle_rad,
@@ -55,4 +61,6 @@ __all__ = [
     "IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors", "write_isl_test_vectors",
     "GroundPoints", "elevations_deg", "find_passes", "PASS_DTYPE",
     "HandoverSchedule", "handover_schedule", "step_times_ns",
+    # live service (issue 17)
+    "EPHEMERIS_FORMAT", "EphemerisFile", "write_ephemeris", "read_ephemeris",
 ]

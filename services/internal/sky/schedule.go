@@ -1,0 +1,117 @@
+package sky
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// WGS84 (orbit_model.propagate.WGS84_A_KM, WGS84_F).
+const (
+	wgs84AKm = 6378.137
+	wgs84F   = 1 / 298.257223563
+)
+
+// Handover is one entry of a place's schedule, in the form of `satpage orbit
+// handovers --json`: from TimeNs on, Satellite serves (-1: none is above the
+// minimum elevation).
+type Handover struct {
+	TimeNs    int64 `json:"time_ns"`
+	Satellite int32 `json:"satellite"`
+}
+
+// Place follows the serving satellite of one ground point, step by step from
+// the ephemeris' first knot, under the file's policy: the same decision at the
+// same step times as orbit_model's handover kernel (handover.py `_sweep`):
+// visible means sin(elevation) >= sin(min elevation) from the WGS84 normal;
+// highest = largest sin(elevation), nearest = shortest range, ties to the
+// lowest index; sticky keeps the serving satellite while it is visible. Not
+// safe for concurrent use (the gateway holds one per session, under its lock).
+type Place struct {
+	LatDeg, LonDeg float64
+	g, up          [3]float64
+	step           int64 // last step decided (-1: none yet)
+	serving        int32
+	Schedule       []Handover
+	buf            []float64
+}
+
+// NewPlace is a ground point at height 0 on the WGS84 ellipsoid.
+func NewPlace(latDeg, lonDeg float64) (*Place, error) {
+	if !(latDeg >= -90 && latDeg <= 90) {
+		return nil, fmt.Errorf("latitude %v deg is outside -90..90: %w", latDeg, errs.ErrInvalid)
+	}
+	if !(lonDeg >= -180 && lonDeg <= 360) {
+		return nil, fmt.Errorf("longitude %v deg is outside -180..360: %w", lonDeg, errs.ErrInvalid)
+	}
+	lat, lon := latDeg*math.Pi/180, lonDeg*math.Pi/180
+	e2 := wgs84F * (2 - wgs84F)
+	n := wgs84AKm / math.Sqrt(1-e2*math.Sin(lat)*math.Sin(lat))
+	p := &Place{LatDeg: latDeg, LonDeg: lonDeg, step: -1, serving: -1}
+	p.g = [3]float64{n * math.Cos(lat) * math.Cos(lon), n * math.Cos(lat) * math.Sin(lon), n * (1 - e2) * math.Sin(lat)}
+	p.up = [3]float64{math.Cos(lat) * math.Cos(lon), math.Cos(lat) * math.Sin(lon), math.Sin(lat)}
+	return p, nil
+}
+
+// Advance decides every step up to tNs (the steps are T0Ns + k*StepNs) and
+// returns the satellite serving at tNs (-1: none visible). Steps already
+// decided are not revisited, so a place's schedule only grows.
+func (p *Place) Advance(e *Ephemeris, tNs int64) (int32, error) {
+	if tNs < e.T0Ns {
+		return -1, fmt.Errorf("scenario time %d ns is before the ephemeris starts at %d ns: %w", tNs, e.T0Ns, errs.ErrOutOfRange)
+	}
+	last := (tNs - e.T0Ns) / e.StepNs
+	if p.buf == nil {
+		p.buf = make([]float64, 3*e.Satellites)
+	}
+	sinMin := math.Sin(e.MinElevationDeg * math.Pi / 180)
+	for k := p.step + 1; k <= last; k++ {
+		t := e.T0Ns + k*e.StepNs
+		if err := e.Positions(t, p.buf); err != nil {
+			return -1, err
+		}
+		best, bestVal, curUp := int32(-1), math.Inf(-1), false
+		for i := 0; i < e.Satellites; i++ {
+			dx, dy, dz := p.buf[3*i]-p.g[0], p.buf[3*i+1]-p.g[1], p.buf[3*i+2]-p.g[2]
+			upKm := dx*p.up[0] + dy*p.up[1] + dz*p.up[2]
+			rng := math.Sqrt(dx*dx + dy*dy + dz*dz)
+			sinEl := upKm / rng
+			if sinEl < sinMin {
+				continue
+			}
+			if int32(i) == p.serving {
+				curUp = true
+			}
+			val := sinEl
+			if e.Policy == "nearest" {
+				val = -rng
+			}
+			if val > bestVal { // ascending index: ties keep the lower one
+				best, bestVal = int32(i), val
+			}
+		}
+		choice := best
+		if e.Sticky && p.serving >= 0 && curUp {
+			choice = p.serving
+		}
+		if choice != p.serving || k == 0 {
+			p.Schedule = append(p.Schedule, Handover{TimeNs: t, Satellite: choice})
+			p.serving = choice
+		}
+		p.step = k
+	}
+	return p.ServingAt(tNs), nil
+}
+
+// ServingAt is the satellite serving at tNs by the steps decided so far (-1 before them).
+func (p *Place) ServingAt(tNs int64) int32 {
+	s := int32(-1)
+	for _, h := range p.Schedule {
+		if h.TimeNs > tNs {
+			break
+		}
+		s = h.Satellite
+	}
+	return s
+}

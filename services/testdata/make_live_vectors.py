@@ -1,0 +1,59 @@
+"""Write services/testdata/live_ephemeris.bin (satpage-ephemeris/1) and
+live_vectors.json from orbit_model (the authority for visibility and handover
+policy): the Go sky package must reproduce each place's schedule from the
+ephemeris (internal/sky/vectors_test.go), and sim/tests/test_live.py checks that
+orbit_model still produces both files.
+
+Usage: .venv/bin/python services/testdata/make_live_vectors.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orbit_model import Constellation, GroundPoints, handover_schedule, parse_epoch, step_times_ns
+from orbit_model.ephemeris_io import write_ephemeris
+
+HERE = Path(__file__).resolve().parent
+CONSTELLATION = "walker-star:150/10/1:500:87"
+EPOCH = "2026-01-01T00:00:00Z"
+HOURS = 1
+STEP_NS = 10_000_000_000
+#: Oslo, Jakarta, Quito, McMurdo, Honolulu, the antimeridian
+PLACES = [(59.9, 10.7), (-6.2, 106.8), (-0.2, -78.5), (-77.8, 166.7), (21.3, -157.9), (0.0, 180.0)]
+CASES = [("highest", True, 10.0), ("nearest", True, 10.0), ("highest", False, 25.0)]
+
+
+def vectors(ephemeris_path: Path) -> dict:
+    """Write the ephemeris and return the schedules orbit_model gives for every case."""
+    const = Constellation.from_spec(CONSTELLATION, epoch=parse_epoch(EPOCH))
+    duration = HOURS * 3600 * 1_000_000_000
+    write_ephemeris(ephemeris_path, const, duration, policy="highest", sticky=True,
+                    min_elevation_deg=10.0, step_ns=STEP_NS)
+    t = step_times_ns(duration, STEP_NS)
+    ground = GroundPoints.from_degrees([p[0] for p in PLACES], [p[1] for p in PLACES])
+    cases = []
+    for policy, sticky, min_el in CASES:
+        sched = handover_schedule(const, ground, t, min_elevation_deg=min_el, policy=policy, sticky=sticky)
+        for c, (lat, lon) in enumerate(PLACES):
+            times, sats = sched.for_client(c)
+            cases.append({"lat_deg": lat, "lon_deg": lon, "policy": policy, "sticky": sticky,
+                          "min_elevation_deg": min_el,
+                          "schedule": [[int(a), int(b)] for a, b in zip(times, sats, strict=True)]})
+    return {"format": "satpage-live-vectors/1", "constellation": CONSTELLATION, "epoch": EPOCH,
+            "step_ns": STEP_NS, "end_ns": int(t[-1]), "ephemeris": ephemeris_path.name, "cases": cases}
+
+
+def render(v: dict) -> str:
+    head = {k: x for k, x in v.items() if k != "cases"}
+    body = ",\n".join("  " + json.dumps(c) for c in v["cases"])
+    return json.dumps(head)[:-1] + ', "cases": [\n' + body + "\n]}\n"
+
+
+if __name__ == "__main__":
+    v = vectors(HERE / "live_ephemeris.bin")
+    (HERE / "live_vectors.json").write_text(render(v))
+    print(f"wrote {HERE / 'live_ephemeris.bin'} and live_vectors.json: {len(v['cases'])} cases, "
+          f"{sum(len(c['schedule']) for c in v['cases'])} schedule entries")
+

@@ -1,0 +1,59 @@
+"""The live test vectors in services/testdata (an ephemeris and the schedules
+orbit_model gives from it), which the Go sky package is tested against, are still
+what orbit_model computes; and the ephemeris format round-trips with its checks."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from orbit_model import (
+    Constellation,
+    itrs_positions_km,
+    parse_epoch,
+    read_ephemeris,
+    write_ephemeris,
+)
+
+TESTDATA = Path(__file__).resolve().parents[2] / "services" / "testdata"
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("make_live_vectors", TESTDATA / "make_live_vectors.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_orbit_model_still_reproduces_the_live_vectors(tmp_path):
+    fresh = _maker().vectors(tmp_path / "live_ephemeris.bin")
+    stored = json.loads((TESTDATA / "live_vectors.json").read_text())
+    assert stored["cases"] == json.loads(json.dumps(fresh["cases"]))
+    a, b = read_ephemeris(TESTDATA / "live_ephemeris.bin"), read_ephemeris(tmp_path / "live_ephemeris.bin")
+    assert (a.constellation, a.epoch, a.knot_ns, a.t0_ns) == (b.constellation, b.epoch, b.knot_ns, b.t0_ns)
+    np.testing.assert_allclose(a.position_km, b.position_km, atol=1e-3)  # 1 m
+
+
+def test_an_ephemeris_holds_orbit_models_positions_at_its_knots(tmp_path):
+    const = Constellation.from_spec("walker:24/4/1:700:55", epoch=parse_epoch("2026-03-01T00:00:00Z"))
+    e = write_ephemeris(tmp_path / "e.bin", const, 600 * 10**9, knot_ns=60 * 10**9)
+    back = read_ephemeris(tmp_path / "e.bin")
+    assert back.position_km.shape == (11, 24, 3) and back.end_ns == 600 * 10**9
+    assert (tmp_path / "e.bin").stat().st_size == len((tmp_path / "e.bin").read_bytes().split(b"\n")[0]) + 1 + 11 * 24 * 12
+    want = itrs_positions_km(const, np.arange(11) * 60 * 10**9, knot_ns=None).transpose(1, 0, 2)
+    np.testing.assert_allclose(back.position_km, want, atol=1e-3)
+    np.testing.assert_array_equal(back.position_km, e.position_km)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"policy": "longest"}, "longest"),
+    ({"knot_ns": 25 * 10**9}, "multiple of the handover step"),
+    ({"t0_ns": 7}, "t0 7 ns"),
+    ({"min_elevation_deg": 95.0}, "95.0"),
+])
+def test_bad_ephemeris_settings_are_named(tmp_path, kwargs, message):
+    const = Constellation.from_spec("walker:24/4/1:700:55", epoch=parse_epoch("2026-03-01T00:00:00Z"))
+    with pytest.raises(ValueError, match=message):
+        write_ephemeris(tmp_path / "e.bin", const, 3600 * 10**9, **kwargs)
