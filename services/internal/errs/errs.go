@@ -34,6 +34,13 @@ var (
 	ErrStillOwned = errors.New("still owned here")
 	// ErrUnavailable: a peer or the store cannot be reached.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUnauthenticated: no credential, or one that is malformed, forged or expired.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrPermissionDenied: a valid credential that does not allow this request
+	// (another session's token, a client calling a satellite-only RPC).
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrResourceExhausted: a quota or rate limit is reached; nothing was changed.
+	ErrResourceExhausted = errors.New("resource exhausted")
 )
 
 // Code maps an error to its gRPC status code. Errors that already carry a
@@ -61,6 +68,12 @@ func Code(err error) codes.Code {
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
 		return codes.Unavailable
+	case errors.Is(err, ErrUnauthenticated):
+		return codes.Unauthenticated
+	case errors.Is(err, ErrPermissionDenied):
+		return codes.PermissionDenied
+	case errors.Is(err, ErrResourceExhausted):
+		return codes.ResourceExhausted
 	}
 	if s, ok := status.FromError(err); ok {
 		return s.Code()
@@ -82,6 +95,7 @@ func Status(err error) error {
 func isSentinel(err error) bool {
 	for _, s := range []error{ErrNotFound, ErrUnknownSession, ErrSessionExists, ErrOutOfRange,
 		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrStillOwned, ErrUnavailable,
+		ErrUnauthenticated, ErrPermissionDenied, ErrResourceExhausted,
 		context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, s) {
 			return true

@@ -106,6 +106,7 @@ class ClusterState:
     store: str = "redis"
     isl_schedule: str | None = None  # the satnodes' --isl-schedule (None: time-invariant +Grid)
     isl_schedule_sha256: str | None = None
+    tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
 
     @property
     def satellites(self) -> int:
@@ -331,7 +332,8 @@ def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) 
             dead.append({"role": p.role, "index": p.index, "pid": p.pid})
     out = {"running": bool(sum(alive.values())) and not dead, "state_dir": state.state_dir,
            "constellation": state.constellation, "satellites": state.satellites,
-           "gateway": state.gateway, "store": state.store, "alive": alive,
+           "gateway": state.gateway, "tls_dir": state.tls_dir, "insecure": state.tls_dir is None,
+           "store": state.store, "alive": alive,
            "processes": len(state.processes), "dead": dead}
     if check_health and alive["satnode"] + alive["gateway"]:
         addrs = [state.satellite_addr(i) for i in range(state.satellites)] + [state.gateway]

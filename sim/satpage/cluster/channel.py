@@ -1,0 +1,70 @@
+"""gRPC channels to a satpage gateway or satellite: mutual TLS 1.3 with the
+material of a TLS directory (docs/security.md), or plain text for a cluster
+started with ``--insecure``; and the session token in call metadata."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["TOKEN_METADATA_KEY", "insecure_channel", "open_channel", "secure_channel",
+           "tls_dir_for", "token_metadata"]
+
+#: gRPC metadata key of the session capability token.
+TOKEN_METADATA_KEY = "satpage-token"
+GATEWAY_SERVER_NAME = "gateway.satpage"
+
+
+def token_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying token (empty for an insecure cluster's empty token)."""
+    return ((TOKEN_METADATA_KEY, token),) if token else ()
+
+
+def secure_channel(target: str, tls_dir: Path, *, server_name: str = GATEWAY_SERVER_NAME,
+                   client_cert: bool = True, options: list | None = None):
+    """A channel to target trusting tls_dir/ca.pem and checking the server's
+    certificate names server_name; with client_cert, presenting client.pem."""
+    import grpc
+
+    d = Path(tls_dir)
+    try:
+        ca = (d / "ca.pem").read_bytes()
+        key = (d / "client-key.pem").read_bytes() if client_cert else None
+        cert = (d / "client.pem").read_bytes() if client_cert else None
+    except OSError as exc:
+        raise OSError(f"TLS material in {d}: {exc.strerror or exc}: {exc.filename}") from None
+    creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+    opts = list(options or []) + [("grpc.ssl_target_name_override", server_name)]
+    return grpc.secure_channel(target, creds, options=opts)
+
+
+def insecure_channel(target: str, *, options: list | None = None):
+    """Plain text (a cluster started with ``--insecure`` only)."""
+    import grpc
+
+    return grpc.insecure_channel(target, options=options or [])
+
+
+def tls_dir_for(target: str) -> Path | None:
+    """The TLS directory to reach target with: ``$SATPAGE_TLS_DIR``; else the
+    tls_dir of the local cluster recorded in ``$SATPAGE_CLUSTER_DIR`` (default
+    .cluster) when its gateway is target; else None (plain text)."""
+    env = os.environ.get("SATPAGE_TLS_DIR")
+    if env:
+        return Path(env)
+    from satpage.cluster.local import load_state
+
+    try:
+        st = load_state()
+    except OSError:
+        return None
+    if st is not None and st.gateway == target and st.tls_dir:
+        return Path(st.tls_dir)
+    return None
+
+
+def open_channel(target: str, tls_dir: Path | None, *, options: list | None = None):
+    """secure_channel when tls_dir is given, else insecure_channel."""
+    if tls_dir is None:
+        return insecure_channel(target, options=options)
+    return secure_channel(target, tls_dir, options=options)
