@@ -1,5 +1,9 @@
 package node
 
+// The gRPC handlers: each decodes and validates its wire message, calls Node,
+// and maps the sentinel errors (internal/errs) to status codes in observe.
+// Routed requests not addressed here are passed on to the next hop.
+
 import (
 	"context"
 	"fmt"
@@ -113,12 +117,8 @@ type satServer struct {
 
 func (s *satServer) OpenSession(ctx context.Context, req *satpagev1.OpenSessionRequest) (*satpagev1.OpenSessionResponse, error) {
 	start := time.Now()
-	err := checkSession(req.SessionId)
-	if err == nil {
-		err = s.n.store.OpenTable(ctx, req.SessionId)
-	}
-	if err != nil {
-		return nil, s.n.observe(ctx, "OpenSession", start, fmt.Errorf("satellite %d: %w", s.n.self, err))
+	if err := s.n.OpenSession(ctx, req.SessionId); err != nil {
+		return nil, s.n.observe(ctx, "OpenSession", start, err)
 	}
 	return &satpagev1.OpenSessionResponse{}, s.n.observe(ctx, "OpenSession", start, nil)
 }
@@ -146,7 +146,7 @@ func (s *satServer) FetchPages(ctx context.Context, req *satpagev1.FetchPagesReq
 		resp, err := c.FetchPages(ctx, req)
 		return resp, s.n.observe(ctx, "FetchPages", start, err)
 	}
-	pages, err := s.n.fetchLocal(ctx, req.SessionId, req.Pages)
+	pages, err := s.n.FetchHere(ctx, req.SessionId, req.Pages)
 	if err != nil {
 		return nil, s.n.observe(ctx, "FetchPages", start, err)
 	}
@@ -180,13 +180,7 @@ func (s *satServer) ReleasePages(ctx context.Context, req *satpagev1.ReleasePage
 		resp, err := c.ReleasePages(ctx, req)
 		return resp, s.n.observe(ctx, "ReleasePages", start, err)
 	}
-	if req.NewOwner == s.n.self {
-		return nil, s.n.observe(ctx, "ReleasePages", start,
-			fmt.Errorf("satellite %d cannot release pages to itself: %w", s.n.self, errs.ErrInvalid))
-	}
-	// The store refuses pages this satellite's own page table says it owns: a
-	// release meant for an old owner never deletes the serving satellite's copy.
-	k, err := s.n.store.ReleaseFrames(ctx, req.SessionId, req.Pages, s.n.self)
+	k, err := s.n.ReleaseHere(ctx, req.SessionId, req.Pages, req.NewOwner)
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReleasePages", start, err)
 	}
@@ -230,7 +224,7 @@ func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableR
 	for _, e := range req.Entries {
 		table[e.Page] = e.Owner
 	}
-	if err := s.n.store.PutTable(ctx, req.SessionId, table); err != nil {
+	if err := s.n.AcceptTable(ctx, req.SessionId, table); err != nil {
 		return nil, s.n.observe(ctx, "AcceptTable", start, err)
 	}
 	return &satpagev1.AcceptTableResponse{Hops: req.Route.Hops}, s.n.observe(ctx, "AcceptTable", start, nil)
@@ -268,46 +262,9 @@ func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionR
 		resp, err := c.DropSession(ctx, req)
 		return resp, s.n.observe(ctx, "DropSession", start, err)
 	}
-	if _, err := s.n.store.TableSize(ctx, req.SessionId); err == nil {
-		return nil, s.n.observe(ctx, "DropSession", start, fmt.Errorf(
-			"satellite %d serves session %q (holds its page table): end it with EndSession: %w", s.n.self, req.SessionId, errs.ErrStillOwned))
-	}
-	k, err := s.n.store.DropFrames(ctx, req.SessionId)
+	k, err := s.n.DropHere(ctx, req.SessionId)
 	if err != nil {
 		return nil, s.n.observe(ctx, "DropSession", start, err)
 	}
 	return &satpagev1.DropSessionResponse{FramesDeleted: uint32(k), Hops: req.Route.Hops}, s.n.observe(ctx, "DropSession", start, nil)
-}
-
-// localClient calls this node's own handlers in-process (a routed request
-// whose destination is the node itself: zero hops, no network).
-type localClient struct{ n *Node }
-
-var _ satpagev1.SatelliteServiceClient = localClient{}
-
-func (l localClient) srv() *satServer { return &satServer{n: l.n} }
-
-func (l localClient) OpenSession(ctx context.Context, in *satpagev1.OpenSessionRequest, _ ...grpc.CallOption) (*satpagev1.OpenSessionResponse, error) {
-	return l.srv().OpenSession(ctx, in)
-}
-func (l localClient) FetchPages(ctx context.Context, in *satpagev1.FetchPagesRequest, _ ...grpc.CallOption) (*satpagev1.FetchPagesResponse, error) {
-	return l.srv().FetchPages(ctx, in)
-}
-func (l localClient) ReleasePages(ctx context.Context, in *satpagev1.ReleasePagesRequest, _ ...grpc.CallOption) (*satpagev1.ReleasePagesResponse, error) {
-	return l.srv().ReleasePages(ctx, in)
-}
-func (l localClient) HandOver(ctx context.Context, in *satpagev1.HandOverRequest, _ ...grpc.CallOption) (*satpagev1.HandOverResponse, error) {
-	return l.srv().HandOver(ctx, in)
-}
-func (l localClient) AcceptTable(ctx context.Context, in *satpagev1.AcceptTableRequest, _ ...grpc.CallOption) (*satpagev1.AcceptTableResponse, error) {
-	return l.srv().AcceptTable(ctx, in)
-}
-func (l localClient) MovePages(ctx context.Context, in *satpagev1.MovePagesRequest, _ ...grpc.CallOption) (*satpagev1.MovePagesResponse, error) {
-	return l.srv().MovePages(ctx, in)
-}
-func (l localClient) SessionFrames(ctx context.Context, in *satpagev1.SessionFramesRequest, _ ...grpc.CallOption) (*satpagev1.SessionFramesResponse, error) {
-	return l.srv().SessionFrames(ctx, in)
-}
-func (l localClient) DropSession(ctx context.Context, in *satpagev1.DropSessionRequest, _ ...grpc.CallOption) (*satpagev1.DropSessionResponse, error) {
-	return l.srv().DropSession(ctx, in)
 }

@@ -1,0 +1,244 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+)
+
+func TestAMovedPageTravelsTheShortestPathHopByHop(t *testing.T) {
+	c := clustertest.New(t, defaultSpec, clustertest.Options{})
+	tests := []struct {
+		name             string
+		owner, requester int
+		wantHops         uint32
+	}{
+		{"neighbours in plane", 0, 1, 1},
+		{"two in plane", 0, 2, 2},
+		{"across the in-plane wrap", 0, 11, 4},
+		{"four planes and four slots", 0, 4*15 + 4, 8},
+		{"plane 9 to plane 0", 9 * 15, 0, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			session := "s-" + tt.name
+			data := bytes.Repeat([]byte(tt.name[:1]), 4096)
+			placePage(t, c, session, tt.owner, tt.requester, data)
+			before := relayed(c, "FetchPages")
+			rp, _ := c.Satellite(t, tt.requester)
+			r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: session, Page: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != tt.wantHops || r.PreviousOwner != uint32(tt.owner) {
+				t.Errorf("got outcome %v, %d hops from %d, want MOVED, %d hops from %d", r.Outcome, r.Hops, r.PreviousOwner, tt.wantHops, tt.owner)
+			}
+			if !bytes.Equal(r.Data, data) {
+				t.Errorf("got %d bytes of data, want the %d written", len(r.Data), len(data))
+			}
+			if got := relayed(c, "FetchPages") - before; got != float64(tt.wantHops) {
+				t.Errorf("relays counted: got %v, want %d", got, tt.wantHops)
+			}
+			ctx := context.Background()
+			// The release to the old owner is batched; asking the serving satellite
+			// what it holds sends it.
+			_, rs := c.Satellite(t, tt.requester)
+			beforeRelease := relayed(c, "ReleasePages")
+			if _, err := rs.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: session}); err != nil {
+				t.Fatal(err)
+			}
+			if got := relayed(c, "ReleasePages") - beforeRelease; got != float64(tt.wantHops) {
+				t.Errorf("release relays: got %v, want %d", got, tt.wantHops)
+			}
+			if n, _ := c.Stores[tt.owner].CountFrames(ctx, session); n != 0 {
+				t.Errorf("frames left at the old owner: got %d, want 0", n)
+			}
+			if n, _ := c.Stores[tt.requester].CountFrames(ctx, session); n != 1 {
+				t.Errorf("frames at the new owner: got %d, want 1", n)
+			}
+			r, err = rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: 7})
+			if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_LOCAL || r.Hops != 0 {
+				t.Errorf("second read: got %v, %v, want LOCAL with 0 hops", r, err)
+			}
+		})
+	}
+}
+
+func TestAFetchThatFailsLeavesThePageWithItsOwner(t *testing.T) {
+	on := true
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i == 0 {
+				return failing("FetchPages", &on)
+			}
+			return nil
+		}})
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	rp, _ := c.Satellite(t, 2)
+	ctx := context.Background()
+	_, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("got %v, want Unavailable", err)
+	}
+	if tab, _ := c.Stores[2].GetTable(ctx, "s"); tab[7] != 0 {
+		t.Errorf("owner in the table after a failed fetch: got %d, want 0", tab[7])
+	}
+	if n, _ := c.Stores[2].CountFrames(ctx, "s"); n != 0 {
+		t.Errorf("frames at the requester: got %d, want 0", n)
+	}
+	on = false
+	r, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" {
+		t.Fatalf("retry: got %v, %v, want the page", r, err)
+	}
+}
+
+func TestAPartitionedRelayFailsTheFetchAndLosesNothing(t *testing.T) {
+	c := clustertest.New(t, "walker-star:15/1/0:500:87", clustertest.Options{})
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	c.Partition(1, true) // the only shortest path 2 -> 0 runs through 1
+	rp, _ := c.Satellite(t, 2)
+	ctx := context.Background()
+	if _, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("got %v, want Unavailable", err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 1 {
+		t.Errorf("frames at the owner: got %d, want 1", n)
+	}
+	c.Partition(1, false)
+	if r, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); err != nil || r.Hops != 2 {
+		t.Fatalf("after the partition heals: got %v, %v, want 2 hops", r, err)
+	}
+}
+
+func TestTheClientsDeadlineHoldsAtTheEndOfTheRelay(t *testing.T) {
+	seen := make(chan time.Duration, 4)
+	c := clustertest.New(t, "walker-star:15/1/0:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 0 {
+				return nil
+			}
+			// The owner, 4 hops from the requester: report the deadline it got, then stall.
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
+					d, ok := ctx.Deadline()
+					if !ok {
+						seen <- -1
+					} else {
+						seen <- time.Until(d)
+					}
+					<-ctx.Done()
+					return nil, status.FromContextError(ctx.Err()).Err()
+				}
+				return h(ctx, req)
+			}
+		}})
+	placePage(t, c, "s", 0, 4, []byte("x"))
+	rp, _ := c.Satellite(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := rp.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("the stalled relay held the client for %v", took)
+	}
+	if left := <-seen; left <= 0 || left > 500*time.Millisecond {
+		t.Errorf("deadline left at the owner after 4 relays: got %v, want within the client's 500 ms", left)
+	}
+	if n, _ := c.Stores[0].CountFrames(context.Background(), "s"); n != 1 {
+		t.Errorf("frames at the owner after the timeout: got %d, want 1 (not lost)", n)
+	}
+}
+
+// A batch read must give what reading the pages one by one gives (outcome, hops,
+// previous owner, data, and the state left behind), with one FetchPages per
+// (owner, scenario time) instead of one per fault.
+func TestABatchReadEqualsReadingOneByOne(t *testing.T) {
+	ctx := context.Background()
+	pages := []uint32{3, 20, 11, 3, 99, 5, 14, 99, 20, 0, 12, 7}
+	const min = int64(60e9)
+	times := []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, min, min}
+	// Pages 0-9 written at satellite 0, 10-14 at 16, page 20 at 2, which then serves.
+	setup := func(c *clustertest.Cluster) {
+		t.Helper()
+		write := func(sat int, from, to uint32) {
+			p, _ := c.Satellite(t, sat)
+			for pg := from; pg <= to; pg++ {
+				if _, err := p.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "b", Page: pg, Data: []byte{byte(pg), byte(sat)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		hand := func(from, to int) {
+			_, s := c.Satellite(t, from)
+			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "b", ToSatellite: uint32(to)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, s0 := c.Satellite(t, 0)
+		if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		write(0, 0, 9)
+		hand(0, 16)
+		write(16, 10, 14)
+		hand(16, 2)
+		write(2, 20, 20)
+	}
+	batch := clustertest.New(t, defaultSpec, clustertest.Options{})
+	single := clustertest.New(t, defaultSpec, clustertest.Options{})
+	setup(batch)
+	setup(single)
+
+	before := relayed(batch, "FetchPages")
+	pb, _ := batch.Satellite(t, 2)
+	got, err := pb.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: "b", Pages: pages, ScenarioTimeNs: times})
+	if err != nil || len(got.Results) != len(pages) {
+		t.Fatalf("ReadPages: got %v, %v", got, err)
+	}
+	ps, _ := single.Satellite(t, 2)
+	for i, pg := range pages {
+		want, err := ps.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "b", Page: pg, ScenarioTimeNs: times[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := got.Results[i]
+		if g.Outcome != want.Outcome || g.Hops != want.Hops || g.PreviousOwner != want.PreviousOwner || !bytes.Equal(g.Data, want.Data) {
+			t.Errorf("access %d (page %d): batch gave %v %d hops from %d data %v, one by one %v %d hops from %d data %v",
+				i, pg, g.Outcome, g.Hops, g.PreviousOwner, g.Data, want.Outcome, want.Hops, want.PreviousOwner, want.Data)
+		}
+	}
+	// Groups: (0, t0) pages 3 5 0; (16, t0) 11 14; (16, 1 min) 12; (0, 1 min) 7.
+	h0, _ := batch.Grid.Hops(0, 2, 0)
+	h16, _ := batch.Grid.Hops(16, 2, 0)
+	if got, want := relayed(batch, "FetchPages")-before, float64(2*h0+2*h16); got != want {
+		t.Errorf("relayed FetchPages hops of the batch: got %v, want %v (one FetchPages per owner and time)", got, want)
+	}
+	for _, sat := range []int{0, 16, 2} {
+		_, sb := batch.Satellite(t, sat)
+		_, ss := single.Satellite(t, sat)
+		fb, err1 := sb.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "b"})
+		fs, err2 := ss.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "b"})
+		if err1 != nil || err2 != nil || fb.Frames != fs.Frames || fb.TablePages != fs.TablePages {
+			t.Errorf("satellite %d holds %v (%v) after the batch, %v (%v) one by one", sat, fb, err1, fs, err2)
+		}
+	}
+	tb, _ := batch.Stores[2].GetTable(ctx, "b")
+	ts, _ := single.Stores[2].GetTable(ctx, "b")
+	if !maps.Equal(tb, ts) {
+		t.Errorf("page table after the batch %v, one by one %v", tb, ts)
+	}
+}

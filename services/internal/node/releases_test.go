@@ -1,0 +1,136 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+)
+
+func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
+	on := true
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i == 0 {
+				return failing("ReleasePages", &on)
+			}
+			return nil
+		}})
+	placePage(t, c, "s", 0, 3, []byte("payload"))
+	rp, _ := c.Satellite(t, 3)
+	r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" || r.Hops != 3 {
+		t.Fatalf("got %v, %v, want the page after 3 hops", r, err)
+	}
+	ctx := context.Background()
+	_, s3 := c.Satellite(t, 3)
+	before := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages"))
+	if _, err := s3.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err) // sends the batched release, which the owner fails
+	}
+	// Unavailable: sent again by the origin, 4 attempts in all, then given up.
+	if got := testutil.ToFloat64(c.Metrics[3].RelayedHops.WithLabelValues("ReleasePages")) - before; got != 4 {
+		t.Fatalf("release attempts sent: got %v, want 4", got)
+	}
+	tab, _ := c.Stores[3].GetTable(ctx, "s")
+	if tab[7] != 3 {
+		t.Errorf("owner in the table: got %d, want 3", tab[7])
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 1 {
+		t.Errorf("stale copy at the old owner: got %d frames, want 1", n)
+	}
+}
+
+func TestEndingASessionAtTheGatewaySweepsStaleCopiesOffTheTrail(t *testing.T) {
+	on := true
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i == 0 {
+				return failing("ReleasePages", &on)
+			}
+			return nil
+		}})
+	ctx := context.Background()
+	visits := []*satpagev1.Visit{{Satellite: 0, StartNs: 0}, {Satellite: 3, StartNs: 10}}
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s", Visits: visits}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 7, Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7, ScenarioTimeNs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 1 {
+		t.Fatalf("stale copy after the failed release: got %d frames, want 1", n)
+	}
+	e, err := c.Gateway.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: "s", ScenarioTimeNs: 10})
+	if err != nil || e.PagesDeleted != 2 {
+		t.Errorf("EndSession: got %v, %v, want the page and its stale copy deleted (2)", e, err)
+	}
+	for _, i := range []int{0, 3} {
+		if n, _ := c.Stores[i].CountFrames(ctx, "s"); n != 0 {
+			t.Errorf("frames left at satellite %d: got %d, want 0", i, n)
+		}
+	}
+}
+
+// The 64th fault from an old owner queues a batch of releases; no fault waits
+// for it, and the next operation of the session (here SessionFrames) waits
+// until the old owner has deleted its copies.
+func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
+	ctx := context.Background()
+	hold := make(chan struct{})
+	c := clustertest.New(t, defaultSpec, clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 0 {
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/ReleasePages") {
+					<-hold
+				}
+				return h(ctx, req)
+			}
+		}})
+	p0, s0 := c.Satellite(t, 0)
+	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	for pg := range uint32(70) {
+		if _, err := p0.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "r", Page: pg, Data: []byte{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "r", ToSatellite: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p1, s1 := c.Satellite(t, 1)
+	for pg := range uint32(66) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := p1.ReadPage(rctx, &satpagev1.ReadPageRequest{SessionId: "r", Page: pg})
+		cancel()
+		if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+			t.Fatalf("read %d while the old owner holds its releases: got %v, %v, want MOVED", pg, r, err)
+		}
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70 {
+		t.Errorf("frames at the old owner while its release is held: got %d, want 70 (stale copies, none lost)", n)
+	}
+	close(hold)
+	if _, err := s1.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70-66 {
+		t.Errorf("frames at the old owner after the flush: got %d, want %d", n, 70-66)
+	}
+	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
+		t.Errorf("frames at the serving satellite: got %d, want 66", n)
+	}
+}

@@ -1,0 +1,149 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// originate sends a routed request from this satellite to dest: straight to
+// the first hop of the shortest path (the request then travels hop by hop).
+// dest == self is handled by the same handler, in-process, with zero hops.
+//
+// An idempotent request that fails with Unavailable (a relay or the
+// destination died with it in flight: connection reset) is sent again, whole
+// path, by the origin only: relays never retry, so attempts do not multiply
+// along the path. Wait-for-ready makes the next attempt wait for a restarting
+// satellite, within the caller's deadline.
+func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string,
+	call func(satpagev1.SatelliteServiceClient, *satpagev1.Route) error) error {
+	if dest == n.self {
+		return call(localClient{n}, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs})
+	}
+	next, err := n.grid.NextHop(n.self, dest, tNs)
+	if err != nil {
+		return err
+	}
+	c, err := n.peers.Satellite(next)
+	if err != nil {
+		return err
+	}
+	backoff := retryBackoff
+	for attempt := 1; ; attempt++ {
+		n.m.RelayedHops.WithLabelValues(rpc).Inc()
+		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
+		if err == nil || !idempotent[rpc] || attempt == retryAttempts || status.Code(err) != codes.Unavailable {
+			return err
+		}
+		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return err
+		}
+		backoff *= 2
+	}
+}
+
+// idempotent are the routed requests that may be sent again: FetchPages
+// leaves the frames in place, ReleasePages and DropSession delete what is
+// there, AcceptTable stores the same table again. (HandOver and MovePages
+// change state in steps and are not routed.)
+var idempotent = map[string]bool{"FetchPages": true, "ReleasePages": true, "AcceptTable": true, "DropSession": true}
+
+const (
+	retryAttempts = 4
+	retryBackoff  = 50 * time.Millisecond // doubled after each attempt
+)
+
+// checkRoute validates a routed request arriving here.
+func (n *Node) checkRoute(r *satpagev1.Route) error {
+	if r == nil {
+		return fmt.Errorf("route is missing: %w", errs.ErrInvalid)
+	}
+	if err := n.grid.Check(r.Destination); err != nil {
+		return fmt.Errorf("route destination: %w", err)
+	}
+	if err := n.grid.Check(r.Origin); err != nil {
+		return fmt.Errorf("route origin: %w", err)
+	}
+	if err := n.grid.CheckTime(r.ScenarioTimeNs); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	if int(r.Hops) != len(r.Path) {
+		return fmt.Errorf("route hops %d but path %v: %w", r.Hops, r.Path, errs.ErrInvalid)
+	}
+	if len(r.Path) > n.grid.Satellites() {
+		return fmt.Errorf("route of %d hops is longer than the constellation: %w", len(r.Path), errs.ErrRelayLoop)
+	}
+	if len(r.Path) > 0 {
+		last := r.Path[len(r.Path)-1]
+		if err := n.grid.Check(last); err != nil {
+			return fmt.Errorf("route path: %w", err)
+		}
+		if !n.grid.IsNeighbor(last, n.self, r.ScenarioTimeNs) {
+			return fmt.Errorf("request from satellite %d reached satellite %d, which is not its ISL neighbour: %w", last, n.self, errs.ErrRelayLoop)
+		}
+		if slices.Contains(r.Path, n.self) {
+			return fmt.Errorf("request to satellite %d passed satellite %d twice (path %v): %w", r.Destination, n.self, r.Path, errs.ErrRelayLoop)
+		}
+	}
+	return nil
+}
+
+// forward returns the next hop towards r.Destination and advances r.
+func (n *Node) forward(r *satpagev1.Route, rpc string) (satpagev1.SatelliteServiceClient, error) {
+	next, err := n.grid.NextHop(n.self, r.Destination, r.ScenarioTimeNs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := n.peers.Satellite(next)
+	if err != nil {
+		return nil, err
+	}
+	r.Hops++
+	r.Path = append(r.Path, n.self)
+	n.m.RelayedHops.WithLabelValues(rpc).Inc()
+	return c, nil
+}
+
+// localClient calls this node's own handlers in-process (a routed request
+// whose destination is the node itself: zero hops, no network).
+type localClient struct{ n *Node }
+
+var _ satpagev1.SatelliteServiceClient = localClient{}
+
+func (l localClient) srv() *satServer { return &satServer{n: l.n} }
+
+func (l localClient) OpenSession(ctx context.Context, in *satpagev1.OpenSessionRequest, _ ...grpc.CallOption) (*satpagev1.OpenSessionResponse, error) {
+	return l.srv().OpenSession(ctx, in)
+}
+func (l localClient) FetchPages(ctx context.Context, in *satpagev1.FetchPagesRequest, _ ...grpc.CallOption) (*satpagev1.FetchPagesResponse, error) {
+	return l.srv().FetchPages(ctx, in)
+}
+func (l localClient) ReleasePages(ctx context.Context, in *satpagev1.ReleasePagesRequest, _ ...grpc.CallOption) (*satpagev1.ReleasePagesResponse, error) {
+	return l.srv().ReleasePages(ctx, in)
+}
+func (l localClient) HandOver(ctx context.Context, in *satpagev1.HandOverRequest, _ ...grpc.CallOption) (*satpagev1.HandOverResponse, error) {
+	return l.srv().HandOver(ctx, in)
+}
+func (l localClient) AcceptTable(ctx context.Context, in *satpagev1.AcceptTableRequest, _ ...grpc.CallOption) (*satpagev1.AcceptTableResponse, error) {
+	return l.srv().AcceptTable(ctx, in)
+}
+func (l localClient) MovePages(ctx context.Context, in *satpagev1.MovePagesRequest, _ ...grpc.CallOption) (*satpagev1.MovePagesResponse, error) {
+	return l.srv().MovePages(ctx, in)
+}
+func (l localClient) SessionFrames(ctx context.Context, in *satpagev1.SessionFramesRequest, _ ...grpc.CallOption) (*satpagev1.SessionFramesResponse, error) {
+	return l.srv().SessionFrames(ctx, in)
+}
+func (l localClient) DropSession(ctx context.Context, in *satpagev1.DropSessionRequest, _ ...grpc.CallOption) (*satpagev1.DropSessionResponse, error) {
+	return l.srv().DropSession(ctx, in)
+}

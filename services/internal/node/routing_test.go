@@ -1,0 +1,52 @@
+package node_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+)
+
+// A relay that dies with a fetch in flight (here: answers Unavailable once) costs
+// the origin one more attempt over the whole path, not the fault; the hops the
+// client sees are those of the attempt that arrived.
+func TestAFetchLostAtARelayIsSentAgainByTheOrigin(t *testing.T) {
+	var mu sync.Mutex
+	failures := 1
+	c := clustertest.New(t, defaultSpec, clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 1 { // the relay between 0 and 2
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				mu.Lock()
+				fail := strings.HasSuffix(info.FullMethod, "/FetchPages") && failures > 0
+				if fail {
+					failures--
+				}
+				mu.Unlock()
+				if fail {
+					return nil, status.Error(codes.Unavailable, "connection reset by peer (injected)")
+				}
+				return h(ctx, req)
+			}
+		}})
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	before := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages"))
+	rp, _ := c.Satellite(t, 2)
+	r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" || r.Hops != 2 || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+		t.Fatalf("got %v, %v, want the page moved over 2 hops", r, err)
+	}
+	if got := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages")) - before; got != 2 {
+		t.Errorf("fetch attempts sent by the origin: got %v, want 2", got)
+	}
+}

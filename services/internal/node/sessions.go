@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+// OpenSession creates the session's (empty) page table here: this satellite
+// serves it from now on.
+func (n *Node) OpenSession(ctx context.Context, session string) error {
+	err := checkSession(session)
+	if err == nil {
+		err = n.store.OpenTable(ctx, session)
+	}
+	if err != nil {
+		return fmt.Errorf("satellite %d: %w", n.self, err)
+	}
+	return nil
+}
+
+// HandOver sends the session's page table to satellite to (relayed) and
+// deletes it here once the new satellite has stored it.
+func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int64) (tablePages int, hops uint32, err error) {
+	if err := checkSession(session); err != nil {
+		return 0, 0, err
+	}
+	if err := n.grid.Check(to); err != nil {
+		return 0, 0, fmt.Errorf("to_satellite: %w", err)
+	}
+	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
+	table, err := n.store.GetTable(ctx, session)
+	if err != nil {
+		return 0, 0, n.unknownHere(session, err)
+	}
+	if to == n.self {
+		return len(table), 0, nil
+	}
+	entries := make([]*satpagev1.TableEntry, 0, len(table))
+	for _, p := range slices.Sorted(maps.Keys(table)) {
+		entries = append(entries, &satpagev1.TableEntry{Page: p, Owner: table[p]})
+	}
+	err = n.originate(ctx, to, tNs, "AcceptTable", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
+		resp, err := c.AcceptTable(ctx, &satpagev1.AcceptTableRequest{Route: r, SessionId: session, Entries: entries})
+		if err == nil {
+			hops = resp.Hops
+		}
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("hand session %q over to satellite %d: %w", session, to, err)
+	}
+	// The new satellite holds the table now; only then does this one let go.
+	if err := n.store.DeleteTable(ctx, session); err != nil {
+		n.log.WarnContext(ctx, "delete of handed-over table failed", "session", session, "err", err)
+	}
+	return len(table), hops, nil
+}
+
+// AcceptTable stores a page table handed over to this satellite, which then
+// serves the session (the handler has checked every owner against the grid).
+func (n *Node) AcceptTable(ctx context.Context, session string, table store.Table) error {
+	return n.store.PutTable(ctx, session, table)
+}
+
+// MovePages moves every page of the session owned elsewhere to this (serving) satellite.
+func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved int, pageHops uint64, err error) {
+	if err := checkSession(session); err != nil {
+		return 0, 0, err
+	}
+	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
+	table, err := n.store.GetTable(ctx, session)
+	if err != nil {
+		return 0, 0, n.unknownHere(session, err)
+	}
+	byOwner := map[uint32][]uint32{}
+	for p, o := range table {
+		if o != n.self {
+			byOwner[o] = append(byOwner[o], p)
+		}
+	}
+	for _, owner := range slices.Sorted(maps.Keys(byOwner)) {
+		pages := byOwner[owner]
+		slices.Sort(pages)
+		for chunk := range slices.Chunk(pages, moveChunk) {
+			_, hops, err := n.move(ctx, session, chunk, owner, tNs, "handover")
+			if err != nil {
+				return moved, pageHops, err
+			}
+			moved += len(chunk)
+			pageHops += uint64(len(chunk)) * uint64(hops)
+		}
+	}
+	return moved, pageHops, nil
+}
+
+// EndSession deletes every frame of the session (here and at each owner its
+// table names, relayed) and then its page table.
+func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, error) {
+	if err := checkSession(session); err != nil {
+		return 0, err
+	}
+	defer n.locks.lock(session)()
+	n.flushReleases(ctx, session)
+	table, err := n.store.GetTable(ctx, session)
+	if err != nil {
+		return 0, n.unknownHere(session, err)
+	}
+	owners := map[uint32]bool{}
+	for _, o := range table {
+		owners[o] = true
+	}
+	delete(owners, n.self)
+	deleted, err := n.store.DropFrames(ctx, session)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range slices.Sorted(maps.Keys(owners)) {
+		err := n.originate(ctx, o, tNs, "DropSession", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
+			resp, err := c.DropSession(ctx, &satpagev1.DropSessionRequest{Route: r, SessionId: session})
+			if err == nil {
+				deleted += int(resp.FramesDeleted)
+			}
+			return err
+		})
+		if err != nil {
+			return deleted, fmt.Errorf("drop session %q at satellite %d: %w", session, o, err)
+		}
+	}
+	return deleted, n.store.DeleteTable(ctx, session)
+}
+
+// DropHere serves DropSession at a satellite of the session's trail: it
+// deletes the frames held here. The serving satellite refuses (its table still
+// names the pages it owns): a session is ended there, with EndSession.
+func (n *Node) DropHere(ctx context.Context, session string) (int, error) {
+	if _, err := n.store.TableSize(ctx, session); err == nil {
+		return 0, fmt.Errorf("satellite %d serves session %q (holds its page table): end it with EndSession: %w",
+			n.self, session, errs.ErrStillOwned)
+	}
+	return n.store.DropFrames(ctx, session)
+}
+
+// SessionFrames reports what this satellite holds of a session.
+func (n *Node) SessionFrames(ctx context.Context, session string) (frames int, serving bool, tablePages int, err error) {
+	if err := checkSession(session); err != nil {
+		return 0, false, 0, err
+	}
+	// Releases this satellite owes for the session go out first, so that the
+	// counts at the old owners are settled once this returns.
+	unlock := n.locks.lock(session)
+	n.flushReleases(ctx, session)
+	unlock()
+	frames, err = n.store.CountFrames(ctx, session)
+	if err != nil {
+		return 0, false, 0, err
+	}
+	tablePages, err = n.store.TableSize(ctx, session)
+	switch {
+	case errors.Is(err, errs.ErrUnknownSession):
+		return frames, false, 0, nil
+	case err != nil:
+		return 0, false, 0, err
+	}
+	return frames, true, tablePages, nil
+}
