@@ -16,16 +16,28 @@ from pager.paper import (
     paper_summary,
     table_movements,
 )
+from pager.strategies_related import (
+    ContainerMigration,
+    Custody,
+    IdleLink,
+    MigrationModel,
+    Multipath,
+    ReplicateNext,
+    replicate_next_log,
+)
 from pager.strategy import (
     EVENT_DTYPE,
     GROUND,
     NOWHERE,
+    PAGING,
     SELECT_SIGNATURE,
     EventKind,
+    NetworkUse,
     OnDemand,
     Proactive,
     Strategy,
     handover_rule,
+    network_use,
     select_all,
     select_none,
 )
@@ -43,6 +55,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "COUNTER_DTYPE",
+    "ContainerMigration",
+    "Custody",
+    "IdleLink",
+    "MigrationModel",
+    "Multipath",
+    "NetworkUse",
+    "PAGING",
+    "ReplicateNext",
+    "replicate_next_log",
     "EVENT_DTYPE",
     "GROUND",
     "NOWHERE",
@@ -63,6 +84,7 @@ __all__ = [
     "__version__",
     "exact_paper",
     "handover_rule",
+    "network_use",
     "paper_counts",
     "paper_key",
     "paper_summary",

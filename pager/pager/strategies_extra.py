@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pager.strategy import EventKind, handover_rule, select_none
+from pager.strategy import PAGING, EventKind, NetworkUse, handover_rule, select_none
 
 __all__ = ["HotK", "GroundStore", "PushAhead"]
 
@@ -66,6 +66,7 @@ class HotK:
     handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
     lead_ns: ClassVar[int] = 0
     select: ClassVar[Any] = _most_used
+    network: ClassVar[NetworkUse] = PAGING
 
     def __post_init__(self) -> None:
         if self.k < 0:
@@ -85,6 +86,7 @@ class GroundStore:
     handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
     lead_ns: ClassVar[int] = 0
     select: ClassVar[Any] = select_none
+    network: ClassVar[NetworkUse] = PAGING
 
     def params(self) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
@@ -102,6 +104,7 @@ class PushAhead:
     create_on_ground: ClassVar[bool] = False
     handover_kind: ClassVar[EventKind] = EventKind.PUSH
     select: ClassVar[Any] = _recently_used
+    network: ClassVar[NetworkUse] = PAGING
 
     def __post_init__(self) -> None:
         if self.recent_visits < 1:

@@ -11,7 +11,11 @@ A strategy tells the shared engine three things (docs/paging-model.md):
    handover rule ``select``, a Numba function compiled with ``SELECT_SIGNATURE``
    (decorate it with ``handover_rule``), fed the strategy's integer ``params()``.
    Its moves are logged as ``handover_kind`` (HANDOVER at the visit start, or
-   PUSH ``lead_ns`` before it: pages pushed ahead of the handover).
+   PUSH ``lead_ns`` before it: pages pushed ahead of the handover);
+4. optionally, how the network carries its transfers, ``network`` (a ``NetworkUse``: ``PAGING``
+   for plain paging; multipath faults, custody caches, replication to the next
+   server, blocking container migration, deferred pushes otherwise). The engine
+   ignores it; the constellation simulation prices the event log with it.
 
 A new strategy is a new class with these members; the engine, its compiled
 kernels and the event log are shared. Example (hot-k: on-demand plus the K most
@@ -36,6 +40,7 @@ used pages moved at each handover)::
         handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
         lead_ns: ClassVar[int] = 0
         select: ClassVar = _most_used
+        network: ClassVar = PAGING
         def params(self) -> np.ndarray:
             return np.array([self.k], dtype=np.int64)
 """
@@ -55,12 +60,15 @@ __all__ = [
     "EVENT_DTYPE",
     "GROUND",
     "NOWHERE",
+    "PAGING",
     "SELECT_SIGNATURE",
     "EventKind",
+    "NetworkUse",
     "OnDemand",
     "Proactive",
     "Strategy",
     "handover_rule",
+    "network_use",
     "select_all",
     "select_none",
 ]
@@ -81,6 +89,46 @@ class EventKind(enum.IntEnum):
     PUSH = K.KIND_PUSH  # moved by the strategy ahead of the handover (lead_ns before it)
     REMOTE = K.KIND_REMOTE  # served from where it is, not moved (no-move strategies)
     CREATE = K.KIND_CREATE  # created locally (logged only with log_creations=True)
+    REPLICA = K.KIND_REPLICA  # a copy sent to another satellite; the owner keeps the page
+
+
+@dataclass(frozen=True)
+class NetworkUse:
+    """How the network carries a strategy's transfers, beyond the page table the
+    engine replays (docs/strategies.md prices each one; ``satpage compare`` applies
+    them to the event log). The defaults are plain paging: one shortest-hop path per
+    transfer, nothing cached on the way, nothing blocking.
+
+    - ``fault_paths``: 1, or 2 to fetch a faulting page over two link-disjoint
+      paths at once (latency of the faster, cost of both);
+    - ``custody_pages``: relays on a page's path keep a copy in a custody cache of
+      this many pages per satellite and session (0 = none); a later fault is served
+      by the nearest holder;
+    - ``replicate_next``: the state is replicated to the next serving satellite
+      continuously (``replicate_next_log`` rewrites the log);
+    - ``blocking_migration``: the whole container migrates at each handover and the
+      service is down meanwhile (a ``MigrationModel`` gives the downtime);
+    - ``idle_threshold``: handover pushes wait until every link of their path is
+      below this utilisation (or go at the handover at the latest); 0 = no deferral.
+    """
+
+    fault_paths: int = 1
+    custody_pages: int = 0
+    replicate_next: bool = False
+    blocking_migration: bool = False
+    idle_threshold: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fault_paths not in (1, 2):
+            raise ValueError(f"fault_paths must be 1 or 2, got {self.fault_paths}")
+        if self.custody_pages < 0:
+            raise ValueError(f"custody_pages must not be negative, got {self.custody_pages}")
+        if not 0.0 <= self.idle_threshold <= 1.0:
+            raise ValueError(f"idle_threshold must be in [0, 1], got {self.idle_threshold}")
+
+
+PAGING = NetworkUse()
+"""The network use of plain paging strategies."""
 
 
 EVENT_DTYPE = K.EVENT_RECORD
@@ -112,10 +160,20 @@ class Strategy(Protocol):
     handover_kind: EventKind
     lead_ns: int
     select: Any  # a handover_rule-compiled function
+    # Optional: ``network`` (a NetworkUse) says how the ISLs carry the transfers;
+    # a strategy without it is plain paging (``network_use`` reads it).
 
     def params(self) -> np.ndarray:
         """int64 (k,): the parameters passed to ``select``."""
         ...
+
+
+def network_use(strategy: Strategy) -> NetworkUse:
+    """The strategy's ``network`` member, PAGING when it has none."""
+    use = getattr(strategy, "network", PAGING)
+    if not isinstance(use, NetworkUse):
+        raise ValueError(f"{strategy.name}: network must be a NetworkUse, got {use!r}")
+    return use
 
 
 @handover_rule
@@ -149,6 +207,7 @@ class OnDemand:
     handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
     lead_ns: ClassVar[int] = 0
     select: ClassVar[Any] = select_none
+    network: ClassVar[NetworkUse] = PAGING
 
     def params(self) -> np.ndarray:
         return _NO_PARAMS
@@ -165,6 +224,7 @@ class Proactive:
     handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
     lead_ns: ClassVar[int] = 0
     select: ClassVar[Any] = select_all
+    network: ClassVar[NetworkUse] = PAGING
 
     def params(self) -> np.ndarray:
         return _NO_PARAMS

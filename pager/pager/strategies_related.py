@@ -1,0 +1,258 @@
+"""Strategies of the newer literature and of the related work (issue 20), for
+`satpage compare`.
+
+Each is a class on ``pager.strategy.Strategy``. The engine replays their page
+tables like any other strategy; what sets them apart is how the network carries
+their transfers (``NetworkUse``), which the constellation simulation prices
+(docs/strategies.md gives each cost model):
+
+- ``ContainerMigration``: the whole service container is checkpointed and restored
+  on the next satellite at every handover (CRIU): the page table of proactive,
+  plus a downtime from ``MigrationModel`` during which accesses wait.
+- ``ReplicateNext``: Komet's proactive replication (Pfandzelter and Bermbach,
+  SoCC 2024): the state is replicated to the next serving satellite continuously,
+  so a handover moves nothing; ``replicate_next_log`` writes its event log.
+- ``Multipath``: on-demand, each fault fetched over two link-disjoint ISL paths at
+  once (multipath DCCP, Amend et al., LCN 2019).
+- ``Custody``: on-demand, relays on a page's path keep a copy in a bounded custody
+  cache; a later fault is served by the nearest holder (INRPP, Rene et al.).
+- ``IdleLink``: push-ahead whose pushes wait until their path's links are below a
+  load threshold, or go at the handover at the latest (MAMI path signalling).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from pager import _kernels as K
+from pager.strategies_extra import _recently_used
+from pager.strategy import EVENT_DTYPE, EventKind, NetworkUse, select_all, select_none
+from pager.trace import Trace
+
+__all__ = ["ContainerMigration", "ReplicateNext", "Multipath", "Custody", "IdleLink",
+           "MigrationModel", "replicate_next_log", "MIGRATION_DATA_FILE"]
+
+_NO_PARAMS = np.zeros(0, dtype=np.int64)
+
+#: Calibration points of the default MigrationModel (in the repository's data/).
+MIGRATION_DATA_FILE = "criu-migration-celestial.csv"
+
+
+def _data_dir() -> Path:
+    """``$SATPAGE_DATA_DIR`` if set, else the repository's ``data/`` (as orbit_model's
+    population grid; the packages are installed editable from the repository)."""
+    env = os.environ.get("SATPAGE_DATA_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+
+
+@dataclass(frozen=True)
+class MigrationModel:
+    """Container migration downtime as a linear function of the state size,
+    ``downtime_s = intercept_s + slope_s_per_mib * state_mib`` (least squares over
+    measured points; docs/strategies.md shows the fit and its residuals)."""
+
+    intercept_s: float
+    slope_s_per_mib: float
+    source: str = ""
+
+    @classmethod
+    def fit(cls, state_bytes: np.ndarray, downtime_s: np.ndarray, source: str = ""
+            ) -> MigrationModel:
+        """Ordinary least squares through the points (at least two sizes)."""
+        x = np.asarray(state_bytes, float) / 2**20
+        y = np.asarray(downtime_s, float)
+        if x.size < 2 or np.unique(x).size < 2:
+            raise ValueError(f"a migration fit needs two distinct sizes, got {x.tolist()}")
+        slope, intercept = np.polyfit(x, y, 1)
+        return cls(float(intercept), float(slope), source)
+
+    @classmethod
+    def from_csv(cls, path: str | Path) -> MigrationModel:
+        """Fit the points of a calibration file (columns ``state_bytes`` and
+        ``downtime_mean_s``; ``#`` lines are provenance)."""
+        path = Path(path)
+        with path.open() as fh:
+            rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+        if not rows:
+            raise ValueError(f"{path}: no calibration points")
+        return cls.fit(np.array([float(r["state_bytes"]) for r in rows]),
+                       np.array([float(r["downtime_mean_s"]) for r in rows]), str(path.name))
+
+    @classmethod
+    def default(cls) -> MigrationModel:
+        """The fit to CRIU migrations on the Celestial LEO emulator (data/)."""
+        return cls.from_csv(_data_dir() / MIGRATION_DATA_FILE)
+
+    def downtime_ms(self, state_bytes: np.ndarray | float) -> np.ndarray:
+        """Downtime (ms) of migrating a container holding ``state_bytes`` of session
+        state (scalar or array)."""
+        b = np.asarray(state_bytes, float)
+        if np.any(b < 0):
+            raise ValueError(f"state_bytes must not be negative, got min {b.min()}")
+        return (self.intercept_s + self.slope_s_per_mib * b / 2**20) * 1e3
+
+
+@dataclass(frozen=True)
+class ContainerMigration:
+    """The whole container (all pages that exist) moves at every handover, as one
+    checkpoint; the service is down for ``model.downtime_ms(state)``."""
+
+    model: MigrationModel = field(default_factory=MigrationModel.default)
+    name: ClassVar[str] = "container-migration"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = select_all
+    network: ClassVar[NetworkUse] = NetworkUse(blocking_migration=True)
+
+    def params(self) -> np.ndarray:
+        return _NO_PARAMS
+
+
+@dataclass(frozen=True)
+class ReplicateNext:
+    """Every page on the serving satellite and a replica on the next one: the page
+    table is proactive's (every page local at every access), the traffic is
+    ``replicate_next_log``'s (a seed copy of the object when a visit starts, then
+    each access's page to the next server), and a handover moves nothing."""
+
+    name: ClassVar[str] = "replicate-next"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = select_all
+    network: ClassVar[NetworkUse] = NetworkUse(replicate_next=True)
+
+    def params(self) -> np.ndarray:
+        return _NO_PARAMS
+
+
+@dataclass(frozen=True)
+class Multipath:
+    """On-demand paging; each fault's page comes over two link-disjoint paths."""
+
+    name: ClassVar[str] = "multipath"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = select_none
+    network: ClassVar[NetworkUse] = NetworkUse(fault_paths=2)
+
+    def params(self) -> np.ndarray:
+        return _NO_PARAMS
+
+
+@dataclass(frozen=True)
+class Custody:
+    """On-demand paging; relays keep custody copies (``cache_pages`` per satellite and
+    session, oldest evicted first) and serve later faults when nearer."""
+
+    cache_pages: int = 64
+    name: ClassVar[str] = "custody"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = select_none
+
+    def __post_init__(self) -> None:
+        if self.cache_pages < 1:
+            raise ValueError(f"custody: cache_pages must be at least 1, got {self.cache_pages}")
+
+    @property
+    def network(self) -> NetworkUse:  # type: ignore[override]
+        return NetworkUse(custody_pages=self.cache_pages)
+
+    def params(self) -> np.ndarray:
+        return _NO_PARAMS
+
+
+@dataclass(frozen=True)
+class IdleLink:
+    """Push-ahead (pages used in the last ``recent_visits`` visits) whose pushes start
+    ``lead_ns`` before the handover at the earliest and wait for their path's links
+    to fall below ``threshold`` utilisation, going at the handover at the latest."""
+
+    recent_visits: int = 1
+    lead_ns: int = 10_000_000_000
+    threshold: float = 0.5
+    name: ClassVar[str] = "idle-link"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[EventKind] = EventKind.PUSH
+    select: ClassVar[Any] = _recently_used
+
+    def __post_init__(self) -> None:
+        if self.recent_visits < 1:
+            raise ValueError(f"idle-link: recent_visits must be at least 1, "
+                             f"got {self.recent_visits}")
+        if self.lead_ns < 0:
+            raise ValueError(f"idle-link: lead_ns must not be negative, got {self.lead_ns}")
+        if not 0.0 < self.threshold <= 1.0:
+            raise ValueError(f"idle-link: threshold must be in (0, 1], got {self.threshold}")
+
+    @property
+    def network(self) -> NetworkUse:  # type: ignore[override]
+        return NetworkUse(idle_threshold=self.threshold)
+
+    def params(self) -> np.ndarray:
+        return np.array([self.recent_visits], dtype=np.int64)
+
+
+def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
+    """The event log of replicate-next from the engine's log of its page table
+    (``pager.replay(trace, ReplicateNext(), events=True, log_creations=...)``).
+
+    For each visit v that has a successor in its session:
+
+    - when v starts, the pages that exist then are copied to v's successor (one
+      REPLICA event each, at the visit start: seeding the replica);
+    - every access during v sends its page to the successor as well (one REPLICA
+      event at the access time: each write goes to both, and the model does not
+      tell reads from writes, so every access counts as a write: an upper bound).
+
+    The engine's HANDOVER events (the page table moving to v at its start) are
+    dropped: the replica is already there, a handover moves nothing. CREATE events
+    are kept. Returns EVENT_DTYPE by session, then time (stable).
+    """
+    vo = np.asarray(trace.visit_offsets, np.int64)
+    n_visits = trace.n_visits
+    last = np.zeros(n_visits, dtype=bool)
+    if n_visits:
+        last[vo[1:][np.diff(vo) > 0] - 1] = True
+    ev = np.asarray(events)
+    creates = ev[ev["kind"] == K.KIND_CREATE]
+    # pages that moved into v at its start existed before v: they seed v's successor
+    ho = ev[ev["kind"] == K.KIND_HANDOVER]
+    ho = ho[~last[ho["to_visit"]]]
+    seeds = np.empty(ho.size, dtype=EVENT_DTYPE)
+    seeds["session"] = ho["session"]
+    seeds["page"] = ho["page"]
+    seeds["from_visit"] = ho["to_visit"]
+    seeds["to_visit"] = ho["to_visit"] + 1
+    seeds["time_ns"] = np.asarray(trace.visit_start_ns, np.int64)[ho["to_visit"]]
+    seeds["kind"] = K.KIND_REPLICA
+    ao = np.asarray(trace.access_offsets, np.int64)
+    a_visit = np.repeat(np.arange(n_visits, dtype=np.int64), np.diff(ao))
+    keep = ~last[a_visit]
+    a_visit = a_visit[keep]
+    v_session = np.repeat(np.arange(trace.n_sessions, dtype=np.int64), np.diff(vo))
+    writes = np.empty(a_visit.size, dtype=EVENT_DTYPE)
+    writes["session"] = v_session[a_visit]
+    writes["page"] = np.asarray(trace.access_page)[keep]
+    writes["from_visit"] = a_visit
+    writes["to_visit"] = a_visit + 1
+    writes["time_ns"] = np.asarray(trace.access_time_ns, np.int64)[keep]
+    writes["kind"] = K.KIND_REPLICA
+    out = np.concatenate([creates, seeds, writes])
+    order = np.lexsort((out["time_ns"], out["session"]))
+    return out[order]
