@@ -169,9 +169,13 @@ def main() -> None:
 
     if args.cli_runs:
         wall, cpu = bench_cli(args.cli_runs)
+        n = args.cli_runs * params.n_visits * params.accesses
         print(f"satpage paper --runs {args.cli_runs}: {wall:.1f} s wall, {cpu:.1f} CPU-seconds "
-              f"({args.cli_runs * 6000 / wall / 1e6:.1f} M accesses/s end to end; "
+              f"({n / wall / 1e6:.1f} M accesses/s end to end; "
               f"{cpu / 2:.0f} s if both cores were free)")
+        print(f"ratio whole process / scalar: {n / wall / sca['accesses_per_s']:.0f}x wall, "
+              f"{n / cpu / sca['accesses_per_cpu_s']:.0f}x per CPU-second "
+              "(target >= 50x, goal 100x)")
     load1 = os.getloadavg()
     print(f"load average at the end: {load1[0]:.1f}; "
           f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")

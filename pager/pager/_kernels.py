@@ -163,7 +163,7 @@ def build_alias(prob):
 @njit(cache=True, parallel=True)
 def paper_pages(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias, out):
     """Fill ``out`` (n_sessions, n_visits * n_accesses) with the pages that
-    ``paper_kernel`` draws for sessions ``first_session...``."""
+    ``paper_ondemand_kernel`` draws for sessions ``first_session...``."""
     n_pages = threshold.size
     for i in prange(n_sessions):
         s0, s1 = session_state(key, first_session + i)
@@ -293,53 +293,47 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
     return k
 
 
-def paper_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias,
-                 flags_a, select_a, params_a, counters_a, rows_a,
-                 flags_b, select_b, params_b, counters_b, rows_b, no_events):
-    """The paper workload generated on the fly and replayed under two strategies
-    (a and b) on the very same accesses, each with its own page table: sessions
-    ``first_session...``, ``n_visits`` visits of ``n_accesses`` Zipf accesses.
-    ``flags_*`` = (move_on_fault, create_on_ground, push). Writes per-session
-    counters (n_sessions, N_COUNTERS) and ``rows_*`` (n_sessions, n_visits,
-    n_visits): pages held by visit j at the end of visit k (Table I).
-    ``no_events`` is an empty event array (nothing is logged here)."""
+@njit(cache=True, parallel=True)
+def paper_ondemand_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias,
+                          moves, hops, rows):
+    """The paper path specialised to its two strategies (``pager.run_paper``): the
+    paper workload drawn on the fly (``paper_pages``' stream) and replayed under
+    on-demand only, with none of the bookkeeping that only handover rules read
+    (uses, last use). Writes per-session
+    on-demand ``moves`` and trail ``hops`` (n_sessions,) and ``rows`` (n_sessions,
+    n_visits, n_visits), Table I. Proactive needs no replay of its own: it keeps
+    every page on the serving satellite, so an access is a hit or the same creation
+    as under on-demand, and handover k moves the ``rows[k - 1].sum()`` pages in
+    existence one hop (the caller derives it; the parity tests hold the result to
+    the general Trace engine and to the scalar reference, exactly)."""
     n_pages = threshold.size
-    no_times = np.zeros(0, np.int64)
     for i in prange(n_sessions):
-        owner_a = np.full(n_pages, NOWHERE, np.int16)
-        uses_a = np.zeros(n_pages, np.int32)
-        last_a = np.full(n_pages, -1, np.int16)
-        held_a = np.zeros(n_visits, np.int64)
-        cnt_a = np.zeros(N_COUNTERS, np.int64)
-        owner_b = np.full(n_pages, NOWHERE, np.int16)
-        uses_b = np.zeros(n_pages, np.int32)
-        last_b = np.full(n_pages, -1, np.int16)
-        held_b = np.zeros(n_visits, np.int64)
-        cnt_b = np.zeros(N_COUNTERS, np.int64)
-        out = np.empty(n_pages, np.int32)
-        buf = np.empty(n_accesses, np.int32)
+        owner = np.full(n_pages, NOWHERE, np.int16)
+        # held[1 + j]: pages held by visit j; held[0] absorbs the never-created pages,
+        # so the loop below needs no branch on the access's outcome (a Zipf stream of
+        # hits, creations and faults is what a branch predictor cannot learn).
+        held = np.zeros(n_visits + 1, np.int64)
         s0, s1 = session_state(key, first_session + i)
+        n_moves = 0
+        n_hops = 0
         for pos in range(n_visits):
-            if pos > 0:
-                _handover(pos, owner_a, uses_a, last_a, held_a, select_a, params_a, out, cnt_a,
-                          flags_a[2], False, no_events, 0, 0, 0, 0)
-                _handover(pos, owner_b, uses_b, last_b, held_b, select_b, params_b, out, cnt_b,
-                          flags_b[2], False, no_events, 0, 0, 0, 0)
-            # Draw the visit's accesses once, then apply them with the code the
-            # Trace path uses: the two paths cannot drift apart.
-            for j in range(n_accesses):
+            moved_in = 0
+            for _ in range(n_accesses):
                 u, s0, s1 = _next(s0, s1)
-                buf[j] = _draw(u, n_pages, threshold, alias)
-            _run_visit(buf, no_times, 0, n_accesses, pos, owner_a, uses_a, last_a, held_a,
-                       flags_a[0], flags_a[1], cnt_a, False, False, no_events, 0, 0, 0)
-            _run_visit(buf, no_times, 0, n_accesses, pos, owner_b, uses_b, last_b, held_b,
-                       flags_b[0], flags_b[1], cnt_b, False, False, no_events, 0, 0, 0)
+                p = _draw(u, n_pages, threshold, alias)
+                o = np.int64(owner[p])
+                owner[p] = pos
+                moved = np.int64(o != pos)
+                fault = moved & np.int64(o != NOWHERE)  # the page leaves visit o for this one
+                moved_in += moved
+                held[o + 1] -= moved
+                n_moves += fault
+                n_hops += fault * (pos - o)
+            held[pos + 1] += moved_in
             for j in range(pos + 1):
-                rows_a[i, pos, j] = held_a[j]
-                rows_b[i, pos, j] = held_b[j]
-        for c in range(N_COUNTERS):
-            counters_a[i, c] = cnt_a[c]
-            counters_b[i, c] = cnt_b[c]
+                rows[i, pos, j] = held[j + 1]
+        moves[i] = n_moves
+        hops[i] = n_hops
 
 
 def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_page,
@@ -378,20 +372,6 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
             held_at_end[v0 + pos] = held[pos]
         for c in range(N_COUNTERS):
             counters[s, c] = cnt[c]
-
-
-@functools.cache
-def typed_paper_kernel():
-    """``paper_kernel`` compiled for a first-class ``select`` (one compilation for
-    every strategy; the first call compiles or loads it from Numba's cache)."""
-    per_strategy = (types.boolean[::1], _SELECT_T, types.int64[::1], types.int64[:, ::1],
-                    types.int64[:, :, ::1])
-    return njit(
-        types.void(types.uint64, types.int64, types.int64, types.int64, types.int64,
-                   types.uint64[::1], types.int32[::1], *per_strategy, *per_strategy,
-                   _EVENT_T[::1]),
-        cache=True, parallel=True,
-    )(paper_kernel)
 
 
 @functools.cache

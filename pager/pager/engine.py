@@ -26,7 +26,7 @@ import numpy as np
 
 from pager import _kernels as K
 from pager.paper import PaperCounts
-from pager.strategy import EVENT_DTYPE, OnDemand, Proactive, Strategy
+from pager.strategy import EVENT_DTYPE, Strategy
 from pager.trace import Trace
 from pager.workload import MAX_VISITS, PaperParams, _positive_int, paper_key
 
@@ -186,34 +186,23 @@ def run_paper(params: PaperParams, runs: int, rng: np.random.Generator, *,
     sampler = params.sampler()
     v, a = params.n_visits, params.accesses
     chunk = max(1, min(chunk_sessions, _ROWS_BUDGET_BYTES // (8 * v * v)))
-    kernel = K.typed_paper_kernel()
-    ondemand, proactive = OnDemand(), Proactive()
-    rules = [_check_strategy(st) for st in (ondemand, proactive)]
-    flags = [np.array([st.move_on_fault, st.create_on_ground,
-                       st.handover_kind == K.KIND_PUSH], dtype=np.bool_)
-             for st in (ondemand, proactive)]
     counts: PaperCounts | None = None
     first = 0
     while first < runs:
         m = min(chunk, runs - first)
-        ctr = [np.zeros((m, K.N_COUNTERS), dtype=np.int64) for _ in range(2)]
-        rows = [np.zeros((m, v, v), dtype=np.int64) for _ in range(2)]
-        # Both strategies in one pass over the same generated accesses.
-        kernel(key, np.int64(first), np.int64(m), np.int64(v), np.int64(a),
-               sampler.threshold, sampler.alias,
-               flags[0], rules[0][0], rules[0][1], ctr[0], rows[0],
-               flags[1], rules[1][0], rules[1][1], ctr[1], rows[1],
-               np.zeros(0, dtype=EVENT_DTYPE))
-        od_ctr, od_rows = ctr[0], rows[0]
-        pr_ctr = ctr[1]
+        moves = np.empty(m, dtype=np.int64)
+        hops = np.empty(m, dtype=np.int64)
+        rows = np.zeros((m, v, v), dtype=np.int64)
+        # On-demand replayed on the generated accesses; proactive follows from it
+        # (K.paper_ondemand_kernel says why; tests hold it to the Trace engine).
+        K.paper_ondemand_kernel(key, np.int64(first), np.int64(m), np.int64(v), np.int64(a),
+                                sampler.threshold, sampler.alias, moves, hops, rows)
+        totals = rows.sum(axis=2)
+        existing = totals[:, :-1].sum(axis=1)  # pages moved one hop by proactive handovers
         part = PaperCounts.from_runs(
-            totals=od_rows.sum(axis=2),
-            last_row=od_rows[:, -1, :],
-            rows=od_rows,
-            ondemand_moves=od_ctr[:, K.C_FAULT_MOVES],
-            ondemand_hops=od_ctr[:, K.C_TRAIL_HOPS],
-            proactive_moves=pr_ctr[:, K.C_HANDOVER_MOVES] + pr_ctr[:, K.C_FAULT_MOVES],
-            proactive_hops=pr_ctr[:, K.C_TRAIL_HOPS],
+            totals=totals, last_row=rows[:, -1, :], rows=rows,
+            ondemand_moves=moves, ondemand_hops=hops,
+            proactive_moves=existing, proactive_hops=existing,
         )
         counts = part if counts is None else counts.merge(part)
         first += m

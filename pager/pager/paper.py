@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit  # Student t quantile (scipy.stats costs 0.3 s more to import)
 
 from pager.trace import Trace
 from pager.workload import PaperParams, zipf_probabilities
@@ -88,7 +88,7 @@ class Moments:
         """Half-width of the 95 % confidence interval of the mean (Student t)."""
         if self.n < 2:
             return np.full(np.shape(self.total), np.nan)
-        return stats.t.ppf(0.975, self.n - 1) * self.sd / math.sqrt(self.n)
+        return stdtrit(self.n - 1, 0.975) * self.sd / math.sqrt(self.n)
 
 
 @dataclass(frozen=True)
