@@ -13,7 +13,8 @@
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG SOURCE=https://github.com/satpage/satpage
-ARG LICENSES=NOASSERTION
+# The repository licence (LICENSE at the root); data/ is CC BY 4.0 (data/README.md).
+ARG LICENSES=Apache-2.0
 
 # Satellite node daemon: one container per satellite (configuration contract:
 # services/README.md). Ports: 7000 gRPC (API, health, reflection), 9100 metrics.

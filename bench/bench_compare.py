@@ -55,9 +55,8 @@ def main() -> int:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
-    from satpage.replay import replay
     from satpage.scenario import load_scenario, shipped_scenario, with_overrides
-    from satpage.simulate import chunk_trace, prepare, run_scenario
+    from satpage.simulate import chunk_trace, prepare, replay_strategy, run_scenario, strategy_for
     from satpage.version import code_version
 
     sc = load_scenario(shipped_scenario("large"))
@@ -97,7 +96,7 @@ def main() -> int:
     # engine vs plain Python on the same (first) chunk, on-demand, measured now
     ct = chunk_trace(world, 0)
     te = time.perf_counter()
-    replay(ct.trace, "on-demand")
+    replay_strategy(ct.trace, strategy_for(sc, "on-demand"))
     t_engine = time.perf_counter() - te
     n_base, t_base = python_page_table(ct.trace, 50)
     engine_rate = ct.trace.n_accesses / t_engine

@@ -8,7 +8,15 @@ __version__ = "0.1.0"
 
 from orbit_model.clients import Clients, place_clients, population_in_region, region_mask
 from orbit_model.clients_io import read_clients, read_region, write_clients
-from orbit_model.constellation import Constellation, Shell, walker_elements
+from orbit_model.constants import (
+    EARTH_RADIUS_KM,
+    MU_KM3_S2,
+    SPEED_OF_LIGHT_KM_S,
+    WGS84_A_KM,
+    WGS84_B_KM,
+    WGS84_F,
+)
+from orbit_model.constellation import Constellation, Shell, parse_walker_spec, walker_elements
 from orbit_model.ephemeris_io import (
     EPHEMERIS_FORMAT,
     EphemerisFile,
@@ -32,7 +40,7 @@ from orbit_model.isl import (
     isl_test_vectors,
     write_isl_test_vectors,
 )
-from orbit_model.population import EARTH_RADIUS_KM, PopulationGrid
+from orbit_model.population import PopulationGrid
 from orbit_model.propagate import (
     Ephemeris,
     geodetic_from_itrs,
@@ -48,14 +56,16 @@ from orbit_model.visibility import PASS_DTYPE, GroundPoints, elevations_deg, fin
 
 __all__ = [
     "__version__",
+    # physical constants (each cites its source)
+    "WGS84_A_KM", "WGS84_F", "WGS84_B_KM", "EARTH_RADIUS_KM", "MU_KM3_S2", "SPEED_OF_LIGHT_KM_S",
     # population (issue 6)
-    "PopulationGrid", "EARTH_RADIUS_KM",
+    "PopulationGrid",
     "footprint_central_angle_rad", "footprint_radius_km", "footprint_population",
     "footprint_outline_deg", "FootprintLoad", "footprint_load",
     "Clients", "place_clients", "region_mask", "population_in_region",
     "read_region", "read_clients", "write_clients",
     # orbits (issue 5)
-    "Constellation", "Shell", "walker_elements", "TleRecord", "read_tle_file", "parse_epoch",
+    "Constellation", "Shell", "walker_elements", "parse_walker_spec", "TleRecord", "read_tle_file", "parse_epoch",
     "Ephemeris", "propagate", "teme_positions_km", "itrs_positions_km", "iter_itrs_chunks",
     "geodetic_from_itrs", "subsatellite_points",
     "IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors", "write_isl_test_vectors",

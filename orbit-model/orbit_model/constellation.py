@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from sgp4.api import WGS72, Satrec, SatrecArray
 
+from orbit_model.constants import EARTH_RADIUS_KM, MU_KM3_S2
 from orbit_model.timebase import parse_epoch, utc_jd
 from orbit_model.tle import TleRecord, read_tle_file
 
@@ -34,15 +35,11 @@ __all__ = [
     "WalkerElements",
     "walker_elements",
     "parse_walker_spec",
-    "MU_KM3_S2",
-    "EARTH_RADIUS_KM",
     "MIN_ALTITUDE_KM",
 ]
 
 log = logging.getLogger(__name__)
 
-MU_KM3_S2 = 398600.4418  # Earth's gravitational parameter (DESIGN.md section 3, WGS84 value)
-EARTH_RADIUS_KM = 6378.137  # equatorial radius (DESIGN.md section 3, WGS84 value)
 MIN_ALTITUDE_KM = 150.0  # below this SGP4 decays within hours; the issue rejects it
 STALE_TLE_DAYS = 14.0  # warn when the scenario epoch is further than this from an element set
 _SGP4_EPOCH_JD = 2433281.5  # sgp4init counts days from 1949 December 31 00:00 UT

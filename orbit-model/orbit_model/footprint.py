@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orbit_model.population import EARTH_RADIUS_KM, PopulationGrid, _check_latitudes
+from orbit_model.constants import EARTH_RADIUS_KM
+from orbit_model.population import PopulationGrid, _check_latitudes
 
 __all__ = ["footprint_central_angle_rad", "footprint_radius_km", "footprint_population",
            "footprint_outline_deg", "destination_point_deg", "FootprintLoad", "footprint_load"]

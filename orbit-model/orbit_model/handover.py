@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from orbit_model.constants import WGS84_A_KM, WGS84_B_KM
 from orbit_model.constellation import Constellation
 from orbit_model.propagate import DEFAULT_KNOT_NS, _as_times, gmst_angles_rad, teme_positions_km
 from orbit_model.timebase import NS_PER_S
@@ -120,7 +121,7 @@ def _cap_angle_rad(min_elevation_deg: float, max_radius_km: float) -> float:
     elevation, made conservative: smallest Earth radius (the pole, less 1 km), 0.25 deg
     allowance for geodetic vs geocentric vertical, the highest satellite."""
     elevation = math.radians(min_elevation_deg - 0.25)
-    ground_km = 6356.752 - 1.0
+    ground_km = WGS84_B_KM - 1.0
     ratio = ground_km * math.cos(elevation) / max_radius_km
     if ratio >= 1.0:
         return 0.0
@@ -384,7 +385,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     if t_ns[0] != 0 or (t_ns.size > 1 and np.any(np.diff(t_ns) <= 0)):
         raise ValueError("handover times must start at 0 and increase")
     n_g, n_sats, n_steps = len(ground), constellation.n_satellites, t_ns.size
-    max_radius = 6378.137 + max(constellation.max_altitude_km, 100.0) + 50.0
+    max_radius = WGS84_A_KM + max(constellation.max_altitude_km, 100.0) + 50.0
     cap = _cap_angle_rad(min_elevation_deg, max_radius)
     cell_rad = max(cap / 3, math.radians(1.0))
     # cells tile the sphere exactly (so column indices wrap at the antimeridian)

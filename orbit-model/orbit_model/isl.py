@@ -38,16 +38,16 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+from orbit_model.constants import SPEED_OF_LIGHT_KM_S
 from orbit_model.constellation import Constellation
 from orbit_model.propagate import teme_positions_km
 from orbit_model.timebase import NS_PER_S
 
 __all__ = ["IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors",
-           "write_isl_test_vectors", "SPEED_OF_LIGHT_KM_S"]
+           "write_isl_test_vectors"]
 
 log = logging.getLogger(__name__)
 
-SPEED_OF_LIGHT_KM_S = 299_792.458  # exact, SI definition of the metre
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from orbit_model import population_io
+from orbit_model.constants import EARTH_RADIUS_KM
 
-__all__ = ["PopulationGrid", "EARTH_RADIUS_KM", "DEFAULT_POPULATION_SOURCE",
+__all__ = ["PopulationGrid", "DEFAULT_POPULATION_SOURCE",
            "default_population_path"]
 
 log = logging.getLogger(__name__)
-
-#: Spherical Earth radius for ground distances and footprints, the equatorial
-#: WGS84 radius that ../shared/DESIGN.md section 3 uses for the Walker orbits.
-EARTH_RADIUS_KM = 6378.137
 
 #: The source spec that means "the embedded default grid".
 DEFAULT_POPULATION_SOURCE = "default"

@@ -28,6 +28,7 @@ from skyfield.functions import T as transpose
 from skyfield.functions import mxm
 from skyfield.sgp4lib import TEME, theta_GMST1982
 
+from orbit_model.constants import WGS84_A_KM, WGS84_F
 from orbit_model.constellation import Constellation
 from orbit_model.timebase import NS_PER_S, skyfield_times, utc_jd
 
@@ -43,14 +44,10 @@ __all__ = [
     "itrs_positions_at_km",
     "geodetic_from_itrs",
     "subsatellite_points",
-    "WGS84_A_KM",
-    "WGS84_F",
 ]
 
 log = logging.getLogger(__name__)
 
-WGS84_A_KM = 6378.137  # WGS84 semi-major axis
-WGS84_F = 1.0 / 298.257223563  # WGS84 flattening
 _DAY_S = 86400.0
 # Hermite knots at most this far apart: cubic Hermite on SGP4 position+velocity
 # is good to well under a metre at 60 s (docs/orbit-model.md, bench/bench_orbit.py).

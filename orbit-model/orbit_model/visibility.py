@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from orbit_model.constants import WGS84_A_KM, WGS84_F
 from orbit_model.constellation import Constellation
 from orbit_model.propagate import (
-    WGS84_A_KM,
-    WGS84_F,
     _as_times,
     gmst_angles_rad,
     itrs_positions_at_km,

@@ -5,17 +5,18 @@ Public API: import from ``pager`` (see ``__all__``); modules behind it are inter
 The model, the closed form and the cost accounting are in docs/paging-model.md.
 """
 
-from pager.engine import COUNTER_DTYPE, Replay, replay, run_paper
+from pager.engine import COUNTER_DTYPE, Replay, paper_counts, replay, run_paper
 from pager.paper import (
     PAPER_QUANTITIES,
     Moments,
     PaperCounts,
     PaperExpectation,
     exact_paper,
-    paper_counts,
+    json_floats,
     paper_summary,
     table_movements,
 )
+from pager.strategies_extra import STRATEGY_NAMES, GroundStore, HotK, PushAhead, make_strategy
 from pager.strategies_related import (
     ContainerMigration,
     Custody,
@@ -71,6 +72,11 @@ __all__ = [
     "PAPER_QUANTITIES",
     "SELECT_SIGNATURE",
     "EventKind",
+    "GroundStore",
+    "HotK",
+    "PushAhead",
+    "STRATEGY_NAMES",
+    "make_strategy",
     "Moments",
     "OnDemand",
     "PaperCounts",
@@ -83,6 +89,7 @@ __all__ = [
     "ZipfSampler",
     "__version__",
     "exact_paper",
+    "json_floats",
     "handover_rule",
     "network_use",
     "paper_counts",

@@ -30,7 +30,7 @@ from pager.strategy import EVENT_DTYPE, Strategy
 from pager.trace import Trace
 from pager.workload import MAX_VISITS, PaperParams, _positive_int, paper_key
 
-__all__ = ["COUNTER_DTYPE", "Replay", "replay", "run_paper"]
+__all__ = ["COUNTER_DTYPE", "Replay", "paper_counts", "replay", "run_paper"]
 
 log = logging.getLogger(__name__)
 
@@ -211,3 +211,27 @@ def run_paper(params: PaperParams, runs: int, rng: np.random.Generator, *,
         log.debug("paper: %d of %d sessions", first, runs)
     assert counts is not None
     return counts
+
+
+def paper_counts(trace: Trace) -> PaperCounts:
+    """Replay a paper trace (``paper_trace``) through the general Trace engine under
+    on-demand and proactive: the reference a replay elsewhere must reproduce."""
+    nv = np.diff(trace.visit_offsets)
+    if trace.n_sessions == 0 or np.any(nv != nv[0]):
+        raise ValueError("a paper trace has the same number of visits in every session")
+    v = int(nv[0])
+    od = replay(trace, OnDemand(), snapshots=True)
+    pr = replay(trace, Proactive())
+    n = trace.n_sessions
+    tri = np.zeros((n, v, v), dtype=np.int64)
+    k_idx, j_idx = np.tril_indices(v)
+    tri[:, k_idx, j_idx] = od.snapshot_held.reshape(n, -1)
+    return PaperCounts.from_runs(
+        totals=od.pages_at_visit_end.reshape(n, v),
+        last_row=od.held_at_end.reshape(n, v),
+        rows=tri,
+        ondemand_moves=od.counters["fault_moves"],
+        ondemand_hops=od.counters["trail_hops"],
+        proactive_moves=pr.page_moves,
+        proactive_hops=pr.counters["trail_hops"],
+    )

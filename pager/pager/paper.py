@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtrit  # Student t quantile (scipy.stats costs 0.3 s more to import)
 
-from pager.trace import Trace
 from pager.workload import PaperParams, zipf_probabilities
 
 __all__ = [
@@ -32,7 +31,7 @@ __all__ = [
     "PaperCounts",
     "PaperExpectation",
     "exact_paper",
-    "paper_counts",
+    "json_floats",
     "paper_summary",
     "table_movements",
 ]
@@ -225,40 +224,13 @@ def table_movements(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return moves, hops
 
 
-def paper_counts(trace: Trace) -> PaperCounts:
-    """Replay a paper trace (``paper_trace``) through the general Trace engine under
-    on-demand and proactive: the reference a replay elsewhere must reproduce."""
-    from pager.engine import replay
-    from pager.strategy import OnDemand, Proactive
-
-    nv = np.diff(trace.visit_offsets)
-    if trace.n_sessions == 0 or np.any(nv != nv[0]):
-        raise ValueError("a paper trace has the same number of visits in every session")
-    v = int(nv[0])
-    od = replay(trace, OnDemand(), snapshots=True)
-    pr = replay(trace, Proactive())
-    n = trace.n_sessions
-    tri = np.zeros((n, v, v), dtype=np.int64)
-    k_idx, j_idx = np.tril_indices(v)
-    tri[:, k_idx, j_idx] = od.snapshot_held.reshape(n, -1)
-    return PaperCounts.from_runs(
-        totals=od.pages_at_visit_end.reshape(n, v),
-        last_row=od.held_at_end.reshape(n, v),
-        rows=tri,
-        ondemand_moves=od.counters["fault_moves"],
-        ondemand_hops=od.counters["trail_hops"],
-        proactive_moves=pr.page_moves,
-        proactive_hops=pr.counters["trail_hops"],
-    )
-
-
-def _clean(x: Any) -> Any:
-    """Floats for JSON: NaN (undefined, e.g. a CI from one run) becomes None."""
+def json_floats(x: Any) -> Any:
+    """Floats (or nested lists of them) for JSON: NaN (undefined, e.g. a CI from one run) becomes None."""
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim == 0:
         f = float(arr)
         return None if math.isnan(f) else f
-    return [_clean(e) for e in arr]
+    return [json_floats(e) for e in arr]
 
 
 def paper_summary(counts: PaperCounts | PaperExpectation, *, params: PaperParams,
@@ -288,12 +260,12 @@ def paper_summary(counts: PaperCounts | PaperExpectation, *, params: PaperParams
             ci = sd = np.zeros_like(mean)
         if name == "rows":
             # Table I is a triangle: row k lists satellites 0..k.
-            out[name] = [_clean(mean[k, : k + 1]) for k in range(mean.shape[0])]
-            out[f"{name}_ci95"] = [_clean(ci[k, : k + 1]) for k in range(mean.shape[0])]
+            out[name] = [json_floats(mean[k, : k + 1]) for k in range(mean.shape[0])]
+            out[f"{name}_ci95"] = [json_floats(ci[k, : k + 1]) for k in range(mean.shape[0])]
             continue
-        out[name] = _clean(mean)
-        out[f"{name}_ci95"] = _clean(ci)
-        out[f"{name}_sd"] = _clean(sd)
+        out[name] = json_floats(mean)
+        out[f"{name}_ci95"] = json_floats(ci)
+        out[f"{name}_sd"] = json_floats(sd)
     pm, om, oh = out["proactive_moves"], out["ondemand_moves"], out["ondemand_hops"]
     ph = out["proactive_hops"]
     out["ondemand_over_proactive_moves"] = om / pm if pm else None

@@ -22,9 +22,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pager.strategy import PAGING, EventKind, NetworkUse, handover_rule, select_none
+from pager.strategy import (
+    PAGING,
+    EventKind,
+    NetworkUse,
+    OnDemand,
+    Proactive,
+    handover_rule,
+    select_none,
+)
 
-__all__ = ["HotK", "GroundStore", "PushAhead"]
+__all__ = ["HotK", "GroundStore", "PushAhead", "STRATEGY_NAMES", "make_strategy"]
 
 
 @handover_rule
@@ -115,3 +123,23 @@ class PushAhead:
 
     def params(self) -> np.ndarray:
         return np.array([self.recent_visits], dtype=np.int64)
+
+
+#: Strategy names ``make_strategy`` knows, in the order reports list them.
+STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead")
+
+
+def make_strategy(name: str, *, hot_k: int = 32, push_recent_visits: int = 1,
+                  push_lead_ns: int = 10_000_000_000):
+    """The Strategy object for a strategy name (scenario files and the CLI name them)."""
+    if name == "proactive":
+        return Proactive()
+    if name == "on-demand":
+        return OnDemand()
+    if name == "hot-k":
+        return HotK(k=int(hot_k))
+    if name == "ground-store":
+        return GroundStore()
+    if name == "push-ahead":
+        return PushAhead(recent_visits=int(push_recent_visits), lead_ns=int(push_lead_ns))
+    raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")

@@ -25,12 +25,17 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from satpage.geometry import C_KM_S
+from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
+from pager import GROUND, NOWHERE, EventKind, Replay
 from satpage.network import Router
-from satpage.replay import CREATE, FAULT, GROUND, HANDOVER, NOWHERE, PUSH, REMOTE, ReplayLog
 from satpage.workload import ChunkTrace
 
 __all__ = ["CostAccumulator", "LATENCY_BIN_MS", "LATENCY_MAX_MS", "SUMMARY_KEYS"]
+
+# pager's event kinds as plain ints (numba compares them in _account)
+FAULT, HANDOVER, PUSH, REMOTE, CREATE = (int(EventKind.FAULT), int(EventKind.HANDOVER),
+                                         int(EventKind.PUSH), int(EventKind.REMOTE),
+                                         int(EventKind.CREATE))
 
 LATENCY_BIN_MS = 0.01     # resolution of the latency percentiles
 LATENCY_MAX_MS = 1000.0   # longer faults land in the last bin (counted, reported as max)
@@ -158,9 +163,9 @@ class CostAccumulator:
         b = (np.asarray(t_ns, np.int64) * self.load_bins) // max(self.duration_ns, 1)
         return np.clip(b, 0, self.load_bins - 1)
 
-    def add(self, rl: ReplayLog, ct: ChunkTrace, router: Router, step_ns: int,
+    def add(self, rl: Replay, ct: ChunkTrace, router: Router, step_ns: int,
             per_hop_processing_ms: float) -> None:
-        """Account one chunk's replay (satpage.replay.ReplayLog): one compiled pass over
+        """Account one chunk's replay (pager.Replay with its event log): one compiled pass over
         the event log (``_account``), then the session ends."""
         events = rl.events
         tr = ct.trace

@@ -16,6 +16,8 @@ import logging
 
 import numpy as np
 
+from orbit_model.constants import EARTH_RADIUS_KM
+from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
 from orbit_model.constellation import Constellation
 from orbit_model.isl import grid_links
 from orbit_model.propagate import itrs_positions_km
@@ -24,8 +26,6 @@ __all__ = ["SatelliteSet", "PositionCache", "ground_ecef_km", "EARTH_RADIUS_KM",
 
 log = logging.getLogger(__name__)
 
-EARTH_RADIUS_KM = 6378.137          # WGS 84 equatorial radius (DESIGN.md section 3)
-C_KM_S = 299792.458                 # speed of light in vacuum (SI definition)
 
 
 def ground_ecef_km(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:

@@ -49,7 +49,7 @@ TABLE_COLUMNS = (
 
 def result_dict(res) -> dict[str, Any]:
     """The JSON object of a run: scenario, seed, version, workload, strategies."""
-    from satpage.replay import ENGINE
+    from satpage.simulate import ENGINE
 
     sc = res.scenario
     sums = res.summaries()

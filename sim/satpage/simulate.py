@@ -20,19 +20,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import pager
 from pager import Trace
 from satpage.costs import CostAccumulator
 from satpage.geometry import PositionCache, SatelliteSet
 from satpage.network import Router, Topology, topology_from_links
-from satpage.replay import replay
 from satpage.scenario import Scenario
 from satpage.workload import ChunkTrace, build_trace, make_sessions
 
-__all__ = ["World", "RunResult", "prepare", "run_scenario", "chunk_traces", "STAGES"]
+__all__ = ["World", "RunResult", "prepare", "run_scenario", "chunk_traces", "chunk_trace",
+           "strategy_for", "replay_strategy", "STAGES", "ENGINE"]
 
 log = logging.getLogger(__name__)
 
 STAGES = ("sessions", "schedule", "replay", "costs")
+
+#: the replay engine compare runs (pager's); reports record it.
+ENGINE = "pager"
 
 
 @dataclass(eq=False)
@@ -112,6 +116,19 @@ def chunk_traces(w: World) -> Iterator[Trace]:
         yield chunk_trace(w, i).trace
 
 
+def strategy_for(sc: Scenario, name: str) -> pager.Strategy:
+    """pager's Strategy for a strategy name of the scenario, with its parameters."""
+    st = sc.strategies
+    return pager.make_strategy(name, hot_k=st.hot_k, push_recent_visits=st.push_recent_visits,
+                               push_lead_ns=int(round(st.push_lead_s * 1e9)))
+
+
+def replay_strategy(trace: Trace, strategy: pager.Strategy) -> pager.Replay:
+    """pager's replay with what the cost accounting reads: the event log, creations
+    included, and the pages each visit's satellite holds at the session end."""
+    return pager.replay(trace, strategy, events=True, log_creations=True)
+
+
 def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None
               ) -> ChunkResult:
     """One chunk under every strategy; its costs are added to ``into`` when given (the
@@ -121,12 +138,10 @@ def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None
     t0 = time.perf_counter()
     ct = chunk_trace(w, i)
     stage["schedule"] = time.perf_counter() - t0
-    st = sc.strategies
     costs = {}
-    for name in st.compare:
+    for name in sc.strategies.compare:
         t1 = time.perf_counter()
-        rl = replay(ct.trace, name, st.hot_k, st.push_recent_visits,
-                    int(round(st.push_lead_s * 1e9)))
+        rl = replay_strategy(ct.trace, strategy_for(sc, name))
         t2 = time.perf_counter()
         acc = into[name] if into is not None else _new_acc(w)
         acc.add(rl, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms)

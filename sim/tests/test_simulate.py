@@ -5,9 +5,14 @@ import numpy as np
 import pytest
 
 import pager
-from satpage.replay import FAULT, replay
 from satpage.scenario import load_scenario, shipped_scenario, with_overrides
-from satpage.simulate import chunk_trace, prepare, run_scenario
+from satpage.simulate import chunk_trace, prepare, replay_strategy, run_scenario
+
+FAULT = int(pager.EventKind.FAULT)
+
+
+def replay(trace, name):
+    return replay_strategy(trace, pager.make_strategy(name))
 
 SMALL = {"sessions.count": 60, "run.chunk_sessions": 20, "time.duration_s": 7200.0,
          "sessions.lifetime_mean_s": 900.0, "network.load_bins": 12}

@@ -14,7 +14,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
@@ -47,18 +46,12 @@ STATE_FILE = "cluster.json"
 #: Page frames of one satellite; 150 x 48 MB stays far below this machine's memory.
 REDIS_MAXMEMORY = "48mb"
 
-_WALKER = re.compile(r"^walker(-star)?:(\d+)/(\d+)/(\d+):[^:]+:[^:]+$")
-
-
 def satellites_in(constellation: str) -> int:
-    """T of a Walker spec (the satnodes validate the rest and name what is wrong)."""
-    m = _WALKER.match(constellation.strip())
-    if not m:
-        raise ValueError(f"constellation {constellation!r} is not walker[-star]:T/P/F:ALT_KM:INC_DEG")
-    t, p = int(m.group(2)), int(m.group(3))
-    if t < 1 or p < 1 or t % p:
-        raise ValueError(f"constellation {constellation!r}: P = {p} does not divide T = {t}")
-    return t
+    """T of a Walker spec, parsed and checked by orbit_model (the one parser of the
+    notation; its errors quote the spec and name the bad value)."""
+    from orbit_model import parse_walker_spec
+
+    return parse_walker_spec(constellation)[1]
 
 
 def default_state_dir() -> Path:

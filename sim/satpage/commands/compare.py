@@ -86,8 +86,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     from satpage.cluster import driver
     from satpage.costs import CostAccumulator
     from satpage.network import isl_schedule
-    from satpage.replay import replay
-    from satpage.simulate import chunk_trace, prepare
+    from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
     from satpage.version import code_version
 
     names = list(sc.strategies.compare)
@@ -123,7 +122,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
                     for k, v in dict(counts).items():
                         if isinstance(v, int | float):
                             acc[k] = acc.get(k, 0) + v
-                    engine[name].add(replay(ct.trace, name), ct, world.router, sc.step_ns,
+                    engine[name].add(replay_strategy(ct.trace, strategy_for(sc, name)), ct, world.router, sc.step_ns,
                                      sc.network.per_hop_processing_ms)
                     bar.advance(task)
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],

@@ -149,7 +149,7 @@ def paper(
         summary = _run_cluster(params, runs_n, seed_n, target, version)
     if not exact:
         summary["exact"] = {
-            name: pager.paper._clean(getattr(expectation, name))
+            name: pager.json_floats(getattr(expectation, name))
             for name in pager.PAPER_QUANTITIES
         }
     reference = load_table1() if params == PAPER_PARAMS else None
