@@ -7,6 +7,9 @@ API); pager has no physical quantities and needs none.
 - WGS 84 defining parameters: NIMA TR8350.2, "Department of Defense World
   Geodetic System 1984", 3rd edition (2000), Table 3.1: a = 6378137.0 m,
   1/f = 298.257223563, GM = 3986004.418e8 m^3/s^2 (GM with the atmosphere).
+- WGS 72 equatorial radius, the unit of SGP4's element sets: Hoots and Roehrich,
+  Spacetrack Report No. 3 (1980), and Vallado et al., "Revisiting Spacetrack
+  Report #3", AIAA 2006-6753, ``getgravconst('wgs72')``: 6378.135 km.
 - Speed of light in vacuum: exact by the definition of the metre, SI Brochure,
   9th edition (BIPM 2019), section 2.3.1: c = 299 792 458 m/s.
 
@@ -25,6 +28,7 @@ __all__ = [
     "EARTH_RADIUS_KM",
     "MU_KM3_S2",
     "SPEED_OF_LIGHT_KM_S",
+    "WGS72_RADIUS_KM",
 ]
 
 WGS84_A_KM = 6378.137
@@ -45,3 +49,7 @@ MU_KM3_S2 = 398600.4418
 
 SPEED_OF_LIGHT_KM_S = 299_792.458
 """Speed of light in vacuum, km/s (exact; SI Brochure, 9th ed., 2.3.1)."""
+
+WGS72_RADIUS_KM = 6378.135
+"""WGS 72 equatorial radius, km: SGP4's unit (``satrec.alta`` and ``altp`` are in
+these; Vallado et al., AIAA 2006-6753)."""

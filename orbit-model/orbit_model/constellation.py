@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from sgp4.api import WGS72, Satrec, SatrecArray
 
-from orbit_model.constants import EARTH_RADIUS_KM, MU_KM3_S2
+from orbit_model.constants import EARTH_RADIUS_KM, MU_KM3_S2, WGS72_RADIUS_KM
 from orbit_model.timebase import parse_epoch, utc_jd
 from orbit_model.tle import TleRecord, read_tle_file
 
@@ -353,9 +353,6 @@ class Constellation:
             arg_latitude_deg=np.concatenate([p.arg_latitude_deg for p in parts]),
             shells=tuple(shells), spec="+".join(p.spec for p in parts),
         )
-
-
-WGS72_RADIUS_KM = 6378.135  # sgp4's WGS72 equatorial radius (satrec.alta is in these units)
 
 
 def _split_sorted(values: np.ndarray, gap: float) -> list[np.ndarray]:
