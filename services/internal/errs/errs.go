@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -82,6 +83,8 @@ func Code(err error) codes.Code {
 }
 
 // Status turns err into a gRPC status error with its message (for handlers).
+// ErrNoRoute also carries a google.rpc.ErrorInfo with ReasonNoRoute, so that
+// the origin of a relayed request can tell it from a transient Unavailable.
 func Status(err error) error {
 	if err == nil {
 		return nil
@@ -89,7 +92,37 @@ func Status(err error) error {
 	if s, ok := status.FromError(err); ok && !isSentinel(err) {
 		return s.Err()
 	}
-	return status.Error(Code(err), err.Error())
+	s := status.New(Code(err), err.Error())
+	if errors.Is(err, ErrNoRoute) {
+		if d, derr := s.WithDetails(&errdetails.ErrorInfo{Reason: ReasonNoRoute, Domain: Domain}); derr == nil {
+			s = d
+		}
+	}
+	return s.Err()
+}
+
+// Domain and ReasonNoRoute are the google.rpc.ErrorInfo that marks ErrNoRoute
+// on the wire (its code, Unavailable, is shared with failures that can pass).
+const (
+	Domain        = "satpage"
+	ReasonNoRoute = "NO_ROUTE"
+)
+
+// Retryable reports whether err may pass when the same request is sent again:
+// Unavailable (a relay or the destination went away with it in flight), but
+// not a missing ISL route, which the same scenario time cannot change.
+func Retryable(err error) bool {
+	if err == nil || errors.Is(err, ErrNoRoute) {
+		return false
+	}
+	if s, ok := status.FromError(err); ok {
+		for _, d := range s.Details() {
+			if e, ok := d.(*errdetails.ErrorInfo); ok && e.Domain == Domain && e.Reason == ReasonNoRoute {
+				return false
+			}
+		}
+	}
+	return Code(err) == codes.Unavailable
 }
 
 func isSentinel(err error) bool {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -22,7 +20,8 @@ import (
 // destination died with it in flight: connection reset) is sent again, whole
 // path, by the origin only: relays never retry, so attempts do not multiply
 // along the path. Wait-for-ready makes the next attempt wait for a restarting
-// satellite, within the caller's deadline.
+// satellite, within the caller's deadline. A relay's "no route" is not sent
+// again (errs.Retryable): the route of a scenario time does not change.
 func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string,
 	call func(satpagev1.SatelliteServiceClient, *satpagev1.Route) error) error {
 	if dest == n.self {
@@ -40,7 +39,7 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 	for attempt := 1; ; attempt++ {
 		n.m.RelayedHops.WithLabelValues(rpc).Inc()
 		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
-		if err == nil || !idempotent[rpc] || attempt == retryAttempts || status.Code(err) != codes.Unavailable {
+		if err == nil || !idempotent[rpc] || attempt == retryAttempts || !errs.Retryable(err) {
 			return err
 		}
 		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)

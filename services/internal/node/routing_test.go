@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // A relay that dies with a fetch in flight (here: answers Unavailable once) costs
@@ -48,5 +50,35 @@ func TestAFetchLostAtARelayIsSentAgainByTheOrigin(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages")) - before; got != 2 {
 		t.Errorf("fetch attempts sent by the origin: got %v, want 2", got)
+	}
+}
+
+// A relay that finds no route answers Unavailable like a dead peer, but the
+// route of a scenario time cannot change: the origin does not send it again.
+func TestNoRouteAtARelayIsNotSentAgain(t *testing.T) {
+	c := clustertest.New(t, defaultSpec, clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 1 { // the relay between 0 and 2
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
+					return nil, errs.Status(fmt.Errorf("from satellite 1 to 0 at 0 ns (injected): %w", errs.ErrNoRoute))
+				}
+				return h(ctx, req)
+			}
+		}})
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	before := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages"))
+	rp, _ := c.Satellite(t, 2)
+	_, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no ISL route") {
+		t.Fatalf("got %v, want Unavailable naming the missing route", err)
+	}
+	if got := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages")) - before; got != 1 {
+		t.Errorf("fetch attempts sent by the origin: got %v, want 1", got)
+	}
+	if n, _ := c.Stores[0].CountFrames(context.Background(), "s"); n != 1 {
+		t.Errorf("frames at the owner: got %d, want 1", n)
 	}
 }

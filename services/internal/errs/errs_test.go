@@ -1,0 +1,42 @@
+package errs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// A relay's "no route" arrives at the origin as a status; it keeps the code of
+// a transient failure but must not be sent again.
+func TestOnlyTransientUnavailableFailuresAreRetryable(t *testing.T) {
+	noRoute := fmt.Errorf("from satellite 1 to 0 at 0 ns: %w", errs.ErrNoRoute)
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"a connection reset", status.Error(codes.Unavailable, "connection reset by peer"), true},
+		{"the store unreachable", fmt.Errorf("redis: %w", errs.ErrUnavailable), true},
+		{"the store unreachable, over the wire", errs.Status(fmt.Errorf("redis: %w", errs.ErrUnavailable)), true},
+		{"no route here", noRoute, false},
+		{"no route at a relay, over the wire", errs.Status(noRoute), false},
+		{"no route passed back by a second relay", errs.Status(errs.Status(noRoute)), false},
+		{"not found", errs.Status(fmt.Errorf("page 3: %w", errs.ErrNotFound)), false},
+		{"a deadline", status.Error(codes.DeadlineExceeded, "deadline"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errs.Retryable(tt.err); got != tt.want {
+				t.Errorf("Retryable(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	if c := status.Code(errs.Status(noRoute)); c != codes.Unavailable {
+		t.Errorf("code of no route: got %v, want Unavailable (unchanged on the wire)", c)
+	}
+}
