@@ -61,6 +61,6 @@ func run() error {
 	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
 	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
-		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Logger: log,
+		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
 		Services: []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"}})
 }

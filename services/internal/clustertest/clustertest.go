@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -87,6 +88,17 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 		t.Cleanup(func() { srv.Stop(); pool.Close(); st.Close() })
 		c.Nodes, c.Stores, c.Metrics = append(c.Nodes, n), append(c.Stores, st), append(c.Metrics, m)
 	}
+	// Registered after the servers' cleanups, so it runs before them: the nodes'
+	// last releases still reach their peers.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, n := range c.Nodes {
+			if err := n.Close(ctx); err != nil {
+				t.Errorf("close satellite %d: %v", n.Index(), err)
+			}
+		}
+	})
 	gpool := c.Pool()
 	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool})
 	if err != nil {

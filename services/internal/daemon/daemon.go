@@ -34,10 +34,14 @@ type Options struct {
 	Logger   *slog.Logger
 	// Ready, if set, receives the bound gRPC address once serving.
 	Ready func(addr net.Addr)
+	// Close, if set, ends the service's background work once the server has
+	// stopped (node.Node.Close), within what is left of StopTimeout.
+	Close func(ctx context.Context) error
 }
 
 // Run serves until ctx is done, then stops: health turns NOT_SERVING, the
-// server drains in-flight RPCs for up to StopTimeout, then is stopped hard.
+// server drains in-flight RPCs for up to StopTimeout, then is stopped hard;
+// Close then gets what is left of StopTimeout.
 func Run(ctx context.Context, o Options) error {
 	log := o.Logger
 	if log == nil {
@@ -90,17 +94,22 @@ func Run(ctx context.Context, o Options) error {
 		log.Error("server failed", "err", runErr)
 	}
 	hs.Shutdown() // every service NOT_SERVING: load balancers and probes stop sending
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), o.StopTimeout)
+	defer cancelStop()
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
-	timer := time.NewTimer(o.StopTimeout)
-	defer timer.Stop()
 	select {
 	case <-stopped:
 		log.Info("stopped gracefully")
-	case <-timer.C:
+	case <-stopCtx.Done():
 		log.Warn("graceful stop timed out; forcing", "timeout", o.StopTimeout)
 		srv.Stop()
 		<-stopped
+	}
+	if o.Close != nil {
+		if err := o.Close(stopCtx); err != nil {
+			log.Warn("background work cut off at the stop timeout", "err", err)
+		}
 	}
 	if metricsSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -126,4 +127,55 @@ func TestMetricsAreServed(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// Close runs once the server has stopped, and gets what is left of the stop
+// timeout: a Close that would block longer is cut off with the server's budget.
+func TestCloseRunsAfterTheServerStopsWithinTheStopTimeout(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	var addr net.Addr
+	closeErr := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Listen: "127.0.0.1:0", StopTimeout: 300 * time.Millisecond,
+			Register: func(grpc.ServiceRegistrar) {}, Ready: func(a net.Addr) { ready <- a },
+			Close: func(cctx context.Context) error {
+				// The listener is closed by now: nothing is served any more.
+				if c, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
+					c.Close()
+					closeErr <- errors.New("Close ran while the server still accepted connections")
+					return nil
+				}
+				if _, ok := cctx.Deadline(); !ok {
+					closeErr <- errors.New("Close got no deadline")
+					return nil
+				}
+				<-cctx.Done() // background work that would outlast the stop timeout
+				closeErr <- nil
+				return cctx.Err()
+			}})
+	}()
+	addr = <-ready
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: got %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5 s")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("stop took %v with a 300 ms stop timeout", took)
+	}
+	select {
+	case err := <-closeErr:
+		if err != nil {
+			t.Error(err)
+		}
+	default:
+		t.Error("Close was not called")
+	}
 }

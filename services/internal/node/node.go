@@ -19,6 +19,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,7 +86,16 @@ func New(o Options) (*Node, error) {
 	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
-		releases: releases{m: map[string]map[uint32]*pendingRelease{}, sending: map[string]chan struct{}{}}}, nil
+		releases: newReleases()}, nil
+}
+
+// Close ends the node's background work: it waits for the releases being sent
+// in the background and sends those still pending, within ctx (a release cut
+// off leaves a stale copy at an old owner, never a lost page). Call it after
+// the gRPC server has stopped; it closes neither the store nor the peers. It
+// returns ctx's error when ctx ended first.
+func (n *Node) Close(ctx context.Context) error {
+	return n.closeReleases(ctx)
 }
 
 // Index is this satellite's index.

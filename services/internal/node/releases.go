@@ -29,10 +29,22 @@ const releaseTimeout = 30 * time.Second
 // sent in the background so that no fault waits for it. At most one background
 // send per session runs; every other operation of the session waits for it
 // first (flushReleases), so releases reach an old owner before the table moves on.
+// Node.Close waits for the background sends (wg) and cancels them (stop) when
+// its deadline comes first.
 type releases struct {
-	mu      sync.Mutex                            // guards m and sending
+	mu      sync.Mutex                            // guards m, sending and closed
 	m       map[string]map[uint32]*pendingRelease // session -> old owner -> pages
 	sending map[string]chan struct{}              // session -> closed when its background send ends
+	closed  bool                                  // set by Close: no background send starts after it
+
+	wg   sync.WaitGroup     // background sends running (Add under mu, before closed is set)
+	stop context.Context    // done when Close gives up waiting: the sends are cancelled
+	halt context.CancelFunc // ends stop
+}
+
+func newReleases() releases {
+	stop, halt := context.WithCancel(context.Background())
+	return releases{m: map[string]map[uint32]*pendingRelease{}, sending: map[string]chan struct{}{}, stop: stop, halt: halt}
 }
 
 type pendingRelease struct {
@@ -77,17 +89,21 @@ func (r *releases) take(session string) map[uint32]*pendingRelease {
 func (n *Node) releaseInBackground(ctx context.Context, session string) {
 	r := &n.releases
 	r.mu.Lock()
-	if r.sending[session] != nil {
+	if r.sending[session] != nil || r.closed {
 		r.mu.Unlock()
-		return // what is pending goes with the next batch or the next flush
+		return // what is pending goes with the next batch or the next flush (or Close)
 	}
 	byOwner := r.m[session]
 	delete(r.m, session)
 	done := make(chan struct{})
 	r.sending[session] = done
+	r.wg.Add(1)
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	unhook := context.AfterFunc(r.stop, cancel)
 	go func() {
+		defer r.wg.Done()
+		defer unhook()
 		defer cancel()
 		n.sendReleases(ctx, session, byOwner)
 		r.mu.Lock()
@@ -110,6 +126,38 @@ func (n *Node) flushReleases(ctx context.Context, session string) {
 		}
 	}
 	n.sendReleases(ctx, session, n.releases.take(session))
+}
+
+// closeReleases stops background sends from starting, waits for those running
+// (cancelling them once ctx ends: a cancelled release leaves a stale copy, never
+// a lost page), then sends what is still pending within ctx.
+func (n *Node) closeReleases(ctx context.Context) error {
+	r := &n.releases
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		r.halt()
+		<-done
+	}
+	r.mu.Lock()
+	pending := r.m
+	r.m = map[string]map[uint32]*pendingRelease{}
+	r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		if len(pending) > 0 {
+			n.log.WarnContext(ctx, "node closed with releases unsent; stale copies left at old owners", "sessions", len(pending))
+		}
+		return err
+	}
+	for _, session := range slices.Sorted(maps.Keys(pending)) {
+		n.sendReleases(ctx, session, pending[session])
+	}
+	return ctx.Err()
 }
 
 func (n *Node) sendReleases(ctx context.Context, session string, byOwner map[uint32]*pendingRelease) {

@@ -2,12 +2,14 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
@@ -129,6 +131,105 @@ func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
 	}
 	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70-66 {
 		t.Errorf("frames at the old owner after the flush: got %d, want %d", n, 70-66)
+	}
+	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
+		t.Errorf("frames at the serving satellite: got %d, want 66", n)
+	}
+}
+
+// holdReleases returns an interceptor for satellite 0 that holds every
+// ReleasePages until hold is closed or the request is cancelled.
+func holdReleases(hold chan struct{}) func(i int) grpc.UnaryServerInterceptor {
+	return func(i int) grpc.UnaryServerInterceptor {
+		if i != 0 {
+			return nil
+		}
+		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if strings.HasSuffix(info.FullMethod, "/ReleasePages") {
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return nil, status.FromContextError(ctx.Err()).Err()
+				}
+			}
+			return h(ctx, req)
+		}
+	}
+}
+
+// movePagesFrom0To1 writes pages 0..69 at satellite 0, hands the session to 1
+// and reads pages 0..65 there: the 64th fault sends a batch of releases in the
+// background, 2 stay pending.
+func movePagesFrom0To1(t *testing.T, c *clustertest.Cluster, session string) {
+	t.Helper()
+	ctx := context.Background()
+	p0, s0 := c.Satellite(t, 0)
+	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
+		t.Fatal(err)
+	}
+	for pg := range uint32(70) {
+		if _, err := p0.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: session, Page: pg, Data: []byte{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := c.Satellite(t, 1)
+	for pg := range uint32(66) {
+		if _, err := p1.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: pg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Close is the node's shutdown: it waits for the releases it sends in the
+// background and sends those still pending, so no goroutine outlives it.
+func TestCloseWaitsForTheBackgroundReleasesAndSendsThePendingOnes(t *testing.T) {
+	ctx := context.Background()
+	hold := make(chan struct{})
+	c := clustertest.New(t, defaultSpec, clustertest.Options{Interceptor: holdReleases(hold)})
+	movePagesFrom0To1(t, c, "r")
+	closed := make(chan error, 1)
+	go func() { closed <- c.Nodes[1].Close(ctx) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while its background release was held", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(hold)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: got %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10 s of the release going through")
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70-66 {
+		t.Errorf("frames at the old owner after Close: got %d, want %d (the batch and the 2 pending released)", n, 70-66)
+	}
+}
+
+// A release that cannot finish is cancelled at Close's deadline: Close returns,
+// and the old owner keeps stale copies, never losing a page.
+func TestCloseCutsOffABackgroundReleaseAtItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	hold := make(chan struct{})
+	defer close(hold)
+	c := clustertest.New(t, defaultSpec, clustertest.Options{Interceptor: holdReleases(hold)})
+	movePagesFrom0To1(t, c, "r")
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if err := c.Nodes[1].Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close: got %v, want DeadlineExceeded", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("Close took %v after its 200 ms deadline", took)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70 {
+		t.Errorf("frames at the old owner: got %d, want 70 (stale copies)", n)
 	}
 	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
 		t.Errorf("frames at the serving satellite: got %d, want 66", n)
