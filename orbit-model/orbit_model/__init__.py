@@ -40,6 +40,12 @@ from orbit_model.isl import (
     isl_test_vectors,
     write_isl_test_vectors,
 )
+from orbit_model.named import (
+    NAMED_CONSTELLATIONS,
+    FiledShell,
+    NamedConstellation,
+    named_constellation,
+)
 from orbit_model.population import PopulationGrid
 from orbit_model.propagate import (
     Ephemeris,
@@ -73,4 +79,6 @@ __all__ = [
     "HandoverSchedule", "handover_schedule", "step_times_ns",
     # live service (issue 17)
     "EPHEMERIS_FORMAT", "EphemerisFile", "write_ephemeris", "read_ephemeris",
+    # named multi-shell constellations (issue 19)
+    "NAMED_CONSTELLATIONS", "NamedConstellation", "FiledShell", "named_constellation",
 ]

@@ -18,7 +18,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 from pathlib import Path
 
@@ -26,6 +26,7 @@ import numpy as np
 from sgp4.api import WGS72, Satrec, SatrecArray
 
 from orbit_model.constants import EARTH_RADIUS_KM, MU_KM3_S2, WGS72_RADIUS_KM
+from orbit_model.named import NAMED_CONSTELLATIONS, named_constellation
 from orbit_model.timebase import parse_epoch, utc_jd
 from orbit_model.tle import TleRecord, read_tle_file
 
@@ -221,11 +222,16 @@ class Constellation:
     @classmethod
     def from_spec(cls, spec: str, epoch: str | dt.datetime | None = None, **tle_options) -> Constellation:
         """``walker:T/P/F:ALT_KM:INC_DEG``, ``walker-star:...``, ``tle:PATH``, or several
-        joined with ``+`` (one shell each, indices in order).
+        joined with ``+`` (one shell each, indices in order); or a name from
+        ``orbit_model.named`` (``starlink-gen1``: its shells, ``spec`` kept as the name).
 
         Walker shells need an ``epoch`` (the scenario epoch); a TLE catalogue
         uses its median element epoch when none is given.
         """
+        named = named_constellation(spec)
+        if named is not None:
+            return replace(cls.from_spec(named.spec, epoch=epoch), spec=named.name,
+                           _array=[], _reported=set())
         parts = [p for p in re.split(r"\+(?=(?:walker|walker-star|tle):)", spec.strip()) if p]
         if not parts:
             raise ValueError(f"constellation {spec!r} is empty")
@@ -242,7 +248,8 @@ class Constellation:
             else:
                 raise ValueError(
                     f"constellation {part!r} is not walker:T/P/F:ALT_KM:INC_DEG, "
-                    "walker-star:T/P/F:ALT_KM:INC_DEG or tle:PATH"
+                    "walker-star:T/P/F:ALT_KM:INC_DEG, tle:PATH or a named constellation "
+                    f"({', '.join(NAMED_CONSTELLATIONS)})"
                 )
         return built[0] if len(built) == 1 else cls.combine(built)
 

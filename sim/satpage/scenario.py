@@ -58,7 +58,9 @@ def _doc(text: str, **kw: Any) -> Any:
 @dataclass(frozen=True)
 class ConstellationSection:
     spec: str = _doc("constellation spec: `walker:T/P/F:ALT_KM:INC_DEG`, "
-                     "`walker-star:T/P/F:ALT_KM:INC_DEG` or `tle:PATH` (DESIGN.md section 3)",
+                     "`walker-star:T/P/F:ALT_KM:INC_DEG`, `tle:PATH` (DESIGN.md section 3), several "
+                     "joined with `+`, or a named constellation: `starlink-gen1` (five shells, "
+                     "4,408 satellites, docs/orbit-model.md)",
                      default="walker-star:150/10/1:500:87")
     isl_latitude_cutoff_deg: float = _doc(
         "cross-plane ISLs are down while either end is above this absolute latitude "
@@ -407,9 +409,11 @@ def _validate(sc: Scenario) -> None:
     if src_spec != "default" and not src_spec.startswith("gpw:"):
         raise bad("clients.source", src_spec, "must be `default` or `gpw:PATH`")
     spec = sc.constellation.spec
-    if not spec.startswith(("walker:", "walker-star:", "tle:")):
+    from orbit_model import NAMED_CONSTELLATIONS
+    if not spec.startswith(("walker:", "walker-star:", "tle:")) and spec not in NAMED_CONSTELLATIONS:
         raise bad("constellation.spec", spec,
-                  "must start with walker:, walker-star: or tle:")
+                  "must start with walker:, walker-star: or tle:, or name one of "
+                  + ", ".join(NAMED_CONSTELLATIONS))
 
 
 # -- overrides (--set and sweeps) -----------------------------------------------------------

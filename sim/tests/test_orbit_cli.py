@@ -91,3 +91,14 @@ def test_a_malformed_tle_names_the_file_and_line(tmp_path):
     result = run("passes", "--constellation", f"tle:{path}", "--lat", "0", "--lon", "0")
     assert result.exit_code == 2
     assert "broken.tle line 2: TLE line 2 without a line 1" in " ".join(result.stderr.split())
+
+
+def test_isl_on_the_five_shell_starlink_routes_inside_a_shell_only():
+    inside = run("isl", "--constellation", "starlink-gen1", "--src", "0", "--dst", "1583", "--json")
+    across = run("isl", "--constellation", "starlink-gen1", "--src", "0", "--dst", "1584", "--json")
+    assert inside.exit_code == 0 and across.exit_code == 0, inside.output + across.output
+    network = IslNetwork(Constellation.from_spec("starlink-gen1", epoch=START))
+    got_in, got_across = json.loads(inside.stdout), json.loads(across.stdout)
+    assert got_in["constellation"] == "starlink-gen1"
+    assert got_in["hops"] == int(network.route(0, 1583, 0).hops) > 0
+    assert got_across["hops"] == -1 and got_across["path"] == []

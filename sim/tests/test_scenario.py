@@ -121,3 +121,11 @@ def test_tle_and_gpw_paths_are_relative_to_the_scenario_file(tmp_path):
     sc = load_scenario(tmp_path / "s.toml")
     assert sc.constellation.spec == f"tle:{tmp_path / 'data' / 'c.tle'}"
     assert sc.clients.source == "gpw:missing.asc"      # not there: left as given
+
+
+def test_a_named_constellation_is_a_valid_spec_and_an_unknown_name_lists_the_known_ones():
+    sc = load_scenario(shipped_scenario("default"))
+    assert with_overrides(sc, {"constellation.spec": "starlink-gen1"}).constellation.spec == (
+        "starlink-gen1")
+    with pytest.raises(ValueError, match=r"starlink-gen9.*starlink-gen1"):
+        with_overrides(sc, {"constellation.spec": "starlink-gen9"})

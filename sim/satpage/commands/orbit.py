@@ -28,7 +28,8 @@ DEFAULT_START = "2022-09-14T00:00:00Z"  # the date of the TLE catalogues in ../s
 NS_PER_S = 1_000_000_000
 
 CONSTELLATION_HELP = ("walker:T/P/F:ALT_KM:INC_DEG, walker-star:T/P/F:ALT_KM:INC_DEG or tle:PATH "
-                      "(several joined with '+')")
+                      "(several joined with '+'), or a name: starlink-gen1 (five shells, 4,408 "
+                      "satellites; docs/orbit-model.md)")
 
 
 def _setup(spec: str, start: str, hours: float | None = None):
