@@ -58,6 +58,9 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 		return nil, err
 	}
 	defer n.locks.lock(session)()
+	if err := n.dropStaleTable(ctx, session); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	owners, err := n.store.Owners(ctx, session, pages)
 	if err != nil {

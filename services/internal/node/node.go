@@ -8,10 +8,11 @@
 // the old owner to release them. A crash between the steps leaves a stale
 // copy at the old owner, never a lost page; the page table names one owner.
 //
-// Files, one responsibility each: node.go (Node, Options, construction, the
-// session locks), access.go (ReadPages/WritePage and the fault path: moving
-// pages here on access, serving FetchPages as the owner), releases.go (the
-// old owners' copies released in batches, in the background), routing.go
+// Files, one responsibility each: node.go (Node, Options, construction, Close,
+// the session locks), access.go (ReadPages/WritePage and the fault path:
+// moving pages here on access, serving FetchPages as the owner), releases.go
+// (the old owners' copies released in batches, in the background), stale.go
+// (page tables handed over but not yet deleted here), routing.go
 // (originating routed requests with retries, relaying them hop by hop),
 // sessions.go (open, hand over, accept a table, move pages proactively, drop,
 // end, and report a session), grpc.go (the gRPC handlers: decode and validate
@@ -53,6 +54,7 @@ type Node struct {
 	pageBytes int
 	locks     sessionLocks // one mutex per session: its operations run one at a time here
 	releases  releases     // releases owed to old owners (releases.go), behind releases.mu
+	stale     staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
 }
 
 // Options are what New needs.
@@ -86,16 +88,20 @@ func New(o Options) (*Node, error) {
 	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
-		releases: newReleases()}, nil
+		releases: newReleases(), stale: staleTables{m: map[string]bool{}}}, nil
 }
 
 // Close ends the node's background work: it waits for the releases being sent
 // in the background and sends those still pending, within ctx (a release cut
-// off leaves a stale copy at an old owner, never a lost page). Call it after
-// the gRPC server has stopped; it closes neither the store nor the peers. It
-// returns ctx's error when ctx ended first.
+// off leaves a stale copy at an old owner, never a lost page), and retries the
+// deletes of stale page tables. Call it after the gRPC server has stopped; it
+// closes neither the store nor the peers. It returns ctx's error when ctx
+// ended first, or the deletes that failed again.
 func (n *Node) Close(ctx context.Context) error {
-	return n.closeReleases(ctx)
+	if err := n.closeReleases(ctx); err != nil {
+		return err
+	}
+	return n.closeStale(ctx)
 }
 
 // Index is this satellite's index.

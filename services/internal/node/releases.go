@@ -190,5 +190,8 @@ func (n *Node) ReleaseHere(ctx context.Context, session string, pages []uint32, 
 	if newOwner == n.self {
 		return 0, fmt.Errorf("satellite %d cannot release pages to itself: %w", n.self, errs.ErrInvalid)
 	}
+	if err := n.settleStale(ctx, session); err != nil {
+		return 0, err
+	}
 	return n.store.ReleaseFrames(ctx, session, pages, n.self)
 }

@@ -17,6 +17,9 @@ import (
 func (n *Node) OpenSession(ctx context.Context, session string) error {
 	err := checkSession(session)
 	if err == nil {
+		err = n.settleStale(ctx, session)
+	}
+	if err == nil {
 		err = n.store.OpenTable(ctx, session)
 	}
 	if err != nil {
@@ -35,6 +38,9 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 		return 0, 0, fmt.Errorf("to_satellite: %w", err)
 	}
 	defer n.locks.lock(session)()
+	if err := n.dropStaleTable(ctx, session); err != nil {
+		return 0, 0, err
+	}
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
@@ -57,17 +63,30 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 	if err != nil {
 		return 0, 0, fmt.Errorf("hand session %q over to satellite %d: %w", session, to, err)
 	}
-	// The new satellite holds the table now; only then does this one let go.
+	// The new satellite holds the table now; only then does this one let go. A
+	// failed delete does not undo the handover: the table is marked stale and
+	// deleted by the session's next operation here (stale.go).
 	if err := n.store.DeleteTable(ctx, session); err != nil {
-		n.log.WarnContext(ctx, "delete of handed-over table failed", "session", session, "err", err)
+		n.stale.mark(session, true)
+		n.log.WarnContext(ctx, "delete of handed-over table failed; marked stale, deleted on the next operation",
+			"session", session, "err", err)
 	}
 	return len(table), hops, nil
 }
 
 // AcceptTable stores a page table handed over to this satellite, which then
 // serves the session (the handler has checked every owner against the grid).
+// A stale table of the session here (stale.go) is replaced, under the session
+// lock so that no retried delete removes the new one.
 func (n *Node) AcceptTable(ctx context.Context, session string, table store.Table) error {
-	return n.store.PutTable(ctx, session, table)
+	if n.stale.has(session) {
+		defer n.locks.lock(session)()
+	}
+	if err := n.store.PutTable(ctx, session, table); err != nil {
+		return err
+	}
+	n.stale.mark(session, false)
+	return nil
 }
 
 // MovePages moves every page of the session owned elsewhere to this (serving) satellite.
@@ -76,6 +95,9 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved 
 		return 0, 0, err
 	}
 	defer n.locks.lock(session)()
+	if err := n.dropStaleTable(ctx, session); err != nil {
+		return 0, 0, err
+	}
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
@@ -109,6 +131,9 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 		return 0, err
 	}
 	defer n.locks.lock(session)()
+	if err := n.dropStaleTable(ctx, session); err != nil {
+		return 0, err
+	}
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
@@ -142,6 +167,9 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 // deletes the frames held here. The serving satellite refuses (its table still
 // names the pages it owns): a session is ended there, with EndSession.
 func (n *Node) DropHere(ctx context.Context, session string) (int, error) {
+	if err := n.settleStale(ctx, session); err != nil {
+		return 0, err
+	}
 	if _, err := n.store.TableSize(ctx, session); err == nil {
 		return 0, fmt.Errorf("satellite %d serves session %q (holds its page table): end it with EndSession: %w",
 			n.self, session, errs.ErrStillOwned)
@@ -157,8 +185,14 @@ func (n *Node) SessionFrames(ctx context.Context, session string) (frames int, s
 	// Releases this satellite owes for the session go out first, so that the
 	// counts at the old owners are settled once this returns.
 	unlock := n.locks.lock(session)
-	n.flushReleases(ctx, session)
+	err = n.dropStaleTable(ctx, session)
+	if err == nil {
+		n.flushReleases(ctx, session)
+	}
 	unlock()
+	if err != nil {
+		return 0, false, 0, err
+	}
 	frames, err = n.store.CountFrames(ctx, session)
 	if err != nil {
 		return 0, false, 0, err

@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
 )
 
 func TestProactiveMovesBringEveryPageToTheServingSatellite(t *testing.T) {
@@ -46,5 +51,104 @@ func TestProactiveMovesBringEveryPageToTheServingSatellite(t *testing.T) {
 	e, err := p17.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: "s"})
 	if err != nil || e.PagesDeleted != 300 {
 		t.Errorf("EndSession: got %v, %v, want 300 deleted", e, err)
+	}
+}
+
+// failDeleteTable is a memory store whose next `fails` DeleteTable calls fail
+// as an unreachable Redis would.
+type failDeleteTable struct {
+	*store.Memory
+	fails atomic.Int32
+}
+
+func (f *failDeleteTable) DeleteTable(ctx context.Context, session string) error {
+	if f.fails.Add(-1) >= 0 {
+		return fmt.Errorf("delete table of %q (injected): %w", session, errs.ErrUnavailable)
+	}
+	return f.Memory.DeleteTable(ctx, session)
+}
+
+// staleAfterHandover opens session "s" at satellite 0, writes page 7 there and
+// hands the session to 3 while 0's store fails the delete of its table once.
+func staleAfterHandover(t *testing.T) *clustertest.Cluster {
+	t.Helper()
+	flaky := &failDeleteTable{Memory: store.NewMemory()}
+	flaky.fails.Store(1)
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Store: func(_ testing.TB, i int) store.PageStore {
+			if i == 0 {
+				return flaky
+			}
+			return store.NewMemory()
+		}})
+	placePage(t, c, "s", 0, 3, []byte("payload"))
+	if _, err := c.Stores[0].GetTable(context.Background(), "s"); err != nil {
+		t.Fatalf("precondition: the old satellite's table should be left by the failed delete, got %v", err)
+	}
+	return c
+}
+
+// The old satellite never serves from a table it handed over: the session's
+// next request there deletes it and finds none.
+func TestAHandedOverTableWhoseDeleteFailedServesNothing(t *testing.T) {
+	c := staleAfterHandover(t)
+	ctx := context.Background()
+	p0, _ := c.Satellite(t, 0)
+	_, err := p0.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 7, Data: []byte("diverged")})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("write at the old satellite: got %v, want NotFound (no page table there)", err)
+	}
+	if _, err := c.Stores[0].GetTable(ctx, "s"); !errors.Is(err, errs.ErrUnknownSession) {
+		t.Errorf("table at the old satellite: got %v, want none", err)
+	}
+	p3, _ := c.Satellite(t, 3)
+	r, err := p3.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" || r.PreviousOwner != 0 {
+		t.Errorf("read at the serving satellite: got %v, %v, want the page written before the handover", r, err)
+	}
+}
+
+// The new satellite's release reaches an old owner whose handed-over table is
+// still there: the table goes, and so does the released copy (before, the old
+// owner refused the release as if it still owned the page, and kept both).
+func TestAReleaseClearsTheStaleTableAndTheCopyAtTheOldOwner(t *testing.T) {
+	c := staleAfterHandover(t)
+	ctx := context.Background()
+	p3, s3 := c.Satellite(t, 3)
+	if r, err := p3.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+		t.Fatalf("read at the new satellite: got %v, %v, want MOVED", r, err)
+	}
+	if _, err := s3.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err) // sends the batched release to 0
+	}
+	if _, err := c.Stores[0].GetTable(ctx, "s"); !errors.Is(err, errs.ErrUnknownSession) {
+		t.Errorf("table at the old satellite: got %v, want none", err)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 0 {
+		t.Errorf("frames at the old satellite: got %d, want 0", n)
+	}
+	_, s0 := c.Satellite(t, 0)
+	if f, err := s0.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil || f.Serving {
+		t.Errorf("old satellite's report: got %v, %v, want not serving", f, err)
+	}
+}
+
+// Ending the session sweeps the old satellite although its table delete failed
+// (before, its DropSession was refused with FailedPrecondition and EndSession failed).
+func TestEndingASessionClearsAStaleTableOnTheTrail(t *testing.T) {
+	c := staleAfterHandover(t)
+	ctx := context.Background()
+	p3, _ := c.Satellite(t, 3)
+	e, err := p3.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: "s"})
+	if err != nil || e.PagesDeleted != 1 {
+		t.Fatalf("EndSession: got %v, %v, want the page deleted at its owner", e, err)
+	}
+	for _, i := range []int{0, 3} {
+		if _, err := c.Stores[i].GetTable(ctx, "s"); !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("table at satellite %d: got %v, want none", i, err)
+		}
+		if n, _ := c.Stores[i].CountFrames(ctx, "s"); n != 0 {
+			t.Errorf("frames at satellite %d: got %d, want 0", i, n)
+		}
 	}
 }
