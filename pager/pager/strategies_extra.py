@@ -126,12 +126,15 @@ class PushAhead:
 
 
 #: Strategy names ``make_strategy`` knows, in the order reports list them.
-STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead")
+STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead",
+                  "container-migration", "replicate-next", "multipath", "custody", "idle-link")
 
 
 def make_strategy(name: str, *, hot_k: int = 32, push_recent_visits: int = 1,
-                  push_lead_ns: int = 10_000_000_000):
+                  push_lead_ns: int = 10_000_000_000, custody_pages: int = 64,
+                  idle_threshold: float = 0.5):
     """The Strategy object for a strategy name (scenario files and the CLI name them)."""
+    from pager import strategies_related as rel  # it imports this module
     if name == "proactive":
         return Proactive()
     if name == "on-demand":
@@ -142,4 +145,15 @@ def make_strategy(name: str, *, hot_k: int = 32, push_recent_visits: int = 1,
         return GroundStore()
     if name == "push-ahead":
         return PushAhead(recent_visits=int(push_recent_visits), lead_ns=int(push_lead_ns))
+    if name == "container-migration":
+        return rel.ContainerMigration()
+    if name == "replicate-next":
+        return rel.ReplicateNext()
+    if name == "multipath":
+        return rel.Multipath()
+    if name == "custody":
+        return rel.Custody(cache_pages=int(custody_pages))
+    if name == "idle-link":
+        return rel.IdleLink(recent_visits=int(push_recent_visits), lead_ns=int(push_lead_ns),
+                            threshold=float(idle_threshold))
     raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")

@@ -220,9 +220,11 @@ def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
       event at the access time: each write goes to both, and the model does not
       tell reads from writes, so every access counts as a write: an upper bound).
 
-    The engine's HANDOVER events (the page table moving to v at its start) are
-    dropped: the replica is already there, a handover moves nothing. CREATE events
-    are kept. Returns EVENT_DTYPE by session, then time (stable).
+    The engine's HANDOVER events (the page table moving to v at its start) stay in
+    the log as the switch of ownership to the replica: they move nothing over the
+    ISLs (the costs price them at zero), but say which satellite holds the primary
+    copy. CREATE events are kept. Returns EVENT_DTYPE by session, then time (stable;
+    at one time: creations, handovers, seeds, writes).
     """
     vo = np.asarray(trace.visit_offsets, np.int64)
     n_visits = trace.n_visits
@@ -230,29 +232,39 @@ def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
     if n_visits:
         last[vo[1:][np.diff(vo) > 0] - 1] = True
     ev = np.asarray(events)
-    creates = ev[ev["kind"] == K.KIND_CREATE]
+    kind = ev["kind"]
+    cr = (kind == K.KIND_CREATE) | (kind == K.KIND_HANDOVER)
     # pages that moved into v at its start existed before v: they seed v's successor
-    ho = ev[ev["kind"] == K.KIND_HANDOVER]
-    ho = ho[~last[ho["to_visit"]]]
-    seeds = np.empty(ho.size, dtype=EVENT_DTYPE)
-    seeds["session"] = ho["session"]
-    seeds["page"] = ho["page"]
-    seeds["from_visit"] = ho["to_visit"]
-    seeds["to_visit"] = ho["to_visit"] + 1
-    seeds["time_ns"] = np.asarray(trace.visit_start_ns, np.int64)[ho["to_visit"]]
-    seeds["kind"] = K.KIND_REPLICA
+    ho_visit = ev["to_visit"][kind == K.KIND_HANDOVER].astype(np.int64)
+    seed_sel = np.flatnonzero(kind == K.KIND_HANDOVER)[~last[ho_visit]]
+    seed_visit = ev["to_visit"][seed_sel].astype(np.int64)
     ao = np.asarray(trace.access_offsets, np.int64)
     a_visit = np.repeat(np.arange(n_visits, dtype=np.int64), np.diff(ao))
     keep = ~last[a_visit]
     a_visit = a_visit[keep]
     v_session = np.repeat(np.arange(trace.n_sessions, dtype=np.int64), np.diff(vo))
-    writes = np.empty(a_visit.size, dtype=EVENT_DTYPE)
-    writes["session"] = v_session[a_visit]
-    writes["page"] = np.asarray(trace.access_page)[keep]
-    writes["from_visit"] = a_visit
-    writes["to_visit"] = a_visit + 1
-    writes["time_ns"] = np.asarray(trace.access_time_ns, np.int64)[keep]
-    writes["kind"] = K.KIND_REPLICA
-    out = np.concatenate([creates, seeds, writes])
-    order = np.lexsort((out["time_ns"], out["session"]))
-    return out[order]
+    # columns of the three groups (creates and handovers, seeds, writes), each by session
+    # then time; one stable sort on (session, time) merges them
+    session = np.concatenate([ev["session"][cr], ev["session"][seed_sel], v_session[a_visit]])
+    time = np.concatenate([ev["time_ns"][cr],
+                           np.asarray(trace.visit_start_ns, np.int64)[seed_visit],
+                           np.asarray(trace.access_time_ns, np.int64)[keep]])
+    page = np.concatenate([ev["page"][cr], ev["page"][seed_sel],
+                           np.asarray(trace.access_page)[keep]])
+    frm = np.concatenate([ev["from_visit"][cr], seed_visit, a_visit])
+    to = np.concatenate([ev["to_visit"][cr], seed_visit + 1, a_visit + 1])
+    kinds = np.concatenate([kind[cr], np.full(seed_sel.size + a_visit.size, K.KIND_REPLICA,
+                                              np.int8)])
+    span = int(time.max(initial=0)) + 1
+    if time.size and time.min() >= 0 and (int(session.max()) + 1) * span < 2**62:
+        order = np.argsort(session * span + time, kind="stable")
+    else:
+        order = np.lexsort((time, session))
+    out = np.empty(order.size, dtype=EVENT_DTYPE)
+    out["session"] = session[order]
+    out["page"] = page[order]
+    out["from_visit"] = frm[order]
+    out["to_visit"] = to[order]
+    out["time_ns"] = time[order]
+    out["kind"] = kinds[order]
+    return out

@@ -14,28 +14,34 @@ Cost model (docs/strategies.md has the prose):
   the ISL path from the serving satellite to the satellite above the gateway and
   the feeder link, which counts as one more hop.
 - A fault's latency is the path's propagation delay (length / c) plus
-  ``per_hop_processing_ms`` per hop, there and back. Handover transfers and
-  pushes happen off the access path: they cost hops and bytes, not latency.
+  ``per_hop_processing_ms`` per hop, there and back, plus the page's transmission
+  time and M/D/1 queueing wait on each link (satpage.linkmodel). Handover
+  transfers and pushes happen off the access path: they cost hops and bytes, and
+  an access waits (a stall) only when its page is still in flight; a container
+  migration blocks every access until its downtime ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
-from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
-from pager import GROUND, NOWHERE, EventKind, Replay
+import pager
+from satpage.linkmodel import (
+    HANDOVER,
+    PRICE_KEYS,
+    RHO_MAX,
+    LinkModel,
+    LogHistogram,
+    migration_waits,
+    price_events,
+    transfer_stalls,
+)
 from satpage.network import Router
 from satpage.workload import ChunkTrace
 
 __all__ = ["CostAccumulator", "LATENCY_BIN_MS", "LATENCY_MAX_MS", "SUMMARY_KEYS"]
-
-# pager's event kinds as plain ints (numba compares them in _account)
-FAULT, HANDOVER, PUSH, REMOTE, CREATE = (int(EventKind.FAULT), int(EventKind.HANDOVER),
-                                         int(EventKind.PUSH), int(EventKind.REMOTE),
-                                         int(EventKind.CREATE))
 
 LATENCY_BIN_MS = 0.01     # resolution of the latency percentiles
 LATENCY_MAX_MS = 1000.0   # longer faults land in the last bin (counted, reported as max)
@@ -47,85 +53,14 @@ SUMMARY_KEYS = (
     "handover_transfer_pages", "isl_load_max_bytes", "isl_load_mean_bytes",
     "isl_load_peak_bytes_per_s", "pages_held_max_per_satellite",
     "pages_held_mean_per_satellite", "pages_left_behind", "pages_at_session_end",
-    "moves_per_session", "hops_per_move", "accesses",
+    "moves_per_session", "hops_per_move", "accesses", "stall_p50_ms", "stall_p99_ms",
+    "stalled_access_share", "handover_downtime_p50_ms", "handover_downtime_p99_ms",
+    "link_delay_ms_mean", "isl_utilisation_max", "isl_utilisation_p99",
+    "isl_link_bins_over_80pct", "custody_hits", "custody_extra_pages", "replica_copies",
 )
 
-
-_COUNT_KEYS = ("page_moves", "page_hops", "ground_fetches", "handover_transfer_pages",
-               "faults", "creates", "latency_sum_ns", "unreachable")
-
-
-@numba.njit(cache=True, nogil=True)
-def _account(kind, fv, tv, t, table, vsat, gw_sat, gw_range_km, step_ns, step0, pred, pos,
-             neighbours, load_bins, duration_ns, per_hop_ms, bin_ms, link_load, held_delta,
-             lat_hist, out, lat_max):
-    """One pass over an event log: route every transfer (hops, path length, ISL load),
-    fault latencies, pages arriving and leaving. ``out`` follows _COUNT_KEYS."""
-    n_t = pos.shape[1]
-    deg = neighbours.shape[1]
-    n_hist = lat_hist.size
-    for e in range(kind.size):
-        k = kind[e]
-        step = t[e] // step_ns - step0
-        step = min(max(step, 0), n_t - 1)
-        b = (t[e] * load_bins) // max(duration_ns, 1)
-        b = min(max(b, 0), load_bins - 1)
-        dst = vsat[tv[e]]
-        if k == CREATE:
-            held_delta[dst, b] += 1
-            out[5] += 1
-            continue
-        if fv[e] == NOWHERE:                         # nothing to transfer
-            continue
-        ground = fv[e] == GROUND
-        src = gw_sat[step] if ground else vsat[fv[e]]
-        if src == dst and not ground:                # two visits of the same satellite
-            continue
-        # walk the shortest-hop path dst -> src, adding the load of each link
-        h = 0
-        d = 0.0
-        cur = dst
-        ok = True
-        while cur != src:
-            prev = pred[table[e], src, cur]
-            if prev < 0:
-                ok = False
-                break
-            dx = pos[prev, step, 0] - pos[cur, step, 0]
-            dy = pos[prev, step, 1] - pos[cur, step, 1]
-            dz = pos[prev, step, 2] - pos[cur, step, 2]
-            d += np.sqrt(dx * dx + dy * dy + dz * dz)
-            h += 1
-            lo = min(prev, cur)
-            hi = max(prev, cur)
-            for j in range(deg):
-                if neighbours[lo, j] == hi:
-                    link_load[b, lo * deg + j] += 1
-                    break
-            cur = prev
-        if not ok:
-            out[7] += 1
-            h = 0
-            d = 0.0
-        page_hops = h + (1 if ground else 0)         # the feeder link counts as one hop
-        out[0] += 1
-        out[1] += page_hops
-        if ground:
-            out[2] += 1
-            d += gw_range_km[step]
-        if k == HANDOVER or k == PUSH:
-            out[3] += 1
-        if k == FAULT or k == REMOTE:                # the access waits
-            lat = 2.0 * (d / C_KM_S * 1e3 + page_hops * per_hop_ms)
-            out[4] += 1
-            out[6] += np.int64(np.round(lat * 1e6))
-            if lat > lat_max[0]:
-                lat_max[0] = lat
-            hb = np.int64(lat / bin_ms)
-            lat_hist[min(hb, n_hist - 1)] += 1
-        if not ground and k != REMOTE:               # the page changes frames
-            held_delta[dst, b] += 1
-            held_delta[src, b] -= 1
+#: Utilisation above which a link-bin is reported as hot (isl_link_bins_over_80pct).
+HOT_UTILISATION = 0.8
 
 
 @dataclass
@@ -144,6 +79,9 @@ class CostAccumulator:
     link_load: np.ndarray = field(default=None)          # (load_bins, n_link_ids) pages
     held_delta: np.ndarray = field(default=None)         # (n_sats, load_bins) page deltas
     unreachable: int = 0
+    link_delay_sum_ns: int = 0      # transmission + queueing part of fault latencies
+    stalls: LogHistogram = field(default_factory=LogHistogram)     # per stalled access
+    downtimes: LogHistogram = field(default_factory=LogHistogram)  # per blocking handover
 
     def __post_init__(self) -> None:
         nbins = int(round(LATENCY_MAX_MS / LATENCY_BIN_MS)) + 1
@@ -155,7 +93,9 @@ class CostAccumulator:
             self.held_delta = np.zeros((self.n_sats, self.load_bins), dtype=np.int64)
         for k in ("page_moves", "page_hops", "faults", "handover_transfer_pages", "accesses",
                   "pages_left_behind", "pages_at_session_end", "sessions", "visits",
-                  "creates", "ground_fetches"):
+                  "creates", "ground_fetches", "custody_hits", "custody_copies",
+                  "custody_copies_at_end", "multipath_second_paths", "replica_copies",
+                  "idle_deferred", "idle_at_handover", "handovers"):
             self.counts.setdefault(k, 0)
 
     # -- accumulation ------------------------------------------------------------------------
@@ -163,37 +103,82 @@ class CostAccumulator:
         b = (np.asarray(t_ns, np.int64) * self.load_bins) // max(self.duration_ns, 1)
         return np.clip(b, 0, self.load_bins - 1)
 
-    def add(self, rl: Replay, ct: ChunkTrace, router: Router, step_ns: int,
-            per_hop_processing_ms: float) -> None:
-        """Account one chunk's replay (pager.Replay with its event log): one compiled pass over
-        the event log (``_account``), then the session ends."""
+    def add(self, rl: pager.Replay, ct: ChunkTrace, router: Router, step_ns: int,
+            per_hop_processing_ms: float, strategy: pager.Strategy | None = None,
+            links: LinkModel | None = None, wait_ms: np.ndarray | None = None) -> None:
+        """Account one chunk's replay (pager.Replay, its event log included): one compiled pass over
+        the event log (satpage.linkmodel.price_events), the waits of accesses stalled by
+        transfers in flight or by a container migration, then the session ends.
+
+        ``links`` and ``wait_ms`` (load_bins, n_link_ids) give link rates and queueing
+        waits; without them links are infinitely fast (propagation and processing only).
+        ``strategy`` says how the network carries the transfers (pager.network_use)."""
         events = rl.events
         tr = ct.trace
+        use = pager.network_use(strategy) if strategy is not None else pager.PAGING
         vsat = tr.visit_satellite.astype(np.int64)
         c = self.counts
         c["accesses"] += tr.n_accesses
         c["sessions"] += tr.n_sessions
         c["visits"] += tr.n_visits
+        c["handovers"] += tr.n_visits - tr.n_sessions
         t = np.ascontiguousarray(events["time_ns"])
         pred, table = router.predecessors(router.snapshot_index(t))
-        out = np.zeros(len(_COUNT_KEYS), np.int64)
+        if wait_ms is None:
+            wait_ms = np.zeros((self.load_bins, self.n_link_ids))
+        background = links.background if links is not None else wait_ms
+        tx_ms = links.tx_ms if links is not None else 0.0
+        out = np.zeros(len(PRICE_KEYS), np.int64)
         lat_max = np.zeros(1)
-        _account(np.ascontiguousarray(events["kind"]),
-                 np.ascontiguousarray(events["from_visit"]).astype(np.int64),
-                 np.ascontiguousarray(events["to_visit"]).astype(np.int64), t,
-                 table.astype(np.int64), vsat, ct.gateway_sat.astype(np.int64),
-                 ct.gateway_range_km, int(step_ns), int(ct.window_step0), pred, ct.pos,
-                 router.topology.neighbours, self.load_bins, int(self.duration_ns),
-                 float(per_hop_processing_ms), LATENCY_BIN_MS, self.link_load, self.held_delta,
-                 self.latency_hist, out, lat_max)
-        for k, v in zip(_COUNT_KEYS, out, strict=True):
+        arrival = np.empty(events.size, np.int64)
+        kind = np.ascontiguousarray(events["kind"]).astype(np.int64)
+        price_events(kind, np.ascontiguousarray(events["session"]).astype(np.int64),
+                     np.ascontiguousarray(events["page"]).astype(np.int64),
+                     np.ascontiguousarray(events["from_visit"]).astype(np.int64),
+                     np.ascontiguousarray(events["to_visit"]).astype(np.int64), t,
+                     table.astype(np.int64), vsat, ct.gateway_sat.astype(np.int64),
+                     ct.gateway_range_km, int(step_ns), int(ct.window_step0), pred, ct.pos,
+                     router.topology.neighbours, self.load_bins, int(self.duration_ns),
+                     float(per_hop_processing_ms), float(tx_ms),
+                     np.ascontiguousarray(wait_ms, dtype=np.float64),
+                     np.ascontiguousarray(background, dtype=np.float64),
+                     float(use.idle_threshold), int(getattr(strategy, "lead_ns", 0)),
+                     int(use.fault_paths), int(use.custody_pages), bool(use.replicate_next),
+                     int(tr.n_pages),
+                     self.link_load, self.held_delta, self.latency_hist, LATENCY_BIN_MS, out,
+                     lat_max, arrival)
+        for k, v in zip(PRICE_KEYS, out, strict=True):
             if k == "latency_sum_ns":
                 self.latency_sum_ns += int(v)
             elif k == "unreachable":
                 self.unreachable += int(v)
+            elif k == "link_delay_sum_ns":
+                self.link_delay_sum_ns += int(v)
             else:
                 c[k] += int(v)
         self.latency_max_ms = max(self.latency_max_ms, float(lat_max[0]))
+
+        # accesses that wait: for a container being migrated, or for a page in flight
+        if use.blocking_migration:
+            model = getattr(strategy, "model", None) or pager.MigrationModel.default()
+            ho = events["to_visit"][events["kind"] == HANDOVER].astype(np.int64)
+            pages = np.bincount(ho, minlength=tr.n_visits)
+            first = np.zeros(tr.n_visits, bool)
+            first[tr.visit_offsets[:-1][np.diff(tr.visit_offsets) > 0]] = True
+            hv = np.flatnonzero(~first)
+            down_ns = np.round(model.downtime_ms(pages[hv] * self.page_bytes) * 1e6
+                               ).astype(np.int64)
+            self.downtimes.add(down_ns)
+            waits = migration_waits(hv, down_ns, tr.visit_start_ns, tr.access_offsets,
+                                    tr.access_time_ns)
+        else:
+            tx_ns = int(round(tx_ms * 1e6))
+            # replicate-next's handovers only switch ownership: nothing in flight
+            sk = np.where(kind == HANDOVER, -1, kind) if use.replicate_next else kind
+            waits = transfer_stalls(sk, events["to_visit"], events["page"], t, arrival,
+                                    tx_ns, tr.n_pages, tr.access_offsets, tr.access_page,
+                                    tr.access_time_ns)
+        self.stalls.add(waits)
 
         # every page still held is released when its session ends
         vsess = tr.visit_session()
@@ -212,6 +197,9 @@ class CostAccumulator:
         self.link_load += other.link_load
         self.held_delta += other.held_delta
         self.unreachable += other.unreachable
+        self.link_delay_sum_ns += other.link_delay_sum_ns
+        self.stalls.merge(other.stalls)
+        self.downtimes.merge(other.downtimes)
 
     # -- results -------------------------------------------------------------------------------
     def held_series(self) -> np.ndarray:
@@ -228,8 +216,18 @@ class CostAccumulator:
             return self.latency_max_ms
         return (k + 0.5) * LATENCY_BIN_MS
 
-    def summary(self, link_exists: np.ndarray) -> dict[str, float | int]:
+    def utilisation(self, links: LinkModel | None, link_exists: np.ndarray) -> np.ndarray:
+        """float64 (load_bins, n_links): utilisation of the existing links in each bin
+        (background plus this strategy's pages); zeros without a link model."""
+        if links is None:
+            return np.zeros((self.load_bins, int(link_exists.sum())))
+        return links.utilisation(self.link_load)[:, link_exists]
+
+    def summary(self, link_exists: np.ndarray, links: LinkModel | None = None
+                ) -> dict[str, float | int]:
         c = self.counts
+        util = self.utilisation(links, link_exists)
+        waits_ms = self.stalls.sum_ns / 1e6
         per_link_pages = self.link_load.sum(axis=0)[link_exists]
         bin_s = self.duration_ns / 1e9 / self.load_bins
         held = self.held_series()
@@ -243,7 +241,30 @@ class CostAccumulator:
             "fault_latency_p99_ms": self.percentile_ms(99),
             "fault_latency_max_ms": self.latency_max_ms,
             "faults": faults,
-            "access_latency_ms_mean": self.latency_sum_ns / 1e6 / max(c["accesses"], 1),
+            # latency per access: fault latencies plus the waits of stalled accesses
+            "access_latency_ms_mean": (self.latency_sum_ns / 1e6 + waits_ms)
+            / max(c["accesses"], 1),
+            "link_delay_ms_mean": self.link_delay_sum_ns / 1e6 / faults if faults else 0.0,
+            "stall_p50_ms": self.stalls.percentile_ms(50),
+            "stall_p99_ms": self.stalls.percentile_ms(99),
+            "stall_max_ms": self.stalls.max_ns / 1e6,
+            "stall_ms_total": waits_ms,
+            "stalled_accesses": self.stalls.n,
+            "stalled_access_share": self.stalls.n / max(c["accesses"], 1),
+            "handover_downtime_p50_ms": self.downtimes.percentile_ms(50),
+            "handover_downtime_p99_ms": self.downtimes.percentile_ms(99),
+            "isl_utilisation_max": float(util.max(initial=0.0)),
+            "isl_utilisation_p99": float(np.percentile(util, 99)) if util.size else 0.0,
+            "isl_link_bins_over_80pct": int(np.sum(util > HOT_UTILISATION)),
+            "isl_link_bins_saturated": int(np.sum(util >= RHO_MAX)),
+            "custody_hits": c["custody_hits"],
+            "custody_copies": c["custody_copies"],
+            "custody_extra_pages": c["custody_copies_at_end"],
+            "custody_extra_bytes": c["custody_copies_at_end"] * self.page_bytes,
+            "multipath_second_paths": c["multipath_second_paths"],
+            "replica_copies": c["replica_copies"],
+            "idle_deferred_pushes": c["idle_deferred"],
+            "idle_pushes_at_handover": c["idle_at_handover"],
             "handover_transfer_pages": c["handover_transfer_pages"],
             "handover_transfer_bytes": c["handover_transfer_pages"] * self.page_bytes,
             "isl_load_max_bytes": int(per_link_pages.max(initial=0)) * self.page_bytes,

@@ -33,6 +33,7 @@ __all__ = [
     "StrategiesSection",
     "RunSection",
     "STRATEGY_NAMES",
+    "BACKGROUND_PROFILES",
     "HANDOVER_POLICIES",
     "load_scenario",
     "parse_scenario",
@@ -44,7 +45,9 @@ __all__ = [
 ]
 
 #: Strategies known to `satpage compare` (docs/strategies.md describes each one).
-STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead")
+STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead",
+                  "container-migration", "replicate-next", "multipath", "custody", "idle-link")
+BACKGROUND_PROFILES = ("constant", "population")
 HANDOVER_POLICIES = ("highest-elevation", "longest-visibility", "nearest", "trail")
 _LIFETIMES = ("exponential", "fixed", "uniform")
 _STARTS = ("uniform",)
@@ -141,7 +144,18 @@ class NetworkSection:
                                   "holds session objects", default=59.97)
     gateway_lon_deg: float = _doc("`ground-store`: longitude of the ground gateway",
                                   default=11.05)
-    load_bins: int = _doc("time bins of the ISL load and pages-held series", default=96)
+    load_bins: int = _doc("time bins of the ISL load and pages-held series (also the bins "
+                          "of link utilisation and queueing)", default=96)
+    isl_capacity_gbps: float = _doc(
+        "capacity of every ISL (Gbit/s, both directions together). Default: 100, SpaceX's "
+        "figure for a Starlink laser link (T. Brashears, SPIE Photonics West, January 2024, "
+        "as reported by PCMag, 31 January 2024)", default=100.0)
+    background_load: float = _doc(
+        "utilisation of the ISLs by other traffic, as a fraction of capacity in [0, 1): the "
+        "same on every link (`constant`) or the peak of a profile following the population "
+        "under each link (`population`)", default=0.0)
+    background_profile: str = _doc("`constant` or `population` (see background_load)",
+                                   default="population")
 
 
 @dataclass(frozen=True)
@@ -153,8 +167,14 @@ class StrategiesSection:
     push_recent_visits: int = _doc("`push-ahead`: pages used during the last this-many visits "
                                    "are pushed to the next satellite before the handover",
                                    default=1)
-    push_lead_s: float = _doc("`push-ahead`: how long before the handover the push happens "
-                              "(the next server is known from the schedule)", default=10.0)
+    push_lead_s: float = _doc("`push-ahead`, `idle-link`: how long before the handover the "
+                              "push happens (at the earliest, for idle-link; the next server "
+                              "is known from the schedule)", default=10.0)
+    custody_pages: int = _doc("`custody`: pages each relay keeps per session in its custody "
+                              "cache (oldest evicted first)", default=64)
+    idle_threshold: float = _doc("`idle-link`: a push waits until every link of its path is "
+                                 "below this utilisation by other traffic (or goes at the "
+                                 "handover)", default=0.5)
 
 
 @dataclass(frozen=True)
@@ -377,6 +397,15 @@ def _validate(sc: Scenario) -> None:
     if sc.strategies.push_recent_visits < 1:
         raise bad("strategies.push_recent_visits", sc.strategies.push_recent_visits,
                   "must be at least 1")
+    if sc.strategies.custody_pages < 1:
+        raise bad("strategies.custody_pages", sc.strategies.custody_pages, "must be at least 1")
+    if not 0 < sc.strategies.idle_threshold <= 1:
+        raise bad("strategies.idle_threshold", sc.strategies.idle_threshold,
+                  "must be in (0, 1]")
+    if not sc.network.isl_capacity_gbps > 0:
+        raise bad("network.isl_capacity_gbps", sc.network.isl_capacity_gbps, "must be positive")
+    if not 0 <= sc.network.background_load < 1:
+        raise bad("network.background_load", sc.network.background_load, "must be in [0, 1)")
     if sc.strategies.push_lead_s < 0:
         raise bad("strategies.push_lead_s", sc.strategies.push_lead_s, "must not be negative")
     if (sc.workload.access_rate_per_s > 0) == (sc.workload.accesses_per_visit > 0):
@@ -393,7 +422,8 @@ def _validate(sc: Scenario) -> None:
         if not -180 <= sc.get(key) <= 360:
             raise bad(key, sc.get(key), "longitude must be in [-180, 360]")
     choices = {"handover.policy": HANDOVER_POLICIES, "sessions.lifetime": _LIFETIMES,
-               "sessions.start": _STARTS, "clients.placement": _PLACEMENTS}
+               "sessions.start": _STARTS, "clients.placement": _PLACEMENTS,
+               "network.background_profile": BACKGROUND_PROFILES}
     for key, allowed in choices.items():
         if sc.get(key) not in allowed:
             raise bad(key, sc.get(key), f"must be one of {', '.join(allowed)}")

@@ -1,0 +1,497 @@
+"""ISL capacity and queueing, and how each strategy's transfers use the links
+(docs/strategies.md, "Network model", states the model and its assumptions).
+
+- Every ISL has a capacity C (``network.isl_capacity_gbps``). A page crossing a
+  link takes its transmission time D = page bits / C there (store and forward), plus
+  the M/D/1 queueing wait W = rho D / (2 (1 - rho)) of the link in its time bin,
+  where rho is the link's utilisation in that bin: the background load
+  (``network.background_load``, constant or following the population under the
+  link) plus the pages the strategy itself sends over it.
+- ``price_events`` is the one compiled pass over a chunk's event log: route every
+  transfer (shortest hops, a second link-disjoint path for multipath faults, the
+  nearest custody holder for custody faults, pushes deferred to idle bins for
+  idle-link), add the link loads, fault latencies (propagation + processing +
+  transmission + queueing), and each transfer's arrival time (for handover stalls).
+- ``transfer_stalls`` and ``migration_waits`` turn arrival times and container
+  downtimes into the waits of the accesses (vectorised, per chunk).
+
+Links are the simulation's undirected link ids (``lo * degree + j``, see
+satpage.network); both directions of a link share its capacity (conservative).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+import pager
+from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
+
+__all__ = ["LinkModel", "price_events", "transfer_stalls", "migration_waits",
+           "background_utilisation", "PRICE_KEYS", "RHO_MAX", "LogHistogram",
+           "FAULT", "HANDOVER", "PUSH", "REMOTE", "CREATE", "REPLICA"]
+
+log = logging.getLogger(__name__)
+
+# pager's event kinds and owner codes as plain ints (numba compares them)
+FAULT, HANDOVER, PUSH, REMOTE, CREATE, REPLICA = (
+    int(pager.EventKind.FAULT), int(pager.EventKind.HANDOVER), int(pager.EventKind.PUSH),
+    int(pager.EventKind.REMOTE), int(pager.EventKind.CREATE), int(pager.EventKind.REPLICA))
+_NOWHERE, _GROUND = int(pager.NOWHERE), int(pager.GROUND)
+
+#: Utilisation at which a link-bin is treated as saturated: M/D/1 has no steady
+#: state at rho >= 1, so the wait is capped at that of RHO_MAX (49.5 D) and the
+#: link-bin is counted as over capacity.
+RHO_MAX = 0.99
+
+#: Columns of ``price_events``'s ``out`` counter array.
+PRICE_KEYS = ("page_moves", "page_hops", "ground_fetches", "handover_transfer_pages",
+              "faults", "creates", "latency_sum_ns", "unreachable", "link_delay_sum_ns",
+              "custody_hits", "custody_copies", "multipath_second_paths", "replica_copies",
+              "idle_deferred", "idle_at_handover", "custody_copies_at_end")
+
+
+@dataclass(frozen=True, eq=False)
+class LinkModel:
+    """Capacity and background load of every ISL over the run's time bins.
+
+    ``background`` float64 (load_bins, n_link_ids): utilisation of each link in each
+    bin by traffic other than the session state (0 where there is none)."""
+
+    capacity_gbps: float
+    page_bytes: int
+    bin_s: float
+    background: np.ndarray
+
+    @property
+    def tx_ms(self) -> float:
+        """Transmission time of one page on one link (ms)."""
+        return self.page_bytes * 8.0 / (self.capacity_gbps * 1e9) * 1e3
+
+    def utilisation(self, pages: np.ndarray) -> np.ndarray:
+        """Utilisation (load_bins, n_link_ids): background plus ``pages`` (pages sent
+        over each link in each bin) at the link rate."""
+        own = np.asarray(pages, float) * self.page_bytes * 8.0 / (self.capacity_gbps * 1e9
+                                                                   * self.bin_s)
+        return self.background + own
+
+    def wait_ms(self, rho: np.ndarray) -> np.ndarray:
+        """M/D/1 mean wait in queue (ms) of a page at utilisation ``rho`` (capped at
+        RHO_MAX)."""
+        r = np.clip(np.asarray(rho, float), 0.0, RHO_MAX)
+        return r * self.tx_ms / (2.0 * (1.0 - r))
+
+
+def background_utilisation(profile: str, load: float, link_ends: np.ndarray,
+                           positions_at_bins_km: np.ndarray, altitude_km: float,
+                           min_elevation_deg: float, population_source: str,
+                           n_link_ids: int, link_ids: np.ndarray) -> np.ndarray:
+    """Background utilisation (load_bins, n_link_ids).
+
+    ``constant``: ``load`` on every link in every bin. ``population``: ``load`` times
+    the population under the link (within a satellite footprint of the link's
+    midpoint, at each bin's middle) over its largest value over links and bins, so
+    the link over the most people at the busiest time carries ``load``.
+    ``positions_at_bins_km``: (n_sats, load_bins, 3) Earth-fixed."""
+    n_bins = positions_at_bins_km.shape[1]
+    out = np.zeros((n_bins, n_link_ids))
+    if load <= 0 or link_ids.size == 0:
+        return out
+    if profile == "constant":
+        out[:, link_ids] = load
+        return out
+    import orbit_model
+    from orbit_model.footprint import footprint_central_angle_rad
+
+    mid = 0.5 * (positions_at_bins_km[link_ends[:, 0]] + positions_at_bins_km[link_ends[:, 1]])
+    r = np.linalg.norm(mid, axis=-1)
+    lat = np.degrees(np.arcsin(np.clip(mid[..., 2] / np.where(r > 0, r, 1.0), -1, 1)))
+    lon = np.degrees(np.arctan2(mid[..., 1], mid[..., 0]))
+    ok = np.isfinite(lat) & np.isfinite(lon)
+    grid = orbit_model.PopulationGrid.from_spec(population_source)
+    ang = float(footprint_central_angle_rad(altitude_km, max(min_elevation_deg, 0.0)))
+    pop = np.zeros(lat.shape)
+    pop[ok] = grid.population_in_cap(lat[ok], lon[ok], ang)
+    peak = pop.max(initial=0.0)
+    if peak > 0:
+        out[:, link_ids] = (load * pop / peak).T
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _link_id(a, b, neighbours):
+    lo = min(a, b)
+    hi = max(a, b)
+    for j in range(neighbours.shape[1]):
+        if neighbours[lo, j] == hi:
+            return lo * neighbours.shape[1] + j
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk(pred, tbl, src, dst, pos, step, neighbours, ids, nodes):
+    """Shortest-hop path dst -> src: link ids into ``ids[:h]``, nodes (dst first) into
+    ``nodes[:h + 1]``; returns (h, km), h = -1 when unreachable."""
+    h = 0
+    d = 0.0
+    cur = dst
+    nodes[0] = dst
+    while cur != src:
+        prev = pred[tbl, src, cur]
+        if prev < 0:
+            return -1, 0.0
+        dx = pos[prev, step, 0] - pos[cur, step, 0]
+        dy = pos[prev, step, 1] - pos[cur, step, 1]
+        dz = pos[prev, step, 2] - pos[cur, step, 2]
+        d += np.sqrt(dx * dx + dy * dy + dz * dz)
+        ids[h] = _link_id(prev, cur, neighbours)
+        h += 1
+        nodes[h] = prev
+        cur = prev
+    return h, d
+
+
+@numba.njit(cache=True, nogil=True)
+def _hops(pred, tbl, src, dst):
+    """Shortest-path hops src -> dst (-1 unreachable)."""
+    h = 0
+    cur = dst
+    while cur != src:
+        prev = pred[tbl, src, cur]
+        if prev < 0:
+            return -1
+        h += 1
+        cur = prev
+    return h
+
+
+@numba.njit(cache=True, nogil=True)
+def _disjoint(pred, tbl, src, dst, pos, step, neighbours, avoid, n_avoid, ids, parent, seen,
+              stamp, queue):
+    """Fewest-hop path dst -> src over the links up in snapshot ``tbl`` (a link a-b is
+    up when b's predecessor from a is a) that avoids the link ids ``avoid[:n_avoid]``:
+    breadth-first search, neighbours in table order. Link ids into ``ids``; returns
+    (h, km), h = -1 when there is none."""
+    deg = neighbours.shape[1]
+    head = 0
+    tail = 0
+    queue[tail] = dst
+    tail += 1
+    seen[dst] = stamp
+    parent[dst] = -1
+    found = False
+    while head < tail:
+        u = queue[head]
+        head += 1
+        if u == src:
+            found = True
+            break
+        for j in range(deg):
+            w = neighbours[u, j]
+            if w < 0 or seen[w] == stamp:
+                continue
+            if pred[tbl, u, w] != u:                 # link down in this snapshot
+                continue
+            lid = _link_id(u, w, neighbours)
+            blocked = False
+            for k in range(n_avoid):
+                if avoid[k] == lid:
+                    blocked = True
+                    break
+            if blocked:
+                continue
+            seen[w] = stamp
+            parent[w] = u
+            queue[tail] = w
+            tail += 1
+    if not found:
+        return -1, 0.0
+    h = 0
+    d = 0.0
+    cur = src
+    while cur != dst:
+        nxt = parent[cur]
+        dx = pos[nxt, step, 0] - pos[cur, step, 0]
+        dy = pos[nxt, step, 1] - pos[cur, step, 1]
+        dz = pos[nxt, step, 2] - pos[cur, step, 2]
+        d += np.sqrt(dx * dx + dy * dy + dz * dz)
+        ids[h] = _link_id(nxt, cur, neighbours)
+        h += 1
+        cur = nxt
+    return h, d
+
+
+@numba.njit(cache=True, nogil=True)
+def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, step_ns, step0,
+                 pred, pos, neighbours, load_bins, duration_ns, per_hop_ms, tx_ms, wait_ms,
+                 background, idle_threshold, lead_ns, fault_paths, custody_pages, replicate,
+                 n_pages, link_load, held_delta, lat_hist, bin_ms, out, lat_max, arrival_ns):
+    """One pass over an event log (pager.EVENT_DTYPE columns, by session then time).
+
+    Per transfer: links crossed (``link_load[bin, link] += 1``), page-hops, and its
+    arrival time ``arrival_ns[e]`` (send time + propagation + per-hop processing +
+    per-link transmission and queueing, one way); per fault or remote access its
+    round-trip latency into ``lat_hist`` (request and page both propagate and are
+    processed; only the page is transmitted and queued). ``out`` follows
+    PRICE_KEYS. Strategy switches: ``fault_paths`` 2 (multipath), ``custody_pages``
+    > 0 (custody caches per satellite and session), ``idle_threshold`` > 0 (pushes
+    deferred to the first bin whose path links are all below it in ``background``),
+    ``replicate`` (HANDOVER events switch ownership to the replica: no transfer)."""
+    n_t = pos.shape[1]
+    n_sats = neighbours.shape[0]
+    n_hist = lat_hist.size
+    ids = np.empty(n_sats + 1, np.int64)
+    nodes = np.empty(n_sats + 2, np.int64)
+    ids2 = np.empty(n_sats + 1, np.int64)
+    parent = np.empty(n_sats, np.int64)
+    seen = np.zeros(n_sats, np.int64)
+    queue = np.empty(n_sats, np.int64)
+    stamp = 0
+    # custody: per satellite a ring of cached pages for the current session; has[sat,
+    # page] == session + 1 while the copy is there (no reset between sessions)
+    kc = max(custody_pages, 1)
+    ring = np.zeros((n_sats if custody_pages > 0 else 1, kc), np.int64)
+    ring_n = np.zeros(n_sats if custody_pages > 0 else 1, np.int64)
+    ring_head = np.zeros(n_sats if custody_pages > 0 else 1, np.int64)
+    ring_sess = np.full(n_sats if custody_pages > 0 else 1, -1, np.int64)
+    has = np.zeros((n_sats if custody_pages > 0 else 1, n_pages if custody_pages > 0 else 1),
+                   np.int64)
+    for e in range(kind.size):
+        k = kind[e]
+        step = t[e] // step_ns - step0
+        step = min(max(step, 0), n_t - 1)
+        send = t[e]
+        b = (send * load_bins) // max(duration_ns, 1)
+        b = min(max(b, 0), load_bins - 1)
+        dst = vsat[tv[e]]
+        arrival_ns[e] = send
+        if k == CREATE:
+            held_delta[dst, b] += 1
+            out[5] += 1
+            continue
+        if fv[e] == _NOWHERE:
+            continue
+        if replicate and k == HANDOVER:              # the replica is there already
+            held_delta[dst, b] += 1
+            held_delta[vsat[fv[e]], b] -= 1
+            continue
+        ground = fv[e] == _GROUND
+        src = gw_sat[step] if ground else vsat[fv[e]]
+        tbl = table[e]
+        hit_local = False
+        if custody_pages > 0 and k == FAULT and not ground:
+            # nearest holder: the owner or a relay with a custody copy (ties: the owner)
+            best = src
+            best_h = _hops(pred, tbl, src, dst) if src != dst else 0
+            if best_h < 0:
+                best_h = n_sats + 1
+            s1 = sess[e] + 1
+            p = page[e]
+            for c in range(n_sats):
+                if has[c, p] == s1 and c != src:
+                    hc = 0 if c == dst else _hops(pred, tbl, c, dst)
+                    if hc >= 0 and hc < best_h:
+                        best_h = hc
+                        best = c
+            if best != src:
+                out[9] += 1
+                if best == dst:
+                    hit_local = True
+                src = best
+        if src == dst and not ground:
+            if hit_local:                            # served from the server's own custody copy
+                out[4] += 1
+                lat_hist[0] += 1
+                held_delta[vsat[fv[e]], b] -= 1
+                held_delta[dst, b] += 1
+            continue
+        h, d = _walk(pred, tbl, src, dst, pos, step, neighbours, ids, nodes)
+        if h < 0:
+            out[7] += 1
+            h = 0
+            d = 0.0
+        if k == PUSH and idle_threshold > 0.0:
+            # earliest bin from the push to the handover whose path links are idle
+            t_h = t[e] + lead_ns
+            b_h = min(max((t_h * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
+            chosen = -1
+            for bb in range(b, b_h + 1):
+                busy = 0.0
+                for i in range(h):
+                    if background[bb, ids[i]] > busy:
+                        busy = background[bb, ids[i]]
+                if busy < idle_threshold:
+                    chosen = bb
+                    break
+            if chosen < 0:
+                send = t_h
+                out[14] += 1
+            elif chosen > b:
+                start = -((-chosen * duration_ns) // load_bins)   # ceil: first ns of the bin
+                send = max(t[e], min(start, t_h))
+                out[13] += 1
+            b = min(max((send * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
+        link_ms = 0.0
+        for i in range(h):
+            link_load[b, ids[i]] += 1
+            link_ms += tx_ms + wait_ms[b, ids[i]]
+        prop_ms = d / C_KM_S * 1e3 + h * per_hop_ms
+        page_hops = h + (1 if ground else 0)         # the feeder link counts as one hop
+        if ground:
+            out[2] += 1
+            prop_ms += gw_range_km[step] / C_KM_S * 1e3 + per_hop_ms
+        lat = 2.0 * prop_ms + link_ms
+        if fault_paths == 2 and k == FAULT and h > 0:
+            stamp += 1
+            h2, d2 = _disjoint(pred, tbl, src, dst, pos, step, neighbours, ids, h, ids2,
+                               parent, seen, stamp, queue)
+            if h2 > 0:
+                out[11] += 1
+                link2 = 0.0
+                for i in range(h2):
+                    link_load[b, ids2[i]] += 1
+                    link2 += tx_ms + wait_ms[b, ids2[i]]
+                lat2 = 2.0 * (d2 / C_KM_S * 1e3 + h2 * per_hop_ms) + link2
+                page_hops += h2
+                if lat2 < lat:
+                    lat = lat2
+                    link_ms = link2
+        out[0] += 1
+        out[1] += page_hops
+        arrival_ns[e] = send + np.int64(np.round((prop_ms + link_ms) * 1e6))
+        if k == HANDOVER or k == PUSH:
+            out[3] += 1
+        if k == REPLICA:
+            out[12] += 1
+        if k == FAULT or k == REMOTE:                # the access waits
+            out[4] += 1
+            out[6] += np.int64(np.round(lat * 1e6))
+            out[8] += np.int64(np.round(link_ms * 1e6))
+            if lat > lat_max[0]:
+                lat_max[0] = lat
+            hb = np.int64(lat / bin_ms)
+            lat_hist[min(hb, n_hist - 1)] += 1
+        if not ground and k != REMOTE and k != REPLICA:   # the page changes frames
+            held_delta[dst, b] += 1
+            held_delta[vsat[fv[e]], b] -= 1
+        if custody_pages > 0 and k == FAULT:
+            # the relays (not the ends) keep a copy; oldest evicted when the ring is full
+            s1 = sess[e] + 1
+            p = page[e]
+            for i in range(1, h):
+                r = nodes[i]
+                if ring_sess[r] != sess[e]:
+                    ring_sess[r] = sess[e]
+                    ring_n[r] = 0
+                    ring_head[r] = 0
+                if has[r, p] == s1:
+                    continue
+                if ring_n[r] == custody_pages:
+                    old = ring[r, ring_head[r]]
+                    has[r, old] = 0
+                    ring[r, ring_head[r]] = p
+                    ring_head[r] = (ring_head[r] + 1) % custody_pages
+                else:
+                    ring[r, (ring_head[r] + ring_n[r]) % custody_pages] = p
+                    ring_n[r] += 1
+                    out[15] += 1
+                has[r, p] = s1
+                out[10] += 1
+
+
+def transfer_stalls(kind: np.ndarray, to_visit: np.ndarray, page: np.ndarray,
+                    time_ns: np.ndarray, arrival_ns: np.ndarray, tx_ns: int, n_pages: int,
+                    access_offsets: np.ndarray, access_page: np.ndarray,
+                    access_time_ns: np.ndarray) -> np.ndarray:
+    """Waits (ns, int64, one per stalled access) of accesses to pages still in flight.
+
+    A transfer made at or before a handover (HANDOVER, PUSH, REPLICA) is sent as part
+    of a batch (consecutive events with the same kind, target visit and send time) in
+    log order at the link rate, so the i-th page of a batch arrives i transmission
+    times after its own one-way delay. The first access to a page in the target
+    visit waits until the last transfer of that page to the visit has arrived (an
+    assumption: later accesses in the same visit find it there)."""
+    sel = np.isin(kind, (HANDOVER, PUSH, REPLICA))
+    if not sel.any() or access_page.size == 0:
+        return np.zeros(0, np.int64)
+    idx = np.flatnonzero(sel)
+    k, v, p, t0 = kind[idx], to_visit[idx].astype(np.int64), page[idx], time_ns[idx]
+    new = np.ones(idx.size, bool)
+    new[1:] = (k[1:] != k[:-1]) | (v[1:] != v[:-1]) | (t0[1:] != t0[:-1]) \
+        | (idx[1:] != idx[:-1] + 1)
+    start = np.flatnonzero(new)
+    rank = np.arange(idx.size) - np.repeat(start, np.diff(np.append(start, idx.size)))
+    arrive = arrival_ns[idx] + rank * int(tx_ns)
+    key = v * n_pages + p
+    ukey, inv = np.unique(key, return_inverse=True)
+    last = np.full(ukey.size, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, inv, arrive)
+    a_visit = np.repeat(np.arange(access_offsets.size - 1, dtype=np.int64),
+                        np.diff(access_offsets))
+    akey = a_visit * n_pages + access_page
+    # first access of each (visit, page): accesses are in visit order, by time within
+    first_key, first_idx = np.unique(akey, return_index=True)
+    pos = np.searchsorted(first_key, ukey)
+    ok = pos < first_key.size
+    ok[ok] = first_key[pos[ok]] == ukey[ok]
+    wait = last[ok] - access_time_ns[first_idx[pos[ok]]]
+    return wait[wait > 0].astype(np.int64)
+
+
+def migration_waits(handover_visit: np.ndarray, downtime_ns: np.ndarray,
+                    visit_start_ns: np.ndarray, access_offsets: np.ndarray,
+                    access_time_ns: np.ndarray) -> np.ndarray:
+    """Waits (ns, one per stalled access) of accesses made while the container is down:
+    visit ``handover_visit[i]`` starts with ``downtime_ns[i]`` of downtime, and an
+    access at time t in it waits until ``start + downtime``."""
+    n_v = access_offsets.size - 1
+    end = np.zeros(n_v, np.int64)                   # times are >= 0: no wait
+    end[handover_visit] = visit_start_ns[handover_visit] + downtime_ns
+    a_visit = np.repeat(np.arange(n_v, dtype=np.int64), np.diff(access_offsets))
+    wait = end[a_visit] - access_time_ns
+    return wait[wait > 0].astype(np.int64)
+
+
+class LogHistogram:
+    """Counts on log-spaced bins from 1 ns to 10^3 s (100 per decade): percentiles of
+    waits that range from microseconds (stalls) to a minute (container downtime),
+    to 2.3 % resolution. Integer counts, so chunk sums add up in any order."""
+
+    PER_DECADE = 100
+    LO_NS = 1.0
+    DECADES = 12
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(self.PER_DECADE * self.DECADES + 1, np.int64)
+        self.sum_ns = 0
+        self.max_ns = 0
+
+    def add(self, values_ns: np.ndarray) -> None:
+        v = np.asarray(values_ns, np.int64)
+        if v.size == 0:
+            return
+        i = np.floor(np.log10(np.maximum(v, 1) / self.LO_NS) * self.PER_DECADE).astype(np.int64)
+        np.add.at(self.counts, np.clip(i, 0, self.counts.size - 1), 1)
+        self.sum_ns += int(v.sum())
+        self.max_ns = max(self.max_ns, int(v.max()))
+
+    def merge(self, other: LogHistogram) -> None:
+        self.counts += other.counts
+        self.sum_ns += other.sum_ns
+        self.max_ns = max(self.max_ns, other.max_ns)
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    def percentile_ms(self, q: float) -> float:
+        """The q-th percentile (ms): geometric centre of its bin; 0 when empty."""
+        n = self.n
+        if n == 0:
+            return 0.0
+        k = int(np.searchsorted(np.cumsum(self.counts), q / 100.0 * n, side="left"))
+        centre_ns = self.LO_NS * 10 ** ((k + 0.5) / self.PER_DECADE)
+        return float(min(centre_ns, self.max_ns) / 1e6)
