@@ -46,6 +46,7 @@ type session struct {
 	visits   []*satpagev1.Visit
 	strategy satpagev1.Strategy
 	cur      int      // visit now serving
+	moveDue  bool     // proactive: the MovePages of visit cur has not succeeded yet
 	tables   []uint32 // page-table size handed over at each handover done
 	stats    satpagev1.SessionStatsResponse
 	ended    bool
@@ -164,10 +165,16 @@ func (s *session) visitAt(tNs int64) (int, error) {
 	return v, nil
 }
 
-// advance performs every handover due by tNs (s locked) and returns the serving satellite.
+// advance performs every handover due by tNs (s locked) and returns the serving
+// satellite. With the proactive strategy each handover's MovePages must succeed
+// before anything else happens: a failed one is sent again by the next request
+// instead of being skipped (which would leave the pages to on-demand moves).
 func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, error) {
 	target, err := s.visitAt(tNs)
 	if err != nil {
+		return 0, err
+	}
+	if err := g.moveIfDue(ctx, s); err != nil {
 		return 0, err
 	}
 	for s.cur < target {
@@ -189,20 +196,34 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 		s.tables = append(s.tables, h.TablePages)
 		s.cur++
 		g.m.Handovers.Inc()
-		if s.strategy == satpagev1.Strategy_STRATEGY_PROACTIVE {
-			c, err := g.peers.Satellite(to)
-			if err != nil {
-				return 0, err
-			}
-			m, err := c.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at})
-			if err != nil {
-				return 0, fmt.Errorf("proactive move of session %q to satellite %d: %w", s.id, to, err)
-			}
-			s.stats.ProactiveMoves += uint64(m.Moved)
-			s.stats.ProactiveHops += m.PageHops
+		s.moveDue = s.strategy == satpagev1.Strategy_STRATEGY_PROACTIVE
+		if err := g.moveIfDue(ctx, s); err != nil {
+			return 0, err
 		}
 	}
 	return s.visits[s.cur].Satellite, nil
+}
+
+// moveIfDue sends the proactive MovePages of the current visit if it has not
+// succeeded yet (s locked). The serving satellite counts the pages an earlier,
+// failed attempt moved into the reply of the one that succeeds.
+func (g *Gateway) moveIfDue(ctx context.Context, s *session) error {
+	if !s.moveDue {
+		return nil
+	}
+	to, at := s.visits[s.cur].Satellite, s.visits[s.cur].StartNs
+	c, err := g.peers.Satellite(to)
+	if err != nil {
+		return err
+	}
+	m, err := c.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at})
+	if err != nil {
+		return fmt.Errorf("proactive move of session %q to satellite %d (sent again by the next request): %w", s.id, to, err)
+	}
+	s.moveDue = false
+	s.stats.ProactiveMoves += uint64(m.Moved)
+	s.stats.ProactiveHops += m.PageHops
+	return nil
 }
 
 // handedOver is the reply of a handover to satellite to that already happened,

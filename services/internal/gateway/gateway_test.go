@@ -6,8 +6,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -293,5 +295,74 @@ func TestAHandoverWhoseReplyWasLostIsRecognisedAsDone(t *testing.T) {
 	_, err = c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "u", Page: 0, ScenarioTimeNs: 25})
 	if st := status.Convert(err); st.Code() != codes.NotFound || !strings.Contains(st.Message(), "from satellite 1 to 17") {
 		t.Errorf("handover of a session no satellite holds: got %v, want NotFound naming satellites 1 and 17", err)
+	}
+}
+
+// A proactive move that fails part-way (the old owner stops answering after
+// its first batch) is not skipped: the request fails, the next one sends the
+// MovePages again before anything else, and the counts cover every page once,
+// as if the move had not failed.
+func TestAFailedProactiveMoveIsSentAgainAndCountedOnce(t *testing.T) {
+	var mu sync.Mutex
+	allow := -1 // FetchPages the old owner still answers; -1: all
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
+		Interceptor: func(i int) grpc.UnaryServerInterceptor {
+			if i != 0 {
+				return nil
+			}
+			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
+					mu.Lock()
+					fail := allow == 0
+					if allow > 0 {
+						allow--
+					}
+					mu.Unlock()
+					if fail {
+						return nil, status.Error(codes.Unavailable, "satellite 0 stopped answering (injected)")
+					}
+				}
+				return h(ctx, req)
+			}
+		}})
+	ctx := context.Background()
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "p",
+		Strategy: satpagev1.Strategy_STRATEGY_PROACTIVE,
+		Visits:   []*satpagev1.Visit{{Satellite: 0, StartNs: 0}, {Satellite: 17, StartNs: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	const pages = 300 // two FetchPages batches of a proactive move (256 + 44)
+	for pg := range uint32(pages) {
+		if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "p", Page: pg, Data: []byte{byte(pg)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	allow = 1
+	mu.Unlock()
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "p", Page: 299, ScenarioTimeNs: 10}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("read during the failing move: got %v, want Unavailable", err)
+	}
+	mu.Lock()
+	allow = -1
+	mu.Unlock()
+	r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "p", Page: 299, ScenarioTimeNs: 11})
+	if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_LOCAL || r.Satellite != 17 || !slices.Equal(r.Data, []byte{byte(299 % 256)}) {
+		t.Fatalf("read after the failure: got %v, %v, want page 299 local at satellite 17 (moved proactively)", r, err)
+	}
+	hops, _ := c.Grid.Hops(0, 17, 10)
+	st, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: "p", ScenarioTimeNs: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ProactiveMoves != pages || st.ProactiveHops != uint64(pages*hops) || st.OndemandMoves != 0 {
+		t.Errorf("counts: got %d proactive moves, %d page-hops, %d on-demand; want %d, %d, 0",
+			st.ProactiveMoves, st.ProactiveHops, st.OndemandMoves, pages, pages*hops)
+	}
+	if n, _ := c.Stores[17].CountFrames(ctx, "p"); n != pages {
+		t.Errorf("frames at the serving satellite: got %d, want %d", n, pages)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "p"); n != 0 {
+		t.Errorf("frames left at the old satellite: got %d, want 0", n)
 	}
 }

@@ -55,6 +55,7 @@ type Node struct {
 	locks     sessionLocks // one mutex per session: its operations run one at a time here
 	releases  releases     // releases owed to old owners (releases.go), behind releases.mu
 	stale     staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
+	partial   partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
 }
 
 // Options are what New needs.
@@ -88,7 +89,8 @@ func New(o Options) (*Node, error) {
 	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
-		releases: newReleases(), stale: staleTables{m: map[string]bool{}}}, nil
+		releases: newReleases(), stale: staleTables{m: map[string]bool{}},
+		partial: partialMoves{m: map[string]movedSoFar{}}}, nil
 }
 
 // Close ends the node's background work: it waits for the releases being sent

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -49,6 +50,7 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 	if to == n.self {
 		return len(table), 0, nil
 	}
+	n.partial.take(session) // a move still owed here is the next satellite's now
 	entries := make([]*satpagev1.TableEntry, 0, len(table))
 	for _, p := range slices.Sorted(maps.Keys(table)) {
 		entries = append(entries, &satpagev1.TableEntry{Page: p, Owner: table[p]})
@@ -89,7 +91,10 @@ func (n *Node) AcceptTable(ctx context.Context, session string, table store.Tabl
 	return nil
 }
 
-// MovePages moves every page of the session owned elsewhere to this (serving) satellite.
+// MovePages moves every page of the session owned elsewhere to this (serving)
+// satellite. The counts include the pages that failed attempts at the same
+// scenario time moved (partialMoves), so that the attempt that succeeds reports
+// the whole handover's move.
 func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved int, pageHops uint64, err error) {
 	if err := checkSession(session); err != nil {
 		return 0, 0, err
@@ -98,6 +103,14 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved 
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, 0, err
 	}
+	if p, ok := n.partial.take(session); ok && p.tNs == tNs {
+		moved, pageHops = p.moved, p.pageHops
+	}
+	defer func() {
+		if err != nil && moved > 0 {
+			n.partial.put(session, movedSoFar{tNs: tNs, moved: moved, pageHops: pageHops})
+		}
+	}()
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
@@ -124,6 +137,36 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved 
 	return moved, pageHops, nil
 }
 
+// partialMoves are the pages that a MovePages which then failed had moved,
+// per session: the reply of a failed call carries no counts, so the attempt
+// that succeeds (at the same scenario time) reports them, and the gateway
+// counts every page of a proactive move once. In memory only.
+type partialMoves struct {
+	mu sync.Mutex // guards m
+	m  map[string]movedSoFar
+}
+
+type movedSoFar struct {
+	tNs      int64
+	moved    int
+	pageHops uint64
+}
+
+func (p *partialMoves) put(session string, m movedSoFar) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[session] = m
+}
+
+// take removes and returns what failed attempts moved for session.
+func (p *partialMoves) take(session string) (movedSoFar, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m, ok := p.m[session]
+	delete(p.m, session)
+	return m, ok
+}
+
 // EndSession deletes every frame of the session (here and at each owner its
 // table names, relayed) and then its page table.
 func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, error) {
@@ -134,6 +177,7 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, err
 	}
+	n.partial.take(session)
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
