@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,26 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 	c.Gateway = satpagev1.NewPageServiceClient(conn)
 	c.Control = satpagev1.NewGatewayServiceClient(conn)
 	return c
+}
+
+// Inject is an Options.Interceptor for fault injection: satellite sat calls
+// fault before serving each request of method (its name, e.g. "FetchPages"),
+// and fails the request with fault's error when there is one. fault may block
+// (a stalled peer) until the request's context ends.
+func Inject(sat int, method string, fault func(ctx context.Context) error) func(i int) grpc.UnaryServerInterceptor {
+	return func(i int) grpc.UnaryServerInterceptor {
+		if i != sat {
+			return nil
+		}
+		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if strings.HasSuffix(info.FullMethod, "/"+method) {
+				if err := fault(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return h(ctx, req)
+		}
+	}
 }
 
 // partitioned fails every request to satellite i while it is partitioned off.

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -306,25 +305,17 @@ func TestAFailedProactiveMoveIsSentAgainAndCountedOnce(t *testing.T) {
 	var mu sync.Mutex
 	allow := -1 // FetchPages the old owner still answers; -1: all
 	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i != 0 {
-				return nil
+		Interceptor: clustertest.Inject(0, "FetchPages", func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case allow == 0:
+				return status.Error(codes.Unavailable, "satellite 0 stopped answering (injected)")
+			case allow > 0:
+				allow--
 			}
-			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
-					mu.Lock()
-					fail := allow == 0
-					if allow > 0 {
-						allow--
-					}
-					mu.Unlock()
-					if fail {
-						return nil, status.Error(codes.Unavailable, "satellite 0 stopped answering (injected)")
-					}
-				}
-				return h(ctx, req)
-			}
-		}})
+			return nil
+		})})
 	ctx := context.Background()
 	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "p",
 		Strategy: satpagev1.Strategy_STRATEGY_PROACTIVE,

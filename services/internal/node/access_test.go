@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -76,13 +74,7 @@ func TestAMovedPageTravelsTheShortestPathHopByHop(t *testing.T) {
 
 func TestAFetchThatFailsLeavesThePageWithItsOwner(t *testing.T) {
 	on := true
-	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i == 0 {
-				return failing("FetchPages", &on)
-			}
-			return nil
-		}})
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{Interceptor: clustertest.Inject(0, "FetchPages", unavailableWhile(&on))})
 	placePage(t, c, "s", 0, 2, []byte("payload"))
 	rp, _ := c.Satellite(t, 2)
 	ctx := context.Background()
@@ -124,25 +116,16 @@ func TestAPartitionedRelayFailsTheFetchAndLosesNothing(t *testing.T) {
 func TestTheClientsDeadlineHoldsAtTheEndOfTheRelay(t *testing.T) {
 	seen := make(chan time.Duration, 4)
 	c := clustertest.New(t, "walker-star:15/1/0:500:87", clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i != 0 {
-				return nil
+		// The owner, 4 hops from the requester: report the deadline it got, then stall.
+		Interceptor: clustertest.Inject(0, "FetchPages", func(ctx context.Context) error {
+			if d, ok := ctx.Deadline(); ok {
+				seen <- time.Until(d)
+			} else {
+				seen <- -1
 			}
-			// The owner, 4 hops from the requester: report the deadline it got, then stall.
-			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
-					d, ok := ctx.Deadline()
-					if !ok {
-						seen <- -1
-					} else {
-						seen <- time.Until(d)
-					}
-					<-ctx.Done()
-					return nil, status.FromContextError(ctx.Err()).Err()
-				}
-				return h(ctx, req)
-			}
-		}})
+			<-ctx.Done()
+			return status.FromContextError(ctx.Err()).Err()
+		})})
 	placePage(t, c, "s", 0, 4, []byte("x"))
 	rp, _ := c.Satellite(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

@@ -3,11 +3,9 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -42,13 +40,13 @@ func relayed(c *clustertest.Cluster, rpc string) float64 {
 	return sum
 }
 
-// failing returns an interceptor that fails one RPC (by method suffix) while *on is true.
-func failing(method string, on *bool) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if *on && strings.HasSuffix(info.FullMethod, "/"+method) {
-			return nil, status.Error(codes.Unavailable, "injected failure")
+// unavailableWhile is a clustertest.Inject fault: Unavailable while *on is true.
+func unavailableWhile(on *bool) func(context.Context) error {
+	return func(context.Context) error {
+		if *on {
+			return status.Error(codes.Unavailable, "injected failure")
 		}
-		return h(ctx, req)
+		return nil
 	}
 }
 

@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,13 +16,7 @@ import (
 
 func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
 	on := true
-	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i == 0 {
-				return failing("ReleasePages", &on)
-			}
-			return nil
-		}})
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{Interceptor: clustertest.Inject(0, "ReleasePages", unavailableWhile(&on))})
 	placePage(t, c, "s", 0, 3, []byte("payload"))
 	rp, _ := c.Satellite(t, 3)
 	r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
@@ -51,13 +44,7 @@ func TestAReleaseThatFailsLeavesAStaleCopyNotALostPage(t *testing.T) {
 
 func TestEndingASessionAtTheGatewaySweepsStaleCopiesOffTheTrail(t *testing.T) {
 	on := true
-	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i == 0 {
-				return failing("ReleasePages", &on)
-			}
-			return nil
-		}})
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{Interceptor: clustertest.Inject(0, "ReleasePages", unavailableWhile(&on))})
 	ctx := context.Background()
 	visits := []*satpagev1.Visit{{Satellite: 0, StartNs: 0}, {Satellite: 3, StartNs: 10}}
 	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s", Visits: visits}); err != nil {
@@ -89,18 +76,7 @@ func TestEndingASessionAtTheGatewaySweepsStaleCopiesOffTheTrail(t *testing.T) {
 func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
 	ctx := context.Background()
 	hold := make(chan struct{})
-	c := clustertest.New(t, defaultSpec, clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i != 0 {
-				return nil
-			}
-			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if strings.HasSuffix(info.FullMethod, "/ReleasePages") {
-					<-hold
-				}
-				return h(ctx, req)
-			}
-		}})
+	c := clustertest.New(t, defaultSpec, clustertest.Options{Interceptor: holdReleases(hold)})
 	p0, s0 := c.Satellite(t, 0)
 	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "r"}); err != nil {
 		t.Fatal(err)
@@ -137,24 +113,17 @@ func TestReleasesGoOutOffTheFaultPath(t *testing.T) {
 	}
 }
 
-// holdReleases returns an interceptor for satellite 0 that holds every
-// ReleasePages until hold is closed or the request is cancelled.
+// holdReleases makes satellite 0 hold every ReleasePages until hold is closed
+// or the request is cancelled.
 func holdReleases(hold chan struct{}) func(i int) grpc.UnaryServerInterceptor {
-	return func(i int) grpc.UnaryServerInterceptor {
-		if i != 0 {
+	return clustertest.Inject(0, "ReleasePages", func(ctx context.Context) error {
+		select {
+		case <-hold:
 			return nil
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
 		}
-		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if strings.HasSuffix(info.FullMethod, "/ReleasePages") {
-				select {
-				case <-hold:
-				case <-ctx.Done():
-					return nil, status.FromContextError(ctx.Err()).Err()
-				}
-			}
-			return h(ctx, req)
-		}
-	}
+	})
 }
 
 // movePagesFrom0To1 writes pages 0..69 at satellite 0, hands the session to 1

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -24,23 +23,16 @@ func TestAFetchLostAtARelayIsSentAgainByTheOrigin(t *testing.T) {
 	var mu sync.Mutex
 	failures := 1
 	c := clustertest.New(t, defaultSpec, clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i != 1 { // the relay between 0 and 2
+		// Satellite 1 is the relay between 0 and 2.
+		Interceptor: clustertest.Inject(1, "FetchPages", func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if failures == 0 {
 				return nil
 			}
-			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				mu.Lock()
-				fail := strings.HasSuffix(info.FullMethod, "/FetchPages") && failures > 0
-				if fail {
-					failures--
-				}
-				mu.Unlock()
-				if fail {
-					return nil, status.Error(codes.Unavailable, "connection reset by peer (injected)")
-				}
-				return h(ctx, req)
-			}
-		}})
+			failures--
+			return status.Error(codes.Unavailable, "connection reset by peer (injected)")
+		})})
 	placePage(t, c, "s", 0, 2, []byte("payload"))
 	before := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages"))
 	rp, _ := c.Satellite(t, 2)
@@ -57,17 +49,10 @@ func TestAFetchLostAtARelayIsSentAgainByTheOrigin(t *testing.T) {
 // route of a scenario time cannot change: the origin does not send it again.
 func TestNoRouteAtARelayIsNotSentAgain(t *testing.T) {
 	c := clustertest.New(t, defaultSpec, clustertest.Options{
-		Interceptor: func(i int) grpc.UnaryServerInterceptor {
-			if i != 1 { // the relay between 0 and 2
-				return nil
-			}
-			return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-				if strings.HasSuffix(info.FullMethod, "/FetchPages") {
-					return nil, errs.Status(fmt.Errorf("from satellite 1 to 0 at 0 ns (injected): %w", errs.ErrNoRoute))
-				}
-				return h(ctx, req)
-			}
-		}})
+		// Satellite 1 is the relay between 0 and 2.
+		Interceptor: clustertest.Inject(1, "FetchPages", func(context.Context) error {
+			return errs.Status(fmt.Errorf("from satellite 1 to 0 at 0 ns (injected): %w", errs.ErrNoRoute))
+		})})
 	placePage(t, c, "s", 0, 2, []byte("payload"))
 	before := testutil.ToFloat64(c.Metrics[2].RelayedHops.WithLabelValues("FetchPages"))
 	rp, _ := c.Satellite(t, 2)
