@@ -19,7 +19,7 @@ setup:  ## install everything (Debian packages, .venv, Go tools, helm); safe to 
 run: setup build  ## the main job: satpage compare on the default scenario, in-process
 	$(VENV)/bin/satpage compare
 
-test: setup build proto-check lint pytest gotest  ## the default test suite (what CI runs)
+test: setup build proto-check view-check lint pytest gotest  ## the default test suite (what CI runs)
 
 pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a failure
 	$(PY) -m pytest $(PYTEST_FLAGS)
@@ -49,6 +49,14 @@ proto-check: proto  ## fail when the checked-in stubs differ from what the .prot
 	  || { echo "generated stubs are stale: run 'make proto' and commit" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- services/gen sim/satpage/rpc)" \
 	  || { echo "untracked generated stubs: run 'make proto' and commit" >&2; git status --short -- services/gen sim/satpage/rpc >&2; exit 1; }
+
+.PHONY: view view-check
+view:  ## rebuild satpage view's front end (sim/web -> sim/satpage/view/static/view.js)
+	cd sim/web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent build
+
+view-check: view  ## fail when the committed view.js differs from what sim/web builds
+	@git diff --exit-code --stat -- sim/satpage/view/static \
+	  || { echo "sim/satpage/view/static/view.js is stale: run 'make view' and commit" >&2; exit 1; }
 
 .PHONY: bench-population
 bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy

@@ -11,10 +11,16 @@ mkdir -p "$TOOLS"
 
 log() { echo "setup: $*" >&2; }
 
-# Debian packages (redis-server for the page frames; jq/iproute2 for scripts).
+# Debian packages (redis-server for the page frames; jq/iproute2 for scripts; node and
+# chromium for satpage view).
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+# satpage view: node/npm build its front end (sim/web); chromium + chromedriver run its
+# browser tests (sim/tests/test_view_browser.py, selenium).
+command -v npm >/dev/null || need_apt+=(nodejs npm)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 if ((${#need_apt[@]})); then
   log "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -41,6 +47,14 @@ if [[ ! -f $stamp || constraints.txt -nt $stamp || orbit-model/pyproject.toml -n
     --config-settings editable_mode=compat -e orbit-model -e pager -e sim
   touch "$stamp"
 fi
+
+# satpage view's front end: pinned npm dependencies (package-lock.json), bundled by
+# esbuild into sim/satpage/view/static/view.js (committed; `make view-check` compares).
+if [[ ! -d sim/web/node_modules || sim/web/package-lock.json -nt sim/web/node_modules ]]; then
+  log "npm ci (sim/web)"
+  (cd sim/web && npm ci --no-audit --no-fund --loglevel=error)
+fi
+(cd sim/web && npm run --silent build >/dev/null)
 
 # Go: code generators pinned here, the module cache, and optionally helm.
 PROTOC_GEN_GO=v1.36.12

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from satpage import __version__
-from satpage.commands import cluster, compare, deploy, orbit, paper, population, sweep
+from satpage.commands import cluster, compare, deploy, orbit, paper, population, sweep, view
 from satpage.console import stderr
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app = typer.Typer(
 app.command("paper")(paper.paper)
 app.command("compare")(compare.compare)
 app.command("sweep")(sweep.sweep)
+app.command("view")(view.view)
 app.add_typer(orbit.app, name="orbit")
 app.add_typer(population.app, name="population")
 app.add_typer(cluster.app, name="cluster")

@@ -162,6 +162,9 @@ def compare(
                                 help="engine (in-process) or cluster (a deployed gateway).")] = "engine",
     target: Annotated[str | None, typer.Option("--target", help="HOST:PORT of the gateway "
                                "(--backend cluster).")] = None,
+    view_sessions: Annotated[int, typer.Option("--view-sessions", help="Sessions sampled "
+                                   "(seeded) for `satpage view`'s per-session detail; 0 writes "
+                                   "no view data.")] = 200,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Compare ways of moving session state in a handover simulation of a real
@@ -169,6 +172,8 @@ def compare(
     setup_logging(verbose)
     if backend not in ("engine", "cluster"):
         fail(f"--backend must be engine or cluster, got {backend!r}")
+    if view_sessions < 0:
+        fail(f"--view-sessions must be 0 or more, got {view_sessions}")
     sc = resolve_scenario(scenario, set_ or [], seed, sessions, strategies, processes)
     if backend == "cluster":
         _cluster(sc, target, as_json, strategies is not None)
@@ -190,6 +195,12 @@ def compare(
             t_out = bar.add_task(f"writing report and charts to {out}", total=1)
             write_reports(res, out, result)
             bar.advance(t_out)
+            if view_sessions:
+                from satpage.view import from_run
+
+                t_view = bar.add_task(f"view data ({view_sessions} sessions re-run)", total=1)
+                from_run(res, view_sessions).write(out)
+                bar.advance(t_view)
     if as_json:
         print_json(result)
     else:

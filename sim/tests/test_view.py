@@ -1,0 +1,218 @@
+"""The view data (satpage-view/1) of a compare run, checked against its authorities:
+pager's own replay of the whole chunk (holdings at session end), orbit_model's
+sub-satellite points (positions), the run's cost accumulators (ISL load)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pager
+from satpage.commands.compare import resolve_scenario
+from satpage.simulate import chunk_trace, run_scenario
+from satpage.view import FORMAT, ViewData, from_run
+from satpage.view.build import sample_sessions, trace_subset
+from satpage.view.model import GROUND_HOLDER
+from satpage.view.server import ViewServer, render_html
+
+SETS = ["time.duration_s=3600", "run.chunk_sessions=60"]
+
+
+@pytest.fixture(scope="module")
+def run():
+    sc = resolve_scenario(None, SETS, sessions=150)
+    return run_scenario(sc)
+
+
+@pytest.fixture(scope="module")
+def view(run):
+    return from_run(run, n_sample=40)
+
+
+def test_the_view_round_trips_through_its_two_files(view, tmp_path):
+    paths = view.write(tmp_path)
+    assert [p.name for p in paths] == ["view.json", "view.bin.gz"]
+    head = json.loads(paths[0].read_text())
+    assert head["format"] == FORMAT == "satpage-view/1"
+    assert head["seed"] == 2023 and head["version"].startswith("0.1.0")
+    back = ViewData.read(tmp_path)
+    assert set(back.arrays) == set(view.arrays)
+    for name, arr in view.arrays.items():
+        np.testing.assert_array_equal(back.arrays[name], arr, err_msg=name)
+    # deterministic bytes: the same data writes the same files
+    assert view.to_bytes() == back.to_bytes()
+
+
+def test_a_broken_array_is_named(view):
+    arrays = dict(view.arrays)
+    arrays["held_pages"] = arrays["held_pages"][:, :, :-1]
+    with pytest.raises(ValueError, match="held_pages"):
+        ViewData(view.meta, arrays).validate()
+    arrays = dict(view.arrays)
+    arrays["sat_plane"] = arrays["sat_plane"].astype(np.int64)
+    with pytest.raises(ValueError, match="sat_plane: dtype int64"):
+        ViewData(view.meta, arrays).validate()
+
+
+def test_satellite_positions_are_orbit_models_subsatellite_points(run, view):
+    from orbit_model import Constellation, subsatellite_points
+
+    sc = run.scenario
+    c = Constellation.from_spec(sc.constellation.spec, epoch=sc.epoch)
+    t_ns = np.round(view.arrays["frame_t_s"][[0, 7, -1]] * 1e9).astype(np.int64)
+    lat, lon = subsatellite_points(c, t_ns)
+    got = view.arrays["sat_latlon_cdeg"][[0, 7, -1]] / 100.0
+    np.testing.assert_allclose(got[..., 0], lat.T, atol=0.006)
+    dlon = (got[..., 1] - lon.T + 180.0) % 360.0 - 180.0
+    assert np.abs(dlon).max() < 0.006 + 1e-9
+
+
+def test_isl_load_and_pages_held_are_the_runs(run, view):
+    names = view.meta["strategies"]
+    assert names == list(run.costs)
+    for s, name in enumerate(names):
+        acc = run.costs[name]
+        assert view.arrays["link_load_pages"][s].sum() == acc.link_load.sum()
+        np.testing.assert_array_equal(view.arrays["held_pages"][s], acc.held_series().T)
+    links = view.arrays["links"]
+    assert (links[:, 0] < links[:, 1]).all()
+    assert links.shape[0] == run.world.topology.link_exists().sum()
+
+
+def test_the_sample_is_seeded_and_spread_over_the_run():
+    a = sample_sessions(7, 1000, 50)
+    np.testing.assert_array_equal(a, sample_sessions(7, 1000, 50))
+    assert not np.array_equal(a, sample_sessions(8, 1000, 50))
+    assert a.size == np.unique(a).size == 50 and a.max() > 500
+    np.testing.assert_array_equal(sample_sessions(7, 30, 50), np.arange(30))
+
+
+def test_holdings_at_session_end_equal_pagers_replay_of_the_whole_chunk(run, view):
+    """The sampled sessions are re-run on their own; pager's replay of the full chunk
+    (every session) is the authority for what each satellite holds at the end."""
+    from satpage.replay import make_strategy
+
+    sc = run.scenario
+    a = view.arrays
+    names = view.meta["strategies"]
+    k_all = a["sess_index"].size
+    frames_ns = np.round(a["frame_t_s"] * 1e9).astype(np.int64)
+    c = sc.run.chunk_sessions
+    checked = 0
+    for chunk in np.unique(a["sess_index"] // c):
+        ct = chunk_trace(run.world, int(chunk))
+        for s, name in enumerate(names):
+            full = pager.replay(ct.trace, make_strategy(name))
+            vsess = ct.trace.visit_session()
+            for k in np.flatnonzero(a["sess_index"] // c == chunk):
+                local = int(a["sess_index"][k] - chunk * c)
+                vis = np.flatnonzero(vsess == local)
+                want: dict[int, int] = {}
+                for v in vis:
+                    sat = int(ct.trace.visit_satellite[v])
+                    want[sat] = want.get(sat, 0) + int(full.held_at_end[v])
+                want = {h: p for h, p in want.items() if p > 0}
+                # the frame at or after the session end holds the state at the end
+                end_ns = int(ct.session_end_ns[local])
+                f_end = min(int(np.searchsorted(frames_ns, end_ns)), frames_ns.size - 1)
+                o = a["hold_offsets"][s]
+                rows = slice(o[k], o[k + 1])
+                at = a["hold_frame"][rows] == f_end
+                got = dict(zip(a["hold_sat"][rows][at].tolist(),
+                               a["hold_pages"][rows][at].tolist(), strict=True))
+                if frames_ns[f_end] >= end_ns:
+                    got.pop(GROUND_HOLDER, None)
+                    assert got == want, (name, int(a["sess_index"][k]))
+                    checked += 1
+    assert checked >= k_all * len(names) // 2
+
+
+def test_trace_subset_keeps_each_sessions_accesses(run):
+    ct = chunk_trace(run.world, 0)
+    sub = trace_subset(ct.trace, np.array([3, 1]))
+    tr = ct.trace
+    for new, old in enumerate([3, 1]):
+        v0, v1 = tr.visit_offsets[old], tr.visit_offsets[old + 1]
+        w0, w1 = sub.visit_offsets[new], sub.visit_offsets[new + 1]
+        np.testing.assert_array_equal(sub.visit_satellite[w0:w1], tr.visit_satellite[v0:v1])
+        np.testing.assert_array_equal(sub.access_page[sub.access_offsets[w0]:sub.access_offsets[w1]],
+                                      tr.access_page[tr.access_offsets[v0]:tr.access_offsets[v1]])
+
+
+def test_session_movements_per_window_add_up_to_pagers_counters(view):
+    a = view.arrays
+    counters = view.meta["session_counters"]
+    moves = sum(a["sess_counters"][..., counters.index(k)]
+                for k in ("fault_moves", "handover_moves", "push_moves"))
+    np.testing.assert_array_equal(a["sess_window_moves"].sum(axis=2), moves)
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read()
+
+
+def test_the_server_serves_the_page_and_the_data_and_nothing_else(view, tmp_path):
+    view.write(tmp_path)
+    (tmp_path / "secret.txt").write_text("no")
+    srv = ViewServer(tmp_path)
+    srv.start()
+    try:
+        assert srv.url.startswith("http://127.0.0.1:")
+        page = _get(srv.url).decode()
+        assert '<canvas id="map"' in page and 'src="view.js"' in page
+        js = _get(srv.url + "view.js")
+        assert b"satpageView" in js and len(js) > 10_000
+        blob = _get(srv.url + "view.bin.gz")
+        assert blob == (tmp_path / "view.bin.gz").read_bytes()
+        for bad in ("secret.txt", "../result.json", "view.json/../secret.txt"):
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(srv.url + bad, timeout=10)
+            assert e.value.code == 404
+            e.value.close()
+    finally:
+        srv.close()
+
+
+def test_the_self_contained_page_inlines_script_and_data(view, tmp_path):
+    view.write(tmp_path)
+    page = render_html(tmp_path)
+    assert 'src="view.js"' not in page and "SATPAGE_VIEW_INLINE" in page
+    assert "http://" not in page.replace("http://www.w3.org", "") \
+        and "https://" not in page
+
+
+def _satpage(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "satpage.cli", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_bad_run_folder_is_an_error_naming_it(tmp_path):
+    r = _satpage("view", str(tmp_path / "nope"), "--no-browser")
+    assert r.returncode == 2 and "nope" in r.stderr and "error" in r.stderr
+    r = _satpage("view", str(tmp_path), "--html", str(tmp_path / "x.html"))
+    assert r.returncode == 2 and "view.json" in r.stderr
+    r = _satpage("view", str(tmp_path), "--port", "70000", "--no-browser")
+    assert r.returncode == 2
+
+
+def test_compare_out_writes_the_view_and_view_html_reads_it(tmp_path):
+    out = tmp_path / "run"
+    r = _satpage("compare", "--sessions", "40", "--set", "time.duration_s=1800",
+                 "--strategies", "proactive,on-demand", "--view-sessions", "10",
+                 "--json", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    head = json.loads((out / "view.json").read_text())
+    assert head["format"] == FORMAT and head["sampled_sessions"] == 10
+    assert head["strategies"] == ["proactive", "on-demand"]
+    r = _satpage("view", str(out), "--html", str(tmp_path / "v.html"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["html"] == str(tmp_path / "v.html")
+    assert Path(tmp_path / "v.html").stat().st_size > 100_000

@@ -1,0 +1,659 @@
+// `satpage view`: the constellation over the population backdrop, ISL load, clients and
+// one session's pages along its trail of satellites, per strategy. Canvas 2D: the static
+// layers (population, land, graticule) are drawn once into an offscreen canvas; a frame
+// is one drawImage plus batched paths (one path per colour), so 4,408 satellites and
+// ~9,000 links redraw in a few milliseconds.
+import { geoEquirectangular, geoPath, geoGraticule10, geoCircle } from 'd3-geo';
+import { feature } from 'topojson-client';
+import land110 from 'world-atlas/land-110m.json';
+import { loadView } from './data.js';
+
+const $ = (id) => document.getElementById(id);
+const LOAD_COLOURS = ['#3b528b', '#21918c', '#5ec962', '#b5de2b', '#fde725', '#ff7f0e', '#d62728'];
+const STRATEGY_COLOURS = ['#e377c2', '#17becf', '#ff7f0e', '#9467bd', '#2ca02c', '#8c564b',
+  '#bcbd22', '#1f77b4'];
+const GROUND = -2;
+
+const hook = { ready: false, error: null, drawMs: [], frame: 0 };
+globalThis.satpageView = hook;
+
+const st = {
+  v: null, frame: 0, strategy: 0, session: -1, playing: false, timer: null,
+  show: { footprints: true, links: true, clients: true },
+  W: 0, H: 0, bg: null, hover: null,
+};
+
+function fmt(x, digits = 0) {
+  if (x === undefined || x === null || Number.isNaN(x)) return '–';
+  if (Math.abs(x) >= 1e6) return x.toExponential(2);
+  return x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function hms(s) {
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = Math.floor(s % 60);
+  return `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}`;
+}
+
+// -- geometry: equirectangular, x east, y south, the canvas's CSS pixels --------------
+const px = (lon) => ((lon + 180) / 360) * st.W;
+const py = (lat) => ((90 - lat) / 180) * st.H;
+
+function satLatLon(frame, i) {
+  const a = st.v.a.sat_latlon_cdeg;
+  const o = (frame * st.v.meta.satellites + i) * 2;
+  return [a[o] / 100, a[o + 1] / 100];
+}
+
+function windowOf(tS) {
+  const e = st.v.a.window_edges_s;
+  let lo = 0;
+  let hi = e.length - 2;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (e[mid] <= tS) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// -- static layers -------------------------------------------------------------------
+function buildBackground() {
+  const { W, H } = st;
+  const c = document.createElement('canvas');
+  c.width = W; c.height = H;
+  const g = c.getContext('2d');
+  g.fillStyle = '#0a1626';
+  g.fillRect(0, 0, W, H);
+  const proj = geoEquirectangular().scale(W / (2 * Math.PI)).translate([W / 2, H / 2]);
+  const path = geoPath(proj, g);
+  const land = feature(land110, land110.objects.land);
+  g.beginPath(); path(land); g.fillStyle = '#1c2a24'; g.fill();
+  // population: log density, transparent where nobody lives
+  const meta = st.v.meta.population;
+  const [rows, cols] = st.v.shape.population;
+  const pop = st.v.a.population;
+  const img = new ImageData(cols, rows);
+  for (let i = 0; i < rows * cols; i++) {
+    const q = pop[i];
+    if (q === 0) continue;
+    const t = q / 255;
+    img.data[4 * i] = 40 + 215 * t;
+    img.data[4 * i + 1] = 60 + 150 * t * t;
+    img.data[4 * i + 2] = 90 - 60 * t;
+    img.data[4 * i + 3] = 60 + 195 * t;
+  }
+  const tmp = document.createElement('canvas');
+  tmp.width = cols; tmp.height = rows;
+  tmp.getContext('2d').putImageData(img, 0, 0);
+  const x0 = px(meta.west_deg);
+  const y0 = py(meta.north_deg);
+  g.imageSmoothingEnabled = false;
+  g.drawImage(tmp, x0, y0, px(meta.west_deg + cols * meta.cell_size_deg) - x0,
+    py(meta.north_deg - rows * meta.cell_size_deg) - y0);
+  g.beginPath(); path(land); g.strokeStyle = '#6f8f80'; g.lineWidth = 0.7; g.stroke();
+  g.beginPath(); path(geoGraticule10()); g.strokeStyle = 'rgba(255,255,255,0.07)'; g.stroke();
+  st.bg = c;
+  st.path = geoPath(proj);
+}
+
+function resize() {
+  const canvas = $('map');
+  const box = $('mapbox');
+  const W = Math.max(400, Math.floor(box.clientWidth));
+  const H = Math.floor(W / 2);
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = W * dpr; canvas.height = H * dpr;
+  canvas.style.width = `${W}px`; canvas.style.height = `${H}px`;
+  st.W = W; st.H = H; st.dpr = dpr;
+  buildBackground();
+  draw();
+}
+
+// -- the frame -----------------------------------------------------------------------
+function loadScale(s) {
+  // colour scale of links: utilisation when capacities exist, else pages per window
+  const v = st.v;
+  const cap = v.a.link_capacity_bytes_per_s;
+  const L = v.shape.links[0];
+  const Wn = v.shape.window_edges_s[0] - 1;
+  if (!st.loadMax) st.loadMax = {};
+  if (st.loadMax[s] === undefined) {
+    let m = 0;
+    const arr = v.a.link_load_pages;
+    for (let i = s * Wn * L; i < (s + 1) * Wn * L; i++) if (arr[i] > m) m = arr[i];
+    st.loadMax[s] = m;
+  }
+  return { cap, max: st.loadMax[s], L, Wn };
+}
+
+function linkValue(s, w, l) {
+  const v = st.v;
+  const { cap, L, Wn } = loadScale(s);
+  const pages = v.a.link_load_pages[(s * Wn + w) * L + l];
+  const e = v.a.window_edges_s;
+  const bytesPerS = (pages * v.meta.page_bytes) / (e[w + 1] - e[w]);
+  return { pages, bytesPerS, util: cap ? bytesPerS / cap[l] : null };
+}
+
+function draw() {
+  const t0 = performance.now();
+  const v = st.v;
+  if (!v) return;
+  const canvas = $('map');
+  const g = canvas.getContext('2d');
+  g.setTransform(st.dpr, 0, 0, st.dpr, 0, 0);
+  g.drawImage(st.bg, 0, 0, st.W, st.H);
+  const f = st.frame;
+  const N = v.meta.satellites;
+  const tS = v.a.frame_t_s[f];
+  const w = windowOf(tS);
+  const s = st.strategy;
+  const ll = v.a.sat_latlon_cdeg;
+  const base = f * N * 2;
+  const X = st.X || (st.X = new Float32Array(N));
+  const Y = st.Y || (st.Y = new Float32Array(N));
+  const kx = st.W / 36000;
+  const ky = st.H / 18000;
+  for (let i = 0; i < N; i++) {
+    Y[i] = (9000 - ll[base + 2 * i]) * ky;
+    X[i] = (ll[base + 2 * i + 1] + 18000) * kx;
+  }
+  const half = st.W / 2;
+  if (st.show.footprints) {
+    drawCoverage(g, f);
+    if (N <= 1000) {
+      // individual outlines while they stay readable (the paper's 150 satellites)
+      const fr = v.a.footprint_rad;
+      const kr = st.H / Math.PI;
+      g.beginPath();
+      for (let i = 0; i < N; i++) {
+        const ry = fr[i] * kr;
+        const lat = ll[base + 2 * i] / 100;
+        const rx = Math.min(ry / Math.max(Math.cos((lat * Math.PI) / 180), 0.05), half);
+        g.moveTo(X[i] + rx, Y[i]);
+        g.ellipse(X[i], Y[i], rx, ry, 0, 0, 2 * Math.PI);
+      }
+      g.strokeStyle = 'rgba(120,170,255,0.25)';
+      g.lineWidth = 0.5;
+      g.stroke();
+    }
+  }
+  if (st.show.links) {
+    const links = v.a.links;
+    const { cap, max, L, Wn } = loadScale(s);
+    const load = v.a.link_load_pages;
+    const lb = (s * Wn + w) * L;
+    const e = v.a.window_edges_s;
+    const toBps = v.meta.page_bytes / (e[w + 1] - e[w]);
+    const lmax = Math.log1p(max || 1);
+    const nc = LOAD_COLOURS.length;
+    const buckets = LOAD_COLOURS.map(() => []);
+    g.beginPath();
+    for (let l = 0; l < L; l++) {
+      const a = links[2 * l];
+      const b = links[2 * l + 1];
+      if (Math.abs(X[a] - X[b]) > half) continue;       // across the date line
+      const p = load[lb + l];
+      if (p === 0) { g.moveTo(X[a], Y[a]); g.lineTo(X[b], Y[b]); continue; }
+      const t = cap ? Math.min(1, (p * toBps) / cap[l]) : Math.log1p(p) / lmax;
+      buckets[Math.min(nc - 1, Math.floor(t * nc))].push(l);
+    }
+    g.strokeStyle = 'rgba(160,180,200,0.18)';
+    g.lineWidth = 0.6;
+    g.stroke();
+    g.lineWidth = 1.6;
+    buckets.forEach((ls, c) => {
+      if (!ls.length) return;
+      g.beginPath();
+      for (const l of ls) { g.moveTo(X[links[2 * l]], Y[links[2 * l]]); g.lineTo(X[links[2 * l + 1]], Y[links[2 * l + 1]]); }
+      g.strokeStyle = LOAD_COLOURS[c];
+      g.stroke();
+    });
+  }
+  if (st.show.clients) {
+    const cl = v.a.client_latlon_cdeg;
+    const ct = v.a.client_t_s;
+    const C = v.shape.client_latlon_cdeg[0];
+    g.fillStyle = 'rgba(255,80,80,0.8)';
+    g.beginPath();
+    for (let i = 0; i < C; i++) {
+      if (ct[2 * i] > tS || ct[2 * i + 1] < tS) continue;
+      g.rect((cl[2 * i + 1] + 18000) * kx - 1, (9000 - cl[2 * i]) * ky - 1, 2, 2);
+    }
+    g.fill();
+  }
+  // satellites: those holding pages of the shown strategy in this window stand out
+  const held = v.a.held_pages;
+  const hb = (s * (v.shape.window_edges_s[0] - 1) + w) * N;
+  g.beginPath();
+  for (let i = 0; i < N; i++) if (held[hb + i] <= 0) g.rect(X[i] - 1.5, Y[i] - 1.5, 3, 3);
+  g.fillStyle = '#e8eef5';
+  g.fill();
+  g.beginPath();
+  for (let i = 0; i < N; i++) if (held[hb + i] > 0) g.rect(X[i] - 2, Y[i] - 2, 4, 4);
+  g.fillStyle = '#39d0ff';
+  g.fill();
+  drawSession(g, f, X, Y);
+  if (st.hover) drawHover(g, X, Y);
+  const ms = performance.now() - t0;
+  hook.drawMs.push(ms);
+  hook.frame = f;
+  updatePanels(w);
+  $('time').textContent = `t = ${hms(tS)} (frame ${f + 1}/${v.a.frame_t_s.length}, window ${w + 1})`;
+}
+
+
+// Coverage: how many satellites see each 0.5 deg cell above the minimum elevation,
+// exact on the sphere (per row, the longitudes within the footprint's central angle),
+// accumulated as run-length differences: O(satellites x rows), not x cells, so 4,408
+// footprints cost about a millisecond; drawn as one scaled image, not 4,408 paths.
+const COV_COLS = 720;
+const COV_ROWS = 360;
+function drawCoverage(g, f) {
+  const v = st.v;
+  const N = v.meta.satellites;
+  if (!st.cov) {
+    st.cov = {
+      diff: new Int32Array(COV_ROWS * (COV_COLS + 1)),
+      canvas: Object.assign(document.createElement('canvas'), { width: COV_COLS, height: COV_ROWS }),
+      img: new ImageData(COV_COLS, COV_ROWS),
+    };
+  }
+  const { diff, canvas, img } = st.cov;
+  diff.fill(0);
+  const ll = v.a.sat_latlon_cdeg;
+  const fr = v.a.footprint_rad;
+  const base = f * N * 2;
+  const cell = Math.PI / COV_ROWS;
+  const W1 = COV_COLS + 1;
+  for (let i = 0; i < N; i++) {
+    const lat = (ll[base + 2 * i] / 18000) * Math.PI;
+    const lon = (ll[base + 2 * i + 1] / 18000) * Math.PI;
+    const r = fr[i];
+    const cr = Math.cos(r);
+    const sl = Math.sin(lat);
+    const cl = Math.cos(lat);
+    const r0 = Math.max(0, Math.floor((Math.PI / 2 - lat - r) / cell));
+    const r1 = Math.min(COV_ROWS - 1, Math.floor((Math.PI / 2 - lat + r) / cell));
+    for (let row = r0; row <= r1; row++) {
+      const phi = Math.PI / 2 - (row + 0.5) * cell;
+      const cp = Math.cos(phi);
+      const c = (cr - sl * Math.sin(phi)) / (cl * cp || 1e-12);
+      if (c > 1) continue;
+      const dl = c <= -1 ? Math.PI : Math.acos(c);
+      let a = Math.floor(((lon - dl + Math.PI) / (2 * Math.PI)) * COV_COLS);
+      let b = Math.floor(((lon + dl + Math.PI) / (2 * Math.PI)) * COV_COLS);
+      if (b - a >= COV_COLS - 1) { a = 0; b = COV_COLS - 1; }
+      const o = row * W1;
+      if (a < 0) {
+        diff[o + a + COV_COLS] += 1; diff[o + COV_COLS] -= 1; a = 0;
+      }
+      if (b >= COV_COLS) {
+        diff[o] += 1; diff[o + b - COV_COLS + 1] -= 1; b = COV_COLS - 1;
+      }
+      diff[o + a] += 1; diff[o + b + 1] -= 1;
+    }
+  }
+  const px4 = img.data;
+  for (let row = 0; row < COV_ROWS; row++) {
+    let n = 0;
+    const o = row * W1;
+    for (let col = 0; col < COV_COLS; col++) {
+      n += diff[o + col];
+      const q = 4 * (row * COV_COLS + col);
+      if (n === 0) { px4[q + 3] = 70; px4[q] = 0; px4[q + 1] = 0; px4[q + 2] = 0; continue; }
+      const t = Math.min(1, n / 6);
+      px4[q] = 90; px4[q + 1] = 150; px4[q + 2] = 255; px4[q + 3] = 14 + 40 * t;
+    }
+  }
+  canvas.getContext('2d').putImageData(img, 0, 0);
+  g.imageSmoothingEnabled = true;
+  g.drawImage(canvas, 0, 0, st.W, st.H);
+}
+
+// -- sessions ------------------------------------------------------------------------
+function sessionInfo(k, strategy, frame) {
+  const v = st.v;
+  const a = v.a;
+  const vo = a.sess_visit_offsets;
+  const tS = a.frame_t_s[frame];
+  let serving = -1;
+  const trail = [];
+  const started = tS >= a.sess_t_s[2 * k];
+  for (let j = vo[k]; j < vo[k + 1] && started; j++) {
+    if (a.visit_start_s[j] <= tS) {
+      serving = a.visit_sat[j];
+      trail.push(serving);
+    }
+  }
+  const K = v.shape.sess_index[0];
+  const off = a.hold_offsets;
+  const holders = [];
+  for (let r = off[strategy * (K + 1) + k]; r < off[strategy * (K + 1) + k + 1]; r++) {
+    if (a.hold_frame[r] === frame) holders.push({ sat: a.hold_sat[r], pages: a.hold_pages[r] });
+  }
+  holders.sort((x, y) => y.pages - x.pages);
+  const active = started && tS <= a.sess_t_s[2 * k + 1];
+  const phase = !started ? 'not started' : (active ? 'active' : 'ended');
+  return { serving, trail, holders, active, phase };
+}
+
+function drawSession(g, f, X, Y) {
+  const k = st.session;
+  if (k < 0) return;
+  const a = st.v.a;
+  const info = sessionInfo(k, st.strategy, f);
+  const cx = px(a.sess_latlon_cdeg[2 * k + 1] / 100);
+  const cy = py(a.sess_latlon_cdeg[2 * k] / 100);
+  // trail in visit order, at the satellites' current positions
+  const uniq = [...new Set(info.trail)];
+  g.lineWidth = 1.5;
+  g.strokeStyle = 'rgba(255,90,200,0.9)';
+  g.setLineDash([4, 3]);
+  g.beginPath();
+  uniq.forEach((sat, i) => {
+    // a hop across the date line is not drawn across the whole map
+    if (i && Math.abs(X[sat] - X[uniq[i - 1]]) < st.W / 2) g.lineTo(X[sat], Y[sat]);
+    else g.moveTo(X[sat], Y[sat]);
+  });
+  g.stroke();
+  g.setLineDash([]);
+  for (const h of info.holders) {
+    const r = 3 + 2.2 * Math.sqrt(h.pages / 10);
+    const x = h.sat === GROUND ? cx : X[h.sat];
+    const y = h.sat === GROUND ? cy + 14 : Y[h.sat];
+    g.beginPath(); g.arc(x, y, r, 0, 2 * Math.PI);
+    g.fillStyle = 'rgba(255,90,200,0.35)'; g.fill();
+    g.strokeStyle = '#ff5ac8'; g.lineWidth = 1.2; g.stroke();
+    g.fillStyle = '#fff'; g.font = '11px sans-serif';
+    g.fillText(`${h.sat === GROUND ? 'ground' : '#' + h.sat}: ${h.pages}`, x + r + 2, y - 2);
+  }
+  if (info.serving >= 0) {
+    const sx = X[info.serving];
+    const sy = Y[info.serving];
+    g.beginPath(); g.moveTo(cx, cy); g.lineTo(sx, sy);
+    g.strokeStyle = info.active ? '#7fffd4' : 'rgba(127,255,212,0.4)'; g.lineWidth = 2; g.stroke();
+    g.beginPath(); g.arc(sx, sy, 7, 0, 2 * Math.PI); g.strokeStyle = '#7fffd4'; g.stroke();
+    // the serving satellite's footprint on the sphere (d3 geoCircle)
+    const [lat, lon] = satLatLon(f, info.serving);
+    const circle = geoCircle().center([lon, lat]).radius((st.v.a.footprint_rad[info.serving] * 180) / Math.PI)();
+    g.beginPath(); st.path.context(g)(circle); st.path.context(null);
+    g.strokeStyle = 'rgba(127,255,212,0.8)'; g.lineWidth = 1; g.stroke();
+  }
+  g.beginPath(); g.arc(cx, cy, 5, 0, 2 * Math.PI); g.fillStyle = '#7fffd4'; g.fill();
+  g.strokeStyle = '#000'; g.lineWidth = 1; g.stroke();
+}
+
+// -- hover and click -----------------------------------------------------------------
+function pick(mx, my) {
+  const v = st.v;
+  const N = v.meta.satellites;
+  let best = -1;
+  let bd = 64;
+  for (let i = 0; i < N; i++) {
+    const d = (st.X[i] - mx) ** 2 + (st.Y[i] - my) ** 2;
+    if (d < bd) { bd = d; best = i; }
+  }
+  const a = v.a;
+  const K = v.shape.sess_index[0];
+  let sess = -1;
+  let sd = 49;
+  for (let k = 0; k < K; k++) {
+    const d = (px(a.sess_latlon_cdeg[2 * k + 1] / 100) - mx) ** 2 + (py(a.sess_latlon_cdeg[2 * k] / 100) - my) ** 2;
+    if (d < sd) { sd = d; sess = k; }
+  }
+  if (sess >= 0 && sd <= bd) return { kind: 'session', id: sess };
+  if (best >= 0) return { kind: 'sat', id: best };
+  // nearest link within 4 px
+  let link = -1;
+  let ld = 16;
+  const links = a.links;
+  const L = v.shape.links[0];
+  for (let l = 0; l < L; l++) {
+    const p = links[2 * l];
+    const q = links[2 * l + 1];
+    const x1 = st.X[p]; const y1 = st.Y[p]; const x2 = st.X[q]; const y2 = st.Y[q];
+    if (Math.abs(x1 - x2) > st.W / 2) continue;
+    const dx = x2 - x1; const dy = y2 - y1;
+    const u = Math.max(0, Math.min(1, ((mx - x1) * dx + (my - y1) * dy) / (dx * dx + dy * dy || 1)));
+    const d = (x1 + u * dx - mx) ** 2 + (y1 + u * dy - my) ** 2;
+    if (d < ld) { ld = d; link = l; }
+  }
+  if (link >= 0) return { kind: 'link', id: link };
+  return null;
+}
+
+function describe(h) {
+  const v = st.v;
+  const a = v.a;
+  const f = st.frame;
+  const w = windowOf(a.frame_t_s[f]);
+  const Wn = v.shape.window_edges_s[0] - 1;
+  const N = v.meta.satellites;
+  const names = v.meta.strategies;
+  if (h.kind === 'sat') {
+    const [lat, lon] = satLatLon(f, h.id);
+    const rows = names.map((n, s) => `<tr><td>${n}</td><td>${fmt(a.held_pages[(s * Wn + w) * N + h.id])}</td></tr>`).join('');
+    return `<b>satellite ${h.id}</b> (shell ${a.sat_shell[h.id]}, plane ${a.sat_plane[h.id]})<br>`
+      + `lat ${lat.toFixed(2)}°, lon ${lon.toFixed(2)}°<br>footprint radius ${fmt(a.footprint_rad[h.id] * 6371, 0)} km`
+      + `<table><tr><th>strategy</th><th>pages held</th></tr>${rows}</table>`;
+  }
+  if (h.kind === 'link') {
+    const rows = names.map((n, s) => {
+      const lv = linkValue(s, w, h.id);
+      return `<tr><td>${n}</td><td>${fmt(lv.pages)}</td><td>${fmt(lv.bytesPerS, 1)}</td>`
+        + `<td>${lv.util === null ? '–' : fmt(100 * lv.util, 2) + ' %'}</td></tr>`;
+    }).join('');
+    return `<b>ISL ${a.links[2 * h.id]} – ${a.links[2 * h.id + 1]}</b>, window ${w + 1}`
+      + `<table><tr><th>strategy</th><th>pages</th><th>B/s</th><th>util.</th></tr>${rows}</table>`;
+  }
+  const k = h.id;
+  return `<b>session ${a.sess_index[k]}</b> (click to select)<br>`
+    + `${hms(a.sess_t_s[2 * k])} – ${hms(a.sess_t_s[2 * k + 1])}, `
+    + `${a.sess_visit_offsets[k + 1] - a.sess_visit_offsets[k]} serving satellites`;
+}
+
+function drawHover(g, X, Y) {
+  const h = st.hover;
+  g.strokeStyle = '#fff';
+  g.lineWidth = 1.5;
+  if (h.kind === 'sat') { g.beginPath(); g.arc(X[h.id], Y[h.id], 6, 0, 2 * Math.PI); g.stroke(); }
+  if (h.kind === 'link') {
+    const l = st.v.a.links;
+    g.beginPath(); g.moveTo(X[l[2 * h.id]], Y[l[2 * h.id]]); g.lineTo(X[l[2 * h.id + 1]], Y[l[2 * h.id + 1]]);
+    g.lineWidth = 3; g.stroke();
+  }
+}
+
+// -- panels --------------------------------------------------------------------------
+function updatePanels(w) {
+  const v = st.v;
+  const a = v.a;
+  const names = v.meta.strategies;
+  const Wn = v.shape.window_edges_s[0] - 1;
+  const N = v.meta.satellites;
+  const L = v.shape.links[0];
+  const e = a.window_edges_s;
+  // cost figures of the window, per strategy (whole run) and for the selected session
+  const k = st.session;
+  const K = v.shape.sess_index[0];
+  let rows = '';
+  names.forEach((n, s) => {
+    let hops = 0;
+    let peak = 0;
+    for (let l = 0; l < L; l++) {
+      const p = a.link_load_pages[(s * Wn + w) * L + l];
+      hops += p;
+      if (p > peak) peak = p;
+    }
+    let held = 0;
+    let hmax = 0;
+    for (let i = 0; i < N; i++) {
+      const h = a.held_pages[(s * Wn + w) * N + i];
+      held += h;
+      if (h > hmax) hmax = h;
+    }
+    const sm = k >= 0 ? a.sess_window_moves[(s * K + k) * Wn + w] : null;
+    rows += `<tr class="${s === st.strategy ? 'sel' : ''}" data-s="${s}"><td><span class="sw" style="background:${STRATEGY_COLOURS[s % 8]}"></span>${n}</td>`
+      + `<td>${fmt(hops)}</td><td>${fmt(peak)}</td><td>${fmt(held)}</td><td>${fmt(hmax)}</td>`
+      + `<td>${sm === null ? '–' : fmt(sm)}</td></tr>`;
+  });
+  $('window').innerHTML = `<div class="h">window ${w + 1}/${Wn}: ${hms(e[w])} – ${hms(e[w + 1])}</div>`
+    + '<table><tr><th>strategy</th><th title="page-hops over ISLs in the window">ISL page-hops</th>'
+    + '<th title="pages over the busiest link in the window">peak link</th>'
+    + '<th title="pages held on all satellites at the window end, stale trail included">held</th>'
+    + '<th title="most pages held by one satellite">max/sat</th>'
+    + '<th title="page movements of the selected session in the window">session moves</th></tr>'
+    + rows + '</table>';
+  document.querySelectorAll('#window tr[data-s]').forEach((tr) => {
+    tr.onclick = () => { setStrategy(Number(tr.dataset.s)); };
+  });
+  // the selected session, per strategy side by side
+  const box = $('session');
+  if (k < 0) { box.innerHTML = '<div class="h">no session selected</div><p>Pick one in the list or click a client marked by a ring.</p>'; return; }
+  const counters = v.meta.session_counters;
+  const C = counters.length;
+  let html = `<div class="h">session ${a.sess_index[k]}: ${hms(a.sess_t_s[2 * k])} – ${hms(a.sess_t_s[2 * k + 1])}, `
+    + `client ${(a.sess_latlon_cdeg[2 * k] / 100).toFixed(2)}°, ${(a.sess_latlon_cdeg[2 * k + 1] / 100).toFixed(2)}°</div><div class="cols">`;
+  names.forEach((n, s) => {
+    const info = sessionInfo(k, s, st.frame);
+    const total = info.holders.reduce((x, h) => x + h.pages, 0);
+    const c = (name) => a.sess_counters[(s * K + k) * C + counters.indexOf(name)];
+    const moves = c('fault_moves') + c('handover_moves') + c('push_moves');
+    html += `<div class="col${s === st.strategy ? ' sel' : ''}" data-s="${s}"><div class="sn" style="border-color:${STRATEGY_COLOURS[s % 8]}">${n}</div>`
+      + `<div class="small">${info.serving >= 0 ? 'serving #' + info.serving : ''} (${info.phase})<br>trail ${[...new Set(info.trail)].map((x) => '#' + x).join(' → ')}</div>`;
+    for (const h of info.holders) {
+      const wpx = total ? Math.max(2, Math.round((90 * h.pages) / total)) : 0;
+      html += `<div class="bar"><span class="lab">${h.sat === GROUND ? 'ground' : '#' + h.sat}${h.sat === info.serving ? '*' : ''}</span>`
+        + `<span class="b" style="width:${wpx}px"></span>${h.pages}</div>`;
+    }
+    html += `<div class="small">moves ${fmt(moves)} (faults ${fmt(c('fault_moves'))}), trail hops ${fmt(c('trail_hops'))}, hits ${fmt(c('hits'))}/${fmt(c('accesses'))}</div></div>`;
+  });
+  box.innerHTML = html + '</div>';
+  box.querySelectorAll('.col').forEach((el) => { el.onclick = () => setStrategy(Number(el.dataset.s)); });
+}
+
+// -- controls ------------------------------------------------------------------------
+function setFrame(f) {
+  const n = st.v.a.frame_t_s.length;
+  st.frame = Math.max(0, Math.min(n - 1, f | 0));
+  $('slider').value = String(st.frame);
+  draw();
+}
+
+function setStrategy(s) {
+  st.strategy = s;
+  $('strategy').value = String(s);
+  draw();
+}
+
+function selectSession(k) {
+  st.session = k;
+  $('sessions').value = String(k);
+  if (k >= 0) {
+    // jump into the session when the slider is outside it
+    const a = st.v.a;
+    const tS = a.frame_t_s[st.frame];
+    if (tS < a.sess_t_s[2 * k] || tS > a.sess_t_s[2 * k + 1]) {
+      const mid = (a.sess_t_s[2 * k] + a.sess_t_s[2 * k + 1]) / 2;
+      let best = 0;
+      for (let f = 0; f < a.frame_t_s.length; f++) if (Math.abs(a.frame_t_s[f] - mid) < Math.abs(a.frame_t_s[best] - mid)) best = f;
+      setFrame(best);
+      return;
+    }
+  }
+  draw();
+}
+
+function play(on) {
+  st.playing = on;
+  $('play').textContent = on ? '❚❚ pause' : '▶ play';
+  clearInterval(st.timer);
+  if (on) {
+    st.timer = setInterval(() => {
+      const n = st.v.a.frame_t_s.length;
+      setFrame((st.frame + 1) % n);
+    }, 120);
+  }
+}
+
+function setup(v) {
+  st.v = v;
+  const m = v.meta;
+  $('title').textContent = `satpage view — ${m.scenario} (seed ${m.seed}, ${m.satellites.toLocaleString()} satellites, `
+    + `${(m.sessions ?? 0).toLocaleString()} sessions, ${m.sampled_sessions} sampled)`;
+  $('subtitle').textContent = `${m.constellation} · epoch ${m.epoch} · version ${m.version} · ${m.source}`;
+  const slider = $('slider');
+  slider.max = String(v.a.frame_t_s.length - 1);
+  slider.addEventListener('input', () => setFrame(Number(slider.value)));
+  const sel = $('strategy');
+  sel.innerHTML = m.strategies.map((n, i) => `<option value="${i}">${n}</option>`).join('');
+  sel.addEventListener('change', () => setStrategy(Number(sel.value)));
+  const sessions = $('sessions');
+  const a = v.a;
+  const K = v.shape.sess_index[0];
+  let opts = '<option value="-1">(none)</option>';
+  for (let k = 0; k < K; k++) {
+    opts += `<option value="${k}">#${a.sess_index[k]} ${hms(a.sess_t_s[2 * k])}, ${a.sess_visit_offsets[k + 1] - a.sess_visit_offsets[k]} sat.</option>`;
+  }
+  sessions.innerHTML = opts;
+  sessions.addEventListener('change', () => selectSession(Number(sessions.value)));
+  $('play').addEventListener('click', () => play(!st.playing));
+  for (const key of Object.keys(st.show)) {
+    const cb = $(`show-${key}`);
+    cb.checked = st.show[key];
+    cb.addEventListener('change', () => { st.show[key] = cb.checked; draw(); });
+  }
+  const canvas = $('map');
+  const tip = $('tip');
+  canvas.addEventListener('mousemove', (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const h = pick(ev.clientX - r.left, ev.clientY - r.top);
+    st.hover = h;
+    if (h) {
+      tip.innerHTML = describe(h);
+      tip.style.display = 'block';
+      tip.style.left = `${ev.clientX + 14}px`;
+      tip.style.top = `${ev.clientY + 10}px`;
+    } else tip.style.display = 'none';
+    draw();
+  });
+  canvas.addEventListener('mouseleave', () => { st.hover = null; tip.style.display = 'none'; draw(); });
+  canvas.addEventListener('click', (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const h = pick(ev.clientX - r.left, ev.clientY - r.top);
+    if (h && h.kind === 'session') selectSession(h.id);
+    else if (h) $('pinned').innerHTML = describe(h);
+  });
+  window.addEventListener('keydown', (ev) => {
+    if (ev.target.tagName === 'SELECT') return;
+    if (ev.key === ' ') { play(!st.playing); ev.preventDefault(); }
+  });
+  window.addEventListener('resize', resize);
+  const legend = LOAD_COLOURS.map((c) => `<span class="sw" style="background:${c}"></span>`).join('');
+  $('legend').innerHTML = `ISL ${a.link_capacity_bytes_per_s ? 'utilisation 0–100 %' : 'pages per window (log scale)'}: ${legend}`
+    + ' · <span class="sw" style="background:#39d0ff"></span>satellite holding pages'
+    + ' · <span class="sw" style="background:#ff5050"></span>active client'
+    + ` · population: ${m.population.source}`;
+  resize();
+}
+
+// Test and automation hooks (tests/test_view_browser.py).
+Object.assign(hook, {
+  setFrame: (f) => setFrame(f),
+  selectSession: (k) => selectSession(k),
+  setStrategy: (s) => setStrategy(s),
+  play: (on) => play(on),
+  satLatLon: (i) => satLatLon(st.frame, i),
+  satPixel: (i) => [st.X[i], st.Y[i]],
+  session: (k, s) => sessionInfo(k, s ?? st.strategy, st.frame),
+  nFrames: () => st.v.a.frame_t_s.length,
+  meta: () => st.v.meta,
+});
+
+loadView().then((v) => { setup(v); hook.ready = true; }).catch((err) => {
+  hook.error = String(err && err.stack ? err.stack : err);
+  $('title').textContent = `satpage view: ${err}`;
+  console.error(err);
+});
