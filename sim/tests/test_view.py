@@ -97,7 +97,7 @@ def test_the_sample_is_seeded_and_spread_over_the_run():
 def test_holdings_at_session_end_equal_pagers_replay_of_the_whole_chunk(run, view):
     """The sampled sessions are re-run on their own; pager's replay of the full chunk
     (every session) is the authority for what each satellite holds at the end."""
-    from satpage.replay import make_strategy
+    from satpage.simulate import strategy_for
 
     sc = run.scenario
     a = view.arrays
@@ -109,7 +109,7 @@ def test_holdings_at_session_end_equal_pagers_replay_of_the_whole_chunk(run, vie
     for chunk in np.unique(a["sess_index"] // c):
         ct = chunk_trace(run.world, int(chunk))
         for s, name in enumerate(names):
-            full = pager.replay(ct.trace, make_strategy(name))
+            full = pager.replay(ct.trace, strategy_for(sc, name))
             vsess = ct.trace.visit_session()
             for k in np.flatnonzero(a["sess_index"] // c == chunk):
                 local = int(a["sess_index"][k] - chunk * c)

@@ -259,16 +259,13 @@ def from_run(res, n_sample: int = DEFAULT_SAMPLE,
              on_progress: Callable[[str], None] | None = None) -> ViewData:
     """The view of a finished `satpage compare` run (a satpage.simulate.RunResult)."""
     from orbit_model import Constellation, PopulationGrid
-    from satpage.replay import make_strategy
-    from satpage.simulate import chunk_trace
+    from satpage.simulate import chunk_trace, strategy_for
     from satpage.version import code_version
 
     sc = res.scenario
     w = res.world
     names = list(res.costs)
-    st = sc.strategies
-    strategies = [(n, make_strategy(n, st.hot_k, st.push_recent_visits,
-                                    int(round(st.push_lead_s * 1e9)))) for n in names]
+    strategies = [(n, strategy_for(sc, n)) for n in names]
     frames = frame_times_ns(sc.duration_ns, sc.step_ns)
     bins = sc.network.load_bins
     edges = (np.arange(bins + 1, dtype=np.int64) * sc.duration_ns) // bins

@@ -144,6 +144,9 @@ function draw() {
   const g = canvas.getContext('2d');
   g.setTransform(st.dpr, 0, 0, st.dpr, 0, 0);
   g.drawImage(st.bg, 0, 0, st.W, st.H);
+  const parts = {};
+  let tp = performance.now();
+  const mark = (name) => { const now = performance.now(); parts[name] = now - tp; tp = now; };
   const f = st.frame;
   const N = v.meta.satellites;
   const tS = v.a.frame_t_s[f];
@@ -160,6 +163,7 @@ function draw() {
     X[i] = (ll[base + 2 * i + 1] + 18000) * kx;
   }
   const half = st.W / 2;
+  mark('positions');
   if (st.show.footprints) {
     drawCoverage(g, f);
     if (N <= 1000) {
@@ -179,6 +183,7 @@ function draw() {
       g.stroke();
     }
   }
+  mark('footprints');
   if (st.show.links) {
     const links = v.a.links;
     const { cap, max, L, Wn } = loadScale(s);
@@ -211,6 +216,7 @@ function draw() {
       g.stroke();
     });
   }
+  mark('links');
   if (st.show.clients) {
     const cl = v.a.client_latlon_cdeg;
     const ct = v.a.client_t_s;
@@ -223,6 +229,7 @@ function draw() {
     }
     g.fill();
   }
+  mark('clients');
   // satellites: those holding pages of the shown strategy in this window stand out
   const held = v.a.held_pages;
   const hb = (s * (v.shape.window_edges_s[0] - 1) + w) * N;
@@ -234,56 +241,74 @@ function draw() {
   for (let i = 0; i < N; i++) if (held[hb + i] > 0) g.rect(X[i] - 2, Y[i] - 2, 4, 4);
   g.fillStyle = '#39d0ff';
   g.fill();
+  mark('satellites');
   drawSession(g, f, X, Y);
   if (st.hover) drawHover(g, X, Y);
-  const ms = performance.now() - t0;
-  hook.drawMs.push(ms);
-  hook.frame = f;
+  mark('session');
   updatePanels(w);
+  mark('panels');
+  hook.drawMs.push(performance.now() - t0);
+  hook.parts = parts;
+  hook.frame = f;
   $('time').textContent = `t = ${hms(tS)} (frame ${f + 1}/${v.a.frame_t_s.length}, window ${w + 1})`;
 }
 
 
-// Coverage: how many satellites see each 0.5 deg cell above the minimum elevation,
+// Coverage: how many satellites see each 1 deg cell above the minimum elevation,
 // exact on the sphere (per row, the longitudes within the footprint's central angle),
 // accumulated as run-length differences: O(satellites x rows), not x cells, so 4,408
 // footprints cost about a millisecond; drawn as one scaled image, not 4,408 paths.
-const COV_COLS = 720;
-const COV_ROWS = 360;
+const COV_COLS = 360;
+const COV_ROWS = 180;
 function drawCoverage(g, f) {
   const v = st.v;
   const N = v.meta.satellites;
   if (!st.cov) {
+    const sinPhi = new Float64Array(COV_ROWS);
+    const cosPhi = new Float64Array(COV_ROWS);
+    for (let row = 0; row < COV_ROWS; row++) {
+      const phi = Math.PI / 2 - ((row + 0.5) * Math.PI) / COV_ROWS;
+      sinPhi[row] = Math.sin(phi);
+      cosPhi[row] = Math.cos(phi);
+    }
     st.cov = {
+      sinPhi, cosPhi, cosR: Float64Array.from(v.a.footprint_rad, Math.cos),
       diff: new Int32Array(COV_ROWS * (COV_COLS + 1)),
       canvas: Object.assign(document.createElement('canvas'), { width: COV_COLS, height: COV_ROWS }),
       img: new ImageData(COV_COLS, COV_ROWS),
     };
   }
   const { diff, canvas, img } = st.cov;
+  if (st.cov.frame === f) {            // hover redraws reuse the frame's coverage
+    g.imageSmoothingEnabled = true;
+    g.drawImage(canvas, 0, 0, st.W, st.H);
+    return;
+  }
+  st.cov.frame = f;
   diff.fill(0);
   const ll = v.a.sat_latlon_cdeg;
   const fr = v.a.footprint_rad;
   const base = f * N * 2;
   const cell = Math.PI / COV_ROWS;
   const W1 = COV_COLS + 1;
+  const colsPerRad = COV_COLS / (2 * Math.PI);
+  const { sinPhi, cosPhi, cosR } = st.cov;
   for (let i = 0; i < N; i++) {
     const lat = (ll[base + 2 * i] / 18000) * Math.PI;
     const lon = (ll[base + 2 * i + 1] / 18000) * Math.PI;
     const r = fr[i];
-    const cr = Math.cos(r);
+    const cr = cosR[i];
     const sl = Math.sin(lat);
     const cl = Math.cos(lat);
     const r0 = Math.max(0, Math.floor((Math.PI / 2 - lat - r) / cell));
     const r1 = Math.min(COV_ROWS - 1, Math.floor((Math.PI / 2 - lat + r) / cell));
+    const mid = (lon + Math.PI) * colsPerRad;
     for (let row = r0; row <= r1; row++) {
-      const phi = Math.PI / 2 - (row + 0.5) * cell;
-      const cp = Math.cos(phi);
-      const c = (cr - sl * Math.sin(phi)) / (cl * cp || 1e-12);
+      const c = (cr - sl * sinPhi[row]) / (cl * cosPhi[row] || 1e-12);
       if (c > 1) continue;
-      const dl = c <= -1 ? Math.PI : Math.acos(c);
-      let a = Math.floor(((lon - dl + Math.PI) / (2 * Math.PI)) * COV_COLS);
-      let b = Math.floor(((lon + dl + Math.PI) / (2 * Math.PI)) * COV_COLS);
+      const dl = (c <= -1 ? Math.PI : Math.acos(c)) * colsPerRad;
+      let a = Math.floor(mid - dl);
+      let b = Math.floor(mid + dl);
       if (b - a >= COV_COLS - 1) { a = 0; b = COV_COLS - 1; }
       const o = row * W1;
       if (a < 0) {
@@ -295,16 +320,19 @@ function drawCoverage(g, f) {
       diff[o + a] += 1; diff[o + b + 1] -= 1;
     }
   }
-  const px4 = img.data;
+  // one 32-bit write per cell (little-endian RGBA): uncovered cells darken the map,
+  // covered ones are tinted more the more satellites see them
+  const px32 = new Uint32Array(img.data.buffer);
+  const UNCOVERED = (70 << 24) >>> 0;
+  const tint = new Uint32Array(8);
+  for (let n = 1; n < 8; n++) tint[n] = (((14 + Math.round((40 * Math.min(n, 6)) / 6)) << 24) | (255 << 16) | (150 << 8) | 90) >>> 0;
   for (let row = 0; row < COV_ROWS; row++) {
     let n = 0;
     const o = row * W1;
+    const q = row * COV_COLS;
     for (let col = 0; col < COV_COLS; col++) {
       n += diff[o + col];
-      const q = 4 * (row * COV_COLS + col);
-      if (n === 0) { px4[q + 3] = 70; px4[q] = 0; px4[q + 1] = 0; px4[q + 2] = 0; continue; }
-      const t = Math.min(1, n / 6);
-      px4[q] = 90; px4[q + 1] = 150; px4[q + 2] = 255; px4[q + 3] = 14 + 40 * t;
+      px32[q + col] = n === 0 ? UNCOVERED : tint[n < 7 ? n : 7];
     }
   }
   canvas.getContext('2d').putImageData(img, 0, 0);
@@ -468,6 +496,9 @@ function drawHover(g, X, Y) {
 
 // -- panels --------------------------------------------------------------------------
 function updatePanels(w) {
+  const key = `${st.frame}/${st.strategy}/${st.session}`;
+  if (key === st.panelKey) return;
+  st.panelKey = key;
   const v = st.v;
   const a = v.a;
   const names = v.meta.strategies;
