@@ -53,14 +53,17 @@ BATCHES = (1, 16, 64)
 
 
 def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers: int, duration: float,
-            batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000) -> list[dict]:
-    """One bin/satload run (bounded in time and count): one JSON object per hop count."""
+            batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000,
+            tls_dir: str | None = None) -> list[dict]:
+    """One bin/satload run (bounded in time and count): one JSON object per hop count;
+    over mutual TLS with tls_dir's gateway certificate and token key, else plain text."""
+    security = ["--tls-dir", tls_dir] if tls_dir else ["--insecure"]
     out = subprocess.run(
         [str(find_binary("satload")), "--constellation", constellation,
          "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(base + 2),
          "--hops", hops, "--workers", str(workers), "--pages", "64", "--page-bytes", "4096",
          "--batch", str(batch), "--rate", str(rate), "--duration", f"{duration}s",
-         "--max-accesses", str(max_accesses), "--cpu-pids", str(pid_file)],
+         "--max-accesses", str(max_accesses), "--cpu-pids", str(pid_file), *security],
         capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"satload --hops {hops} --batch {batch} failed: {out.stderr.strip()}")
@@ -100,7 +103,8 @@ def main() -> int:
             rates = redis_benchmark(Path(tmp) / "redis" / "0.sock", 100_000 if not args.quick else 30_000, 16)
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            run = lambda h, **kw: satload(base, args.constellation, pid_file, h, **kw)  # noqa: E731
+            run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
+                                          **kw)
             print("baseline: gRPC health Check round trips", file=sys.stderr)
             echo_tp = run("echo", workers=args.workers, duration=dur)[0]
             echo_lat = run("echo", workers=4, duration=lat_s, rate=args.rate)[0]

@@ -51,10 +51,12 @@ def _start(state_dir, constellation="walker-star:150/10/1:500:87"):
     return load_state(state_dir)
 
 
-def _check_paper(gateway, seed):
+def _check_paper(gateway, seed, tls_dir):
+    """A given --target is reached with the TLS material named by $SATPAGE_TLS_DIR."""
     args = ("paper", "--runs", "1", "--seed", str(seed), "--json")
     engine = json.loads(_satpage(*args, "--backend", "engine").stdout)
-    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", gateway).stdout)
+    env = {**os.environ, "SATPAGE_TLS_DIR": tls_dir}
+    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", gateway, env=env).stdout)
     for key in QUANTITIES:
         assert through[key] == engine[key], (seed, key)
     assert through["backend"] == "cluster"
@@ -88,7 +90,7 @@ def _check_relayed_hops(cluster):
                     want_moves += 1
                     want_hops += int(hops[trails[s][owner[p]], trails[s][k]])
                 owner[p] = k
-    got = replay_trace(trace, "on-demand", target=cluster.gateway)
+    got = replay_trace(trace, "on-demand", target=cluster.gateway, tls_dir=cluster.tls_dir)
     assert (got["ondemand_moves"], got["ondemand_hops"]) == (want_moves, want_hops)
     assert got["accesses"] == 3 * v * per_visit
     assert got["pages_deleted"] == got["pages_created"]
@@ -106,7 +108,7 @@ def test_the_default_cluster_gives_the_engines_counts(tmp_path):
         out = _satpage("cluster", "status", "--state-dir", str(tmp_path), "--json")
         assert json.loads(out.stdout)["running"] is True
         for seed in (5, 2024):
-            _check_paper(cluster.gateway, seed)
+            _check_paper(cluster.gateway, seed, cluster.tls_dir)
         _check_relayed_hops(cluster)
         trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
                                   np.random.default_rng(0))

@@ -11,12 +11,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/metrics"
-	"github.com/satpage/satpage/services/internal/peers"
 )
 
 func main() {
@@ -44,15 +44,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	pool := peers.NewPool(cfg.PeerAddr)
-	defer pool.Close()
 	m := metrics.NewGateway()
-	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout})
+	sec, err := auth.Load(cfg, config.Gateway, log, m.Registry)
 	if err != nil {
 		return err
 	}
+	pool := sec.Pool(cfg.PeerAddr)
+	defer pool.Close()
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout,
+		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle})
+	if err != nil {
+		return err
+	}
+	go g.ExpireIdle(ctx)
 	log.Info("starting", "constellation", cfg.Constellation, "peer_template", cfg.PeerTemplate, "peer_port_base", cfg.PeerPortBase)
 	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: g.Register, Logger: log,
-		Services: []string{"satpage.v1.PageService", "satpage.v1.GatewayService"}})
+		Services:      []string{"satpage.v1.PageService", "satpage.v1.GatewayService"},
+		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
 }

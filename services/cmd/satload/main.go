@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/load"
@@ -36,6 +38,8 @@ func main() {
 	batch := fs.Int("batch", 1, "pages per request (1: ReadPage, more: ReadPages)")
 	rate := fs.Float64("rate", 0, "open-loop aggregate requests per second (0: closed loop, as fast as replies come)")
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
+	fs.StringVar(&c.TLSDir, "tls-dir", "", "TLS material of a secure cluster: satload acts with the gateway's certificate and token signing key (docs/security.md)")
+	fs.BoolVar(&c.Insecure, "insecure", false, "plain text (a cluster started --insecure)")
 	_ = fs.Parse(os.Args[1:])
 	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
 		fmt.Fprintln(os.Stderr, "satload: --duration <= 2m, 1 <= --workers <= 512, --pages >= 1, --page-bytes <= 1 MiB")
@@ -62,12 +66,27 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	var tok func(string) string
 	pool := peers.NewPool(c.PeerAddr)
+	if !c.Insecure {
+		if c.TLSDir == "" {
+			fmt.Fprintln(os.Stderr, "satload: --tls-dir (or --insecure for a cluster started --insecure)")
+			os.Exit(2)
+		}
+		c.Index = 0
+		sec, err := auth.Load(c, config.Gateway, slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "satload:", err)
+			os.Exit(2)
+		}
+		pool = sec.Pool(c.PeerAddr)
+		tok = func(s string) string { t, _ := sec.Issuer.Issue(s, uint32(*pages)); return t }
+	}
 	defer pool.Close()
 	enc := json.NewEncoder(os.Stdout)
 	for _, h := range strings.Split(*hops, ",") {
 		o := load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes, Duration: *duration,
-			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids}
+			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids, Token: tok}
 		var res load.Result
 		if h = strings.TrimSpace(h); h == "echo" {
 			res, err = load.Echo(ctx, g, pool, o)

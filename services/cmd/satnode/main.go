@@ -11,11 +11,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
-	"github.com/satpage/satpage/services/internal/peers"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -50,9 +50,13 @@ func run() error {
 		}
 	}
 	defer st.Close()
-	pool := peers.NewPool(cfg.PeerAddr)
-	defer pool.Close()
 	m := metrics.NewNode(cfg.Index)
+	sec, err := auth.Load(cfg, config.Satnode, log, m.Registry)
+	if err != nil {
+		return err
+	}
+	pool := sec.Pool(cfg.PeerAddr)
+	defer pool.Close()
 	n, err := node.New(node.Options{Index: uint32(cfg.Index), Grid: grid, Store: st, Peers: pool,
 		Logger: log, Metrics: m, PageBytes: cfg.PageBytes})
 	if err != nil {
@@ -62,5 +66,6 @@ func run() error {
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
 	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
-		Services: []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"}})
+		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},
+		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
 }

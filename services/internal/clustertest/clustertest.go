@@ -6,6 +6,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -15,17 +16,21 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/auth"
+	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
 	"github.com/satpage/satpage/services/internal/store"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 // Cluster is an in-process constellation.
@@ -40,6 +45,8 @@ type Cluster struct {
 	mu   sync.Mutex // guards down
 	down map[uint32]bool
 	lis  map[string]*bufconn.Listener
+
+	tlsDir string
 }
 
 // Options tune New.
@@ -48,6 +55,11 @@ type Options struct {
 	Store func(t testing.TB, i int) store.PageStore
 	// Interceptor, if set, wraps every node's unary handlers (fault injection).
 	Interceptor func(i int) grpc.UnaryServerInterceptor
+	// TLSDir, if set, makes the cluster secure as the daemons are by default
+	// (mutual TLS with this material, access policy, session tokens;
+	// tlstest.Write makes it). Gateway and Control then present the client
+	// certificate; Satellite clients present none.
+	TLSDir string
 }
 
 // New starts every satellite of spec and a gateway.
@@ -61,7 +73,7 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}}
+	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir}
 	for i := range s.Satellites {
 		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
 	}
@@ -72,7 +84,8 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 			st = o.Store(t, i)
 		}
 		m := metrics.NewNode(i)
-		pool := c.Pool()
+		sec := c.security(t, config.Satnode, i)
+		pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
 		n, err := node.New(node.Options{Index: uint32(i), Grid: grid, Store: st, Peers: pool, Metrics: m, PageBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +96,7 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 				chain = append(chain, ic)
 			}
 		}
-		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...))
+		srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...))...)
 		n.Register(srv)
 		go srv.Serve(c.lis["sat-"+strconv.Itoa(i)])
 		t.Cleanup(func() { srv.Stop(); pool.Close(); st.Close() })
@@ -100,15 +113,24 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 			}
 		}
 	})
-	gpool := c.Pool()
-	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool})
+	gsec := c.security(t, config.Gateway, -1)
+	gpool := gsec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool, Issuer: gsec.Issuer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gsrv := grpc.NewServer()
+	gsrv := grpc.NewServer(gsec.ServerOptions()...)
 	g.Register(gsrv)
 	go gsrv.Serve(c.lis["gateway"])
 	conn := c.dial(t, "gateway")
+	if o.TLSDir != "" {
+		cm, err := tlsconf.LoadClient(o.TLSDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		conn = c.DialAs(t, "gateway", credentials.NewTLS(cm.Client(tlsconf.GatewayName())))
+	}
 	t.Cleanup(func() { conn.Close(); gsrv.Stop(); gpool.Close() })
 	c.Gateway = satpagev1.NewPageServiceClient(conn)
 	c.Control = satpagev1.NewGatewayServiceClient(conn)
@@ -156,15 +178,32 @@ func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
 	return l.DialContext(ctx)
 }
 
-// Pool is a peers.Pool that dials the in-process satellites.
+func (c *Cluster) addr(i uint32) string { return "passthrough:///sat-" + strconv.Itoa(int(i)) }
+
+// security is satellite i's (or the gateway's) security: insecure without a TLS dir.
+func (c *Cluster) security(t testing.TB, role config.Role, i int) *auth.Security {
+	cfg := config.DefaultConfig()
+	cfg.Index, cfg.TLSDir, cfg.Insecure = i, c.tlsDir, c.tlsDir == ""
+	sec, err := auth.Load(cfg, role, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sec
+}
+
+// Pool is a peers.Pool that dials the in-process satellites (in plain text).
 func (c *Cluster) Pool() *peers.Pool {
-	return peers.NewPool(func(i uint32) string { return "passthrough:///sat-" + strconv.Itoa(int(i)) },
-		grpc.WithContextDialer(c.dialer), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return peers.NewPool(c.addr, grpc.WithContextDialer(c.dialer), grpc.WithTransportCredentials(insecure.NewCredentials()))
 }
 
 func (c *Cluster) dial(t testing.TB, name string) *grpc.ClientConn {
+	return c.DialAs(t, name, insecure.NewCredentials())
+}
+
+// DialAs connects to "gateway" or "sat-<i>" with the given transport credentials.
+func (c *Cluster) DialAs(t testing.TB, name string, creds credentials.TransportCredentials) *grpc.ClientConn {
 	conn, err := grpc.NewClient("passthrough:///"+name, grpc.WithContextDialer(c.dialer),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+		grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,23 @@ type Config struct {
 	RPCTimeout    time.Duration // deadline the gateway gives a request that has none
 	LogLevel      string        // debug | info | warn | error
 	LogFormat     string        // json | text
+
+	// Security (docs/security.md).
+	TLSDir        string        // TLS material: ca.pem, <role>.pem, <role>-key.pem, token keys
+	Insecure      bool          // plain text, no checks: debugging only (warns at every start)
+	Reflection    bool          // serve gRPC reflection (to callers with a certificate)
+	Pprof         bool          // serve /debug/pprof on the metrics port
+	HealthListen  string        // plain-text gRPC health only (kubelet probes); "" or "off": none
+	TokenTTL      time.Duration // lifetime of the session tokens the gateway issues
+	SigningKey    string        // gateway: token signing key ("": <tls-dir>/token-signing-key.pem)
+	VerifyKeys    string        // token verification keys ("": <tls-dir>/token-verify-keys.pem)
+	MaxTablePages int           // largest page table a session may register (and the default)
+	MaxMessageMiB int           // largest gRPC message received or sent
+	MaxStreams    int           // concurrent RPCs per connection
+	RateLimit     float64       // requests/s per caller (clients; satellites and gateway exempt); 0: off
+	RateBurst     int           // token-bucket depth of RateLimit
+	SessionIdle   time.Duration // gateway: a session idle this long is ended; 0: never
+	StoreQuota    float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
 }
 
 // DefaultConfig is the documented defaults (services/README.md).
@@ -62,6 +79,16 @@ func DefaultConfig() Config {
 		RPCTimeout:    30 * time.Second,
 		LogLevel:      "info",
 		LogFormat:     "json",
+		TLSDir:        "/etc/satpage/tls",
+		HealthListen:  "off",
+		TokenTTL:      24 * time.Hour,
+		MaxTablePages: 4096,
+		MaxMessageMiB: 32,
+		MaxStreams:    256,
+		RateLimit:     2000,
+		RateBurst:     400,
+		SessionIdle:   time.Hour,
+		StoreQuota:    0.8,
 	}
 }
 
@@ -107,6 +134,35 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("--log-format %q is not json or text", c.LogFormat)
+	}
+	if !c.Insecure && c.TLSDir == "" {
+		bad("--tls-dir is empty (give the TLS material, or --insecure for debugging)")
+	}
+	if c.HealthListen != "" && c.HealthListen != "off" {
+		if _, _, err := net.SplitHostPort(c.HealthListen); err != nil {
+			bad("--health-listen %q is not host:port (or off)", c.HealthListen)
+		}
+	}
+	if c.TokenTTL < time.Second {
+		bad("--token-ttl %v is under a second", c.TokenTTL)
+	}
+	if c.MaxTablePages < 1 || c.MaxTablePages > 1<<24 {
+		bad("--max-table-pages %d outside [1, %d]", c.MaxTablePages, 1<<24)
+	}
+	if c.MaxMessageMiB < 1 || c.MaxMessageMiB > 1024 {
+		bad("--max-message-mib %d outside [1, 1024]", c.MaxMessageMiB)
+	}
+	if c.MaxStreams < 1 {
+		bad("--max-streams %d is not positive", c.MaxStreams)
+	}
+	if c.RateLimit < 0 || c.RateBurst < 1 {
+		bad("--rate-limit %v must be >= 0 and --rate-burst %d >= 1", c.RateLimit, c.RateBurst)
+	}
+	if c.SessionIdle < 0 {
+		bad("--session-idle %v is negative", c.SessionIdle)
+	}
+	if c.StoreQuota < 0 || c.StoreQuota > 0.95 {
+		bad("--store-quota %v outside [0, 0.95]", c.StoreQuota)
 	}
 	if role == Satnode {
 		if c.Index < 0 || (spec.Satellites > 0 && c.Index >= spec.Satellites) {
@@ -191,6 +247,14 @@ func num(p func(*Config) *int) func(*flag.FlagSet, *Config, string, string) {
 	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.IntVar(p(c), name, *p(c), help) }
 }
 
+func boolean(p func(*Config) *bool) func(*flag.FlagSet, *Config, string, string) {
+	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.BoolVar(p(c), name, *p(c), help) }
+}
+
+func float(p func(*Config) *float64) func(*flag.FlagSet, *Config, string, string) {
+	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.Float64Var(p(c), name, *p(c), help) }
+}
+
 func dur(p func(*Config) *time.Duration) func(*flag.FlagSet, *Config, string, string) {
 	return func(fs *flag.FlagSet, c *Config, name, help string) { fs.DurationVar(p(c), name, *p(c), help) }
 }
@@ -210,6 +274,21 @@ var settings = []setting{
 	{"rpc-timeout", "SATPAGE_RPC_TIMEOUT", "deadline given to requests that carry none", dur(func(c *Config) *time.Duration { return &c.RPCTimeout })},
 	{"log-level", "SATPAGE_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 	{"log-format", "SATPAGE_LOG_FORMAT", "json or text", str(func(c *Config) *string { return &c.LogFormat })},
+	{"tls-dir", "SATPAGE_TLS_DIR", "TLS material (ca.pem, satellite-<i>.pem, gateway.pem, token keys; docs/security.md)", str(func(c *Config) *string { return &c.TLSDir })},
+	{"insecure", "SATPAGE_INSECURE", "plain text and no access control: debugging only", boolean(func(c *Config) *bool { return &c.Insecure })},
+	{"reflection", "SATPAGE_REFLECTION", "serve gRPC server reflection (to callers with a certificate)", boolean(func(c *Config) *bool { return &c.Reflection })},
+	{"pprof", "SATPAGE_PPROF", "serve /debug/pprof on the metrics port", boolean(func(c *Config) *bool { return &c.Pprof })},
+	{"health-listen", "SATPAGE_HEALTH_LISTEN", "plain-text gRPC health service only, for kubelet probes (off disables)", str(func(c *Config) *string { return &c.HealthListen })},
+	{"token-ttl", "SATPAGE_TOKEN_TTL", "gateway: lifetime of the session tokens it issues", dur(func(c *Config) *time.Duration { return &c.TokenTTL })},
+	{"token-signing-key", "SATPAGE_TOKEN_SIGNING_KEY", "gateway: Ed25519 token signing key (default <tls-dir>/token-signing-key.pem)", str(func(c *Config) *string { return &c.SigningKey })},
+	{"token-verify-keys", "SATPAGE_TOKEN_VERIFY_KEYS", "Ed25519 token verification keys, PEM (default <tls-dir>/token-verify-keys.pem)", str(func(c *Config) *string { return &c.VerifyKeys })},
+	{"max-table-pages", "SATPAGE_MAX_TABLE_PAGES", "largest page table a session may register (and the default)", num(func(c *Config) *int { return &c.MaxTablePages })},
+	{"max-message-mib", "SATPAGE_MAX_MESSAGE_MIB", "largest gRPC message received or sent, MiB", num(func(c *Config) *int { return &c.MaxMessageMiB })},
+	{"max-streams", "SATPAGE_MAX_STREAMS", "concurrent RPCs per connection", num(func(c *Config) *int { return &c.MaxStreams })},
+	{"rate-limit", "SATPAGE_RATE_LIMIT", "requests/s per client (token bucket; satellites and gateway exempt; 0 off)", float(func(c *Config) *float64 { return &c.RateLimit })},
+	{"rate-burst", "SATPAGE_RATE_BURST", "token-bucket depth of --rate-limit", num(func(c *Config) *int { return &c.RateBurst })},
+	{"session-idle", "SATPAGE_SESSION_IDLE", "gateway: end a session idle this long (0 never)", dur(func(c *Config) *time.Duration { return &c.SessionIdle })},
+	{"store-quota", "SATPAGE_STORE_QUOTA", "satnode: refuse new page frames above this fraction of Redis maxmemory (0 off)", float(func(c *Config) *float64 { return &c.StoreQuota })},
 }
 
 // Load reads the environment (getenv), then the flags in args (flags win),

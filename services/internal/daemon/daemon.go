@@ -1,6 +1,7 @@
-// Package daemon runs a gRPC server with the standard health service and
-// server reflection, and a Prometheus /metrics endpoint, until its context
-// ends; then it stops gracefully, forcing the stop after a timeout.
+// Package daemon runs a gRPC server with the standard health service (and
+// server reflection when asked), a Prometheus /metrics endpoint, and
+// optionally a plain-text health-only port for kubelet probes, until its
+// context ends; then it stops gracefully, forcing the stop after a timeout.
 package daemon
 
 import (
@@ -37,6 +38,16 @@ type Options struct {
 	// Close, if set, ends the service's background work once the server has
 	// stopped (node.Node.Close), within what is left of StopTimeout.
 	Close func(ctx context.Context) error
+	// ServerOptions of the gRPC server (transport security, interceptors,
+	// limits); default peers.ServerOptions() in plain text.
+	ServerOptions []grpc.ServerOption
+	// Reflection serves gRPC server reflection (off by default: it lists every RPC).
+	Reflection bool
+	// Pprof serves /debug/pprof on the metrics port (off by default).
+	Pprof bool
+	// HealthListen, unless "" or "off", serves only the health service in plain
+	// text there (kubelet's gRPC probes speak no TLS).
+	HealthListen string
 }
 
 // Run serves until ctx is done, then stops: health turns NOT_SERVING, the
@@ -51,11 +62,29 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listen on %q: %w", o.Listen, err)
 	}
-	srv := grpc.NewServer(peers.ServerOptions()...)
+	sopts := o.ServerOptions
+	if sopts == nil {
+		sopts = peers.ServerOptions()
+	}
+	srv := grpc.NewServer(sopts...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
-	reflection.Register(srv)
+	if o.Reflection {
+		reflection.Register(srv)
+	}
 	o.Register(srv)
+	var healthSrv *grpc.Server
+	if o.HealthListen != "" && o.HealthListen != "off" {
+		hl, err := net.Listen("tcp", o.HealthListen)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("listen on %q for health: %w", o.HealthListen, err)
+		}
+		healthSrv = grpc.NewServer()
+		healthpb.RegisterHealthServer(healthSrv, hs)
+		go func() { _ = healthSrv.Serve(hl) }()
+		log.Info("health listening (plain text, health only)", "addr", hl.Addr().String())
+	}
 	for _, s := range append([]string{""}, o.Services...) {
 		hs.SetServingStatus(s, healthpb.HealthCheckResponse_SERVING)
 	}
@@ -68,7 +97,7 @@ func Run(ctx context.Context, o Options) error {
 			lis.Close()
 			return fmt.Errorf("listen on %q for metrics: %w", o.MetricsListen, err)
 		}
-		metricsSrv = &http.Server{Handler: metrics.Handler(o.Registry), ReadHeaderTimeout: 5 * time.Second}
+		metricsSrv = &http.Server{Handler: metrics.Handler(o.Registry, o.Pprof), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := metricsSrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("metrics server: %w", err)
@@ -96,6 +125,9 @@ func Run(ctx context.Context, o Options) error {
 	hs.Shutdown() // every service NOT_SERVING: load balancers and probes stop sending
 	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), o.StopTimeout)
 	defer cancelStop()
+	if healthSrv != nil {
+		defer healthSrv.Stop()
+	}
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {

@@ -22,6 +22,7 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/token"
 )
 
 // MaxVisits bounds a registered schedule.
@@ -34,6 +35,7 @@ type Gateway struct {
 	log        *slog.Logger
 	m          *metrics.Gateway
 	rpcTimeout time.Duration
+	sec        security
 
 	mu       sync.Mutex // guards sessions (the map, not the sessions)
 	sessions map[string]*session
@@ -50,6 +52,7 @@ type session struct {
 	tables   []uint32 // page-table size handed over at each handover done
 	stats    satpagev1.SessionStatsResponse
 	ended    bool
+	used     time.Time // last request (idle expiry)
 }
 
 // Options are what New needs.
@@ -59,6 +62,12 @@ type Options struct {
 	Logger     *slog.Logger
 	Metrics    *metrics.Gateway
 	RPCTimeout time.Duration
+	// Issuer signs session tokens (nil: --insecure, RegisterSession returns none).
+	Issuer *token.Issuer
+	// MaxTablePages bounds (and defaults) a session's page-table size (default 4096).
+	MaxTablePages uint32
+	// SessionIdle: ExpireIdle ends sessions idle this long (0: never).
+	SessionIdle time.Duration
 }
 
 // New builds a gateway (the caller closes Peers).
@@ -75,7 +84,11 @@ func New(o Options) (*Gateway, error) {
 	if o.RPCTimeout <= 0 {
 		o.RPCTimeout = 30 * time.Second
 	}
+	if o.MaxTablePages == 0 {
+		o.MaxTablePages = 4096
+	}
 	return &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
+		sec:      security{issuer: o.Issuer, maxTablePages: o.MaxTablePages, idle: o.SessionIdle},
 		sessions: map[string]*session{}}, nil
 }
 
@@ -103,6 +116,10 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 				req.SessionId, i, v.StartNs, i-1, req.Visits[i-1].StartNs, errs.ErrInvalid)
 		}
 	}
+	if req.TablePages > g.sec.maxTablePages {
+		return fmt.Errorf("session %q: table_pages %d exceeds the gateway's --max-table-pages %d: %w",
+			req.SessionId, req.TablePages, g.sec.maxTablePages, errs.ErrInvalid)
+	}
 	strategy := req.Strategy
 	switch strategy {
 	case satpagev1.Strategy_STRATEGY_UNSPECIFIED:
@@ -111,7 +128,7 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 	default:
 		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, strategy, errs.ErrInvalid)
 	}
-	s := &session{id: req.SessionId, visits: req.Visits, strategy: strategy}
+	s := &session{id: req.SessionId, visits: req.Visits, strategy: strategy, used: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g.mu.Lock()
@@ -148,6 +165,7 @@ func (g *Gateway) acquire(id string) (*session, func(), error) {
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("session %q has ended: %w", id, errs.ErrUnknownSession)
 	}
+	s.used = time.Now()
 	return s, s.mu.Unlock, nil
 }
 
@@ -496,7 +514,7 @@ func (s *gatewayServer) RegisterSession(ctx context.Context, req *satpagev1.Regi
 	if err != nil {
 		return nil, s.g.done(ctx, "RegisterSession", start, err)
 	}
-	return &satpagev1.RegisterSessionResponse{}, s.g.done(ctx, "RegisterSession", start, nil)
+	return s.g.capability(req), s.g.done(ctx, "RegisterSession", start, nil)
 }
 
 func (s *gatewayServer) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {

@@ -28,10 +28,12 @@ import (
 	"time"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/token"
 )
 
 // Options bound one measurement.
@@ -46,6 +48,17 @@ type Options struct {
 	RatePerS  float64       // open-loop aggregate requests per second (0: closed loop)
 	Seed      uint64
 	CPUPids   []int // cluster processes whose CPU time is metered (may be empty)
+	// Token, if set, is the capability of a session (a secure cluster wants one
+	// on every PageService request; docs/security.md).
+	Token func(session string) string
+}
+
+// withToken puts session's token (if any) on the outgoing metadata.
+func withToken(ctx context.Context, o Options, session string) context.Context {
+	if o.Token == nil {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, token.MetadataKey, o.Token(session))
 }
 
 // Result is one measurement.
@@ -292,10 +305,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 type session struct {
 	id             string
 	serving, other uint32
+	tok            func(string) string
 }
 
 func open(ctx context.Context, pool peers.Dialer, id string, pair [2]uint32, o Options, data []byte) (*session, error) {
 	a := pair[0]
+	ctx = withToken(ctx, o, id)
 	pa, err := pool.Page(a)
 	if err != nil {
 		return nil, err
@@ -307,7 +322,7 @@ func open(ctx context.Context, pool peers.Dialer, id string, pair [2]uint32, o O
 	if _, err := sa.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: id}); err != nil {
 		return nil, fmt.Errorf("open %s at %d: %w", id, a, err)
 	}
-	ss := &session{id: id, serving: a, other: pair[1]}
+	ss := &session{id: id, serving: a, other: pair[1], tok: o.Token}
 	for p := range uint32(o.Pages) {
 		if _, err := pa.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: id, Page: p, Data: data}); err != nil {
 			return ss, fmt.Errorf("write page %d at %d: %w", p, a, err)
@@ -319,6 +334,7 @@ func open(ctx context.Context, pool peers.Dialer, id string, pair [2]uint32, o O
 func (ss *session) end(pool peers.Dialer) {
 	if c, err := pool.Page(ss.serving); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx = withToken(ctx, Options{Token: ss.tok}, ss.id)
 		_, _ = c.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: ss.id})
 		cancel()
 	}
@@ -328,6 +344,7 @@ func (ss *session) end(pool peers.Dialer) {
 // rounds (not timed), until the pacer stops it.
 func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLen int, pace *pacer) (tally, error) {
 	var t tally
+	ctx = withToken(ctx, o, ss.id)
 	want := satpagev1.Outcome_OUTCOME_MOVED
 	if o.Hops == 0 {
 		want = satpagev1.Outcome_OUTCOME_LOCAL

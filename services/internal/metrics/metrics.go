@@ -86,11 +86,15 @@ func NewGateway() *Gateway {
 	return m
 }
 
-// Handler serves a registry at /metrics, and the Go profiler at /debug/pprof/
-// (the metrics port is an operator's port, like the kubelet's).
-func Handler(r *prometheus.Registry) http.Handler {
+// Handler serves a registry at /metrics, and with withPprof the Go profiler at
+// /debug/pprof/ (off by default: the metrics port has no authentication, and a
+// profile or trace exposes memory contents and costs CPU on demand).
+func Handler(r *prometheus.Registry, withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r, promhttp.HandlerOpts{Registry: r}))
+	if !withPprof {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)

@@ -24,6 +24,7 @@ type Dialer interface {
 type Pool struct {
 	addr func(uint32) string
 	opts []grpc.DialOption
+	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 
 	mu    sync.Mutex // guards conns
 	conns map[uint32]*grpc.ClientConn
@@ -73,13 +74,28 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	return &Pool{addr: addr, opts: opts, conns: map[uint32]*grpc.ClientConn{}}
 }
 
+// NewPoolPer is NewPool with per(i) added to the options of satellite i (its
+// transport credentials: TLS checking the certificate names satellite i).
+func NewPoolPer(addr func(uint32) string, per func(uint32) []grpc.DialOption, opts ...grpc.DialOption) *Pool {
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{}
+	}
+	p := NewPool(addr, append(opts, grpc.EmptyDialOption{})...)
+	p.per = per
+	return p
+}
+
 func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.conns[i]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(p.addr(i), p.opts...)
+	opts := p.opts
+	if p.per != nil {
+		opts = append(append([]grpc.DialOption{}, p.opts...), p.per(i)...)
+	}
+	c, err := grpc.NewClient(p.addr(i), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial satellite %d at %q: %v: %w", i, p.addr(i), err, errs.ErrUnavailable)
 	}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["TOKEN_METADATA_KEY", "insecure_channel", "open_channel", "secure_channel",
-           "tls_dir_for", "token_metadata"]
+__all__ = ["TOKEN_METADATA_KEY", "insecure_channel", "open_channel", "register_tls_dir",
+           "secure_channel", "tls_dir_for", "token_metadata"]
 
 #: gRPC metadata key of the session capability token.
 TOKEN_METADATA_KEY = "satpage-token"
@@ -45,13 +45,28 @@ def insecure_channel(target: str, *, options: list | None = None):
     return grpc.insecure_channel(target, options=options or [])
 
 
+#: TLS directories of clusters started in this process (gateway -> tls_dir).
+_KNOWN: dict[str, str] = {}
+
+
+def register_tls_dir(gateway: str, tls_dir: str | None) -> None:
+    """Remember (or with None forget) the TLS directory of a cluster this process started."""
+    if tls_dir is None:
+        _KNOWN.pop(gateway, None)
+    else:
+        _KNOWN[gateway] = tls_dir
+
+
 def tls_dir_for(target: str) -> Path | None:
-    """The TLS directory to reach target with: ``$SATPAGE_TLS_DIR``; else the
-    tls_dir of the local cluster recorded in ``$SATPAGE_CLUSTER_DIR`` (default
-    .cluster) when its gateway is target; else None (plain text)."""
+    """The TLS directory to reach target with: ``$SATPAGE_TLS_DIR``; else that of
+    a cluster this process started (register_tls_dir); else the tls_dir of the
+    local cluster recorded in ``$SATPAGE_CLUSTER_DIR`` (default .cluster) when
+    its gateway is target; else None (plain text)."""
     env = os.environ.get("SATPAGE_TLS_DIR")
     if env:
         return Path(env)
+    if target in _KNOWN:
+        return Path(_KNOWN[target])
     from satpage.cluster.local import load_state
 
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from satpage.cluster.channel import open_channel, tls_dir_for, token_metadata
 from satpage.cluster.local import (
     DEFAULT_CONSTELLATION,
     cluster_down,
@@ -76,8 +77,10 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
     sats = trace.visit_satellite[v0:v1]
     starts = trace.visit_start_ns[v0:v1]
     visits = [pb.Visit(satellite=int(a), start_ns=int(b)) for a, b in zip(sats, starts, strict=True)]
-    control.RegisterSession(pb.RegisterSessionRequest(session_id=session_id, visits=visits,
-                                                      strategy=strategy), timeout=RPC_TIMEOUT_S)
+    reg = control.RegisterSession(pb.RegisterSessionRequest(
+        session_id=session_id, visits=visits, strategy=strategy, table_pages=int(trace.n_pages)),
+        timeout=RPC_TIMEOUT_S)
+    md = token_metadata(reg.token)  # the session's capability, on every later call
     rows = np.zeros((nv, nv), dtype=np.int64)
     totals = np.zeros(nv, dtype=np.int64)
     st = None
@@ -94,10 +97,12 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
                 e = min(a1, b + 50_000)
                 page.ReadPages(pb.ReadPagesRequest(
                     session_id=session_id, pages=trace.access_page[b:e].tolist(),
-                    scenario_time_ns=t[b - a0:e - a0].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S)
+                    scenario_time_ns=t[b - a0:e - a0].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S,
+                    metadata=md)
             if rows_wanted or k == nv - 1:
                 st = control.SessionStats(pb.SessionStatsRequest(
-                    session_id=session_id, scenario_time_ns=int(starts[k])), timeout=RPC_TIMEOUT_S)
+                    session_id=session_id, scenario_time_ns=int(starts[k])), timeout=RPC_TIMEOUT_S,
+                    metadata=md)
                 rows[k, : k + 1] = st.frames_by_visit
                 totals[k] = st.table_pages[-1]
         assert st is not None
@@ -108,7 +113,7 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
     finally:
         end = page.EndSession(pb.EndSessionRequest(session_id=session_id,
                                                    scenario_time_ns=int(starts[-1])),
-                              timeout=RPC_TIMEOUT_S)
+                              timeout=RPC_TIMEOUT_S, metadata=md)
     return SessionCounts(rows=rows, totals=totals, ondemand_moves=st.ondemand_moves,
                          ondemand_hops=st.ondemand_hops, proactive_moves=st.proactive_moves,
                          proactive_hops=st.proactive_hops, accesses=st.accesses,
@@ -116,9 +121,12 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
 
 
 def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
-                    concurrency: int = DEFAULT_CONCURRENCY) -> list[SessionCounts]:
+                    concurrency: int = DEFAULT_CONCURRENCY,
+                    tls_dir: Path | None = None) -> list[SessionCounts]:
     """Replay every session of trace with strategy (``"on-demand"``, ``"proactive"``
-    or a pager strategy with that ``name``) through the gateway at target."""
+    or a pager strategy with that ``name``) through the gateway at target, over
+    mutual TLS with the material in tls_dir (default: ``tls_dir_for(target)``;
+    plain text when there is none)."""
     import grpc
 
     from satpage.rpc import satpage_pb2_grpc as pbg
@@ -126,7 +134,9 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
     code = _strategy(strategy)
     prefix = uuid.uuid4().hex[:10]
     opts = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
-    with grpc.insecure_channel(target, options=opts) as ch:
+    if tls_dir is None:
+        tls_dir = tls_dir_for(target)
+    with open_channel(target, tls_dir, options=opts) as ch:
         try:
             grpc.channel_ready_future(ch).result(timeout=10)
         except grpc.FutureTimeoutError:
@@ -197,11 +207,13 @@ def _free_port_base(constellation: str) -> int:
     raise OSError(f"no free range of {n} loopback ports found")
 
 
-def replay_trace(trace, strategy, *, target: str | None = None) -> dict[str, int]:
+def replay_trace(trace, strategy, *, target: str | None = None,
+                 tls_dir: Path | None = None) -> dict[str, int]:
     """Replay trace with one strategy and return its totals as plain numbers
-    (the ``satpage compare --backend cluster`` interface)."""
+    (the ``satpage compare --backend cluster`` interface); tls_dir as in
+    replay_sessions."""
     with resolve_target(target) as gw:
-        res = replay_sessions(trace, strategy, gw, rows=False)
+        res = replay_sessions(trace, strategy, gw, rows=False, tls_dir=tls_dir)
     out = {"sessions": len(res), "accesses": 0, "pages_created": 0, "ondemand_moves": 0,
            "ondemand_hops": 0, "handover_moves": 0, "handover_hops": 0, "pages_left_behind": 0,
            "pages_deleted": 0}

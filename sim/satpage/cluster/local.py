@@ -22,6 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from satpage.cluster.channel import register_tls_dir
+
 __all__ = [
     "DEFAULT_CONSTELLATION",
     "DEFAULT_PORT_BASE",
@@ -200,14 +202,20 @@ def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> N
         time.sleep(0.05)
 
 
-def _grpc_serving(addrs: list[str], timeout_s: float) -> list[str]:
-    """The addresses whose standard gRPC health check does not say SERVING."""
+def _grpc_serving(addrs: list[str], timeout_s: float, tls_dir: str | None = None,
+                  server_names: list[str] | None = None) -> list[str]:
+    """The addresses whose standard gRPC health check does not say SERVING (over
+    TLS with tls_dir, checking that addrs[k] presents server_names[k])."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from satpage.cluster.channel import insecure_channel, secure_channel
+
     bad = []
-    for a in addrs:
-        with grpc.insecure_channel(a) as ch:
+    for k, a in enumerate(addrs):
+        ch = (insecure_channel(a) if tls_dir is None else
+              secure_channel(a, Path(tls_dir), server_name=server_names[k], client_cert=False))
+        with ch:
             try:
                 r = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(),
                                                          timeout=timeout_s)
@@ -220,10 +228,15 @@ def _grpc_serving(addrs: list[str], timeout_s: float) -> list[str]:
 
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
-               isl_schedule: Path | None = None, timeout_s: float = 120.0) -> ClusterState:
+               isl_schedule: Path | None = None, timeout_s: float = 120.0,
+               insecure: bool = False) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
+
+    Secure by default: a fresh CA, certificates and token keys are written to
+    ``<state_dir>/tls`` (docs/security.md) and every connection is mutual TLS;
+    insecure=True starts plain-text daemons with no access control (debugging).
 
     Raises OSError when a cluster is already recorded in state_dir and running, when
     a port is taken, or when a process does not come up (the ones started are
@@ -257,10 +270,17 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         isl_schedule = Path(isl_schedule).resolve()
         digest = schedule_digest(isl_schedule)
         schedule_args = ["--isl-schedule", str(isl_schedule)]
+    tls_dir = None
+    security_args = ["--insecure"]
+    if not insecure:
+        from satpage.cluster.certs import write_tls_dir
+
+        tls_dir = str(write_tls_dir(sdir / "tls", n).tls_dir)
+        security_args = ["--tls-dir", tls_dir]
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),
-                         isl_schedule_sha256=digest)
+                         isl_schedule_sha256=digest, tls_dir=tls_dir)
     records = state.processes
     try:
         _save(state)
@@ -286,7 +306,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                     "--metrics-listen", f"127.0.0.1:{port_base + 2 + n + i}",
                     "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
                     "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                    "--log-level", "warn", "--stop-timeout", "5s", *schedule_args]
+                    "--log-level", "warn", "--stop-timeout", "5s", *schedule_args, *security_args]
             records.append(_spawn("satnode", i, argv, log_dir, env))
         _save(state)
         sat_addrs = [state.satellite_addr(i) for i in range(n)]
@@ -295,19 +315,28 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         argv = [str(gateway), "--constellation", constellation, "--listen", state.gateway,
                 "--metrics-listen", f"127.0.0.1:{port_base + 1}",
                 "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                "--log-level", "warn", "--stop-timeout", "5s"]
+                "--log-level", "warn", "--stop-timeout", "5s", *security_args]
         gw_env = {k: v for k, v in env.items() if k != "GOMAXPROCS"}  # the gateway fans out
         records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
         _save(state)
         _wait("the gateway to listen", lambda: not _port_free(port_base), timeout_s, records)
-        bad = _grpc_serving(sat_addrs + [state.gateway], timeout_s=5.0)
+        bad = _grpc_serving(sat_addrs + [state.gateway], timeout_s=5.0, tls_dir=tls_dir,
+                            server_names=_server_names(n))
         if bad:
             raise OSError(f"not SERVING by gRPC health: {bad[:5]}")
     except BaseException:
         cluster_down(sdir)
         raise
+    register_tls_dir(state.gateway, state.tls_dir)  # replays in this process find the material
     log.info("cluster up: %d satellites, gateway %s, state %s", n, state.gateway, sdir)
     return state
+
+
+def _server_names(n: int) -> list[str]:
+    """TLS server names of satellites 0..n-1, then the gateway."""
+    from satpage.cluster.certs import satellite_name
+
+    return [satellite_name(i) for i in range(n)] + ["gateway.satpage"]
 
 
 def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) -> dict:
@@ -330,7 +359,8 @@ def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) 
            "processes": len(state.processes), "dead": dead}
     if check_health and alive["satnode"] + alive["gateway"]:
         addrs = [state.satellite_addr(i) for i in range(state.satellites)] + [state.gateway]
-        out["not_serving"] = _grpc_serving(addrs, timeout_s=2.0)
+        out["not_serving"] = _grpc_serving(addrs, timeout_s=2.0, tls_dir=state.tls_dir,
+                                           server_names=_server_names(state.satellites))
         out["running"] = out["running"] and not out["not_serving"]
     return out
 
@@ -374,6 +404,7 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
                     _reap(p.pid)
                 break
             time.sleep(0.05)
+    register_tls_dir(state.gateway, None)
     (sdir / STATE_FILE).unlink(missing_ok=True)
     shutil.rmtree(sdir / "redis", ignore_errors=True)
     log.info("cluster down: stopped %d processes recorded in %s", running, sdir)

@@ -39,6 +39,9 @@ def up(
     isl_schedule: Annotated[Path | None, typer.Option(
         "--isl-schedule", help="ISL schedule of a latitude cut-off (satpage-isl-schedule/1, "
         "services/README.md): the satnodes route on its snapshots.")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Plain text and no access control (debugging only; the daemons "
+        "warn at every start). Default: mutual TLS with a fresh CA in <state-dir>/tls.")] = False,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -48,13 +51,15 @@ def up(
     if store not in ("redis", "memory"):
         fail(f"--store must be redis or memory, got {store!r}")
     st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
-                    isl_schedule=isl_schedule)
+                    isl_schedule=isl_schedule, insecure=insecure)
     if json_out:
-        print_json({"gateway": st.gateway, "satellites": st.satellites,
+        print_json({"gateway": st.gateway, "satellites": st.satellites, "tls_dir": st.tls_dir,
+                    "insecure": st.tls_dir is None,
                     "processes": len(st.processes), "state_dir": st.state_dir})
     else:
+        sec = f"TLS material in {st.tls_dir}" if st.tls_dir else "[bold red]INSECURE[/] (plain text)"
         stdout.print(f"cluster up: {st.satellites} satellites ({st.constellation}), "
-                     f"{len(st.processes)} processes; gateway [bold]{st.gateway}[/]; "
+                     f"{len(st.processes)} processes; gateway [bold]{st.gateway}[/]; {sec}; "
                      f"state in {st.state_dir}")
 
 

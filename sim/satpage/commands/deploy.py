@@ -195,6 +195,9 @@ x-satnode-env: &satnode-env
   SATPAGE_STORE: redis
   SATPAGE_LISTEN: ":7000"
   SATPAGE_METRICS_LISTEN: ":9100"
+  # Plain text until the stack carries the TLS material as Docker secrets
+  # (docs/security.md); the daemons warn INSECURE at every start.
+  SATPAGE_INSECURE: "true"
 
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
 # exec (one runc exec per check): every 15 s, tolerant of a loaded machine, since

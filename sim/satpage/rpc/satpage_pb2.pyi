@@ -128,18 +128,26 @@ class Visit(_message.Message):
     def __init__(self, satellite: _Optional[int] = ..., start_ns: _Optional[int] = ...) -> None: ...
 
 class RegisterSessionRequest(_message.Message):
-    __slots__ = ("session_id", "visits", "strategy")
+    __slots__ = ("session_id", "visits", "strategy", "table_pages")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     VISITS_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     visits: _containers.RepeatedCompositeFieldContainer[Visit]
     strategy: Strategy
-    def __init__(self, session_id: _Optional[str] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., strategy: _Optional[_Union[Strategy, str]] = ...) -> None: ...
+    table_pages: int
+    def __init__(self, session_id: _Optional[str] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., strategy: _Optional[_Union[Strategy, str]] = ..., table_pages: _Optional[int] = ...) -> None: ...
 
 class RegisterSessionResponse(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("token", "token_expires_unix_s", "table_pages")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_UNIX_S_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_expires_unix_s: int
+    table_pages: int
+    def __init__(self, token: _Optional[str] = ..., token_expires_unix_s: _Optional[int] = ..., table_pages: _Optional[int] = ...) -> None: ...
 
 class SessionStatsRequest(_message.Message):
     __slots__ = ("session_id", "scenario_time_ns")

@@ -764,8 +764,12 @@ type RegisterSessionRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Serving satellites in order; start_ns non-decreasing.
-	Visits        []*Visit `protobuf:"bytes,2,rep,name=visits,proto3" json:"visits,omitempty"`
-	Strategy      Strategy `protobuf:"varint,3,opt,name=strategy,proto3,enum=satpage.v1.Strategy" json:"strategy,omitempty"`
+	Visits   []*Visit `protobuf:"bytes,2,rep,name=visits,proto3" json:"visits,omitempty"`
+	Strategy Strategy `protobuf:"varint,3,opt,name=strategy,proto3,enum=satpage.v1.Strategy" json:"strategy,omitempty"`
+	// Pages of the session's page table: accesses to pages >= table_pages are
+	// refused (OUT_OF_RANGE). 0: the gateway's --max-table-pages, which also
+	// bounds it.
+	TablePages    uint32 `protobuf:"varint,4,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -821,8 +825,23 @@ func (x *RegisterSessionRequest) GetStrategy() Strategy {
 	return Strategy_STRATEGY_UNSPECIFIED
 }
 
+func (x *RegisterSessionRequest) GetTablePages() uint32 {
+	if x != nil {
+		return x.TablePages
+	}
+	return 0
+}
+
 type RegisterSessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session capability (docs/security.md): every PageService request and
+	// SessionStats of this session carries it in gRPC metadata "satpage-token".
+	// Empty when the gateway runs --insecure.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// When the token expires (Unix seconds; 0 when token is empty).
+	TokenExpiresUnixS int64 `protobuf:"varint,2,opt,name=token_expires_unix_s,json=tokenExpiresUnixS,proto3" json:"token_expires_unix_s,omitempty"`
+	// The page-table size the token grants.
+	TablePages    uint32 `protobuf:"varint,3,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -855,6 +874,27 @@ func (x *RegisterSessionResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use RegisterSessionResponse.ProtoReflect.Descriptor instead.
 func (*RegisterSessionResponse) Descriptor() ([]byte, []int) {
 	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RegisterSessionResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *RegisterSessionResponse) GetTokenExpiresUnixS() int64 {
+	if x != nil {
+		return x.TokenExpiresUnixS
+	}
+	return 0
+}
+
+func (x *RegisterSessionResponse) GetTablePages() uint32 {
+	if x != nil {
+		return x.TablePages
+	}
+	return 0
 }
 
 type SessionStatsRequest struct {
@@ -2025,13 +2065,19 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\rpages_deleted\x18\x01 \x01(\rR\fpagesDeleted\"@\n" +
 	"\x05Visit\x12\x1c\n" +
 	"\tsatellite\x18\x01 \x01(\rR\tsatellite\x12\x19\n" +
-	"\bstart_ns\x18\x02 \x01(\x03R\astartNs\"\x94\x01\n" +
+	"\bstart_ns\x18\x02 \x01(\x03R\astartNs\"\xb5\x01\n" +
 	"\x16RegisterSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x06visits\x18\x02 \x03(\v2\x11.satpage.v1.VisitR\x06visits\x120\n" +
-	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\"\x19\n" +
-	"\x17RegisterSessionResponse\"^\n" +
+	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\x12\x1f\n" +
+	"\vtable_pages\x18\x04 \x01(\rR\n" +
+	"tablePages\"\x81\x01\n" +
+	"\x17RegisterSessionResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12/\n" +
+	"\x14token_expires_unix_s\x18\x02 \x01(\x03R\x11tokenExpiresUnixS\x12\x1f\n" +
+	"\vtable_pages\x18\x03 \x01(\rR\n" +
+	"tablePages\"^\n" +
 	"\x13SessionStatsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +

@@ -1,0 +1,254 @@
+// Package auth decides, before any handler runs, whether a gRPC caller may
+// make a request: by the role its verified certificate names (package
+// tlsconf), the session token it carries (package token), and its rate limit
+// (package limits). A refused request changes nothing; it is logged with the
+// caller and counted. docs/security.md has the table of who may call what.
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/limits"
+	"github.com/satpage/satpage/services/internal/tlsconf"
+	"github.com/satpage/satpage/services/internal/token"
+)
+
+// rule is what a method needs.
+type rule int
+
+const (
+	deny          rule = iota // not served (unknown method)
+	public                    // anyone (health)
+	session                   // the session's token
+	register                  // a client or gateway certificate
+	satellite                 // a satellite certificate
+	peerOrGateway             // a satellite or the gateway certificate
+	anyCert                   // any verified certificate (reflection, when on)
+)
+
+var rules = map[string]rule{
+	"/satpage.v1.PageService/ReadPage":           session,
+	"/satpage.v1.PageService/ReadPages":          session,
+	"/satpage.v1.PageService/WritePage":          session,
+	"/satpage.v1.PageService/EndSession":         session,
+	"/satpage.v1.GatewayService/RegisterSession": register,
+	"/satpage.v1.GatewayService/SessionStats":    session,
+	"/satpage.v1.SatelliteService/FetchPages":    satellite,
+	"/satpage.v1.SatelliteService/ReleasePages":  satellite,
+	"/satpage.v1.SatelliteService/AcceptTable":   satellite,
+	"/satpage.v1.SatelliteService/OpenSession":   peerOrGateway,
+	"/satpage.v1.SatelliteService/HandOver":      peerOrGateway,
+	"/satpage.v1.SatelliteService/MovePages":     peerOrGateway,
+	"/satpage.v1.SatelliteService/SessionFrames": peerOrGateway,
+	"/satpage.v1.SatelliteService/DropSession":   peerOrGateway,
+	"/grpc.health.v1.Health/Check":               public,
+	"/grpc.health.v1.Health/List":                public,
+	"/grpc.health.v1.Health/Watch":               public,
+}
+
+func ruleOf(method string) rule {
+	if r, ok := rules[method]; ok {
+		return r
+	}
+	if strings.HasPrefix(method, "/grpc.reflection.") {
+		return anyCert
+	}
+	return deny
+}
+
+// Policy is one server's access control. The zero value of each optional
+// field turns its check off.
+type Policy struct {
+	// Insecure serves everyone (plain text, --insecure): only the decoding check runs.
+	Insecure bool
+	// Verifier checks session tokens (required unless Insecure).
+	Verifier *token.Verifier
+	// Rate limits each caller that is not a satellite or the gateway.
+	Rate *limits.Rate
+	// Forward puts the caller's token on the outgoing context (the gateway
+	// passes it on to the serving satellite).
+	Forward bool
+	Logger  *slog.Logger
+	// Denied counts refusals by RPC and reason (Counter).
+	Denied *prometheus.CounterVec
+}
+
+// Counter is the metric Policy.Denied expects; register it on the daemon's registry.
+func Counter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "satpage_auth_denied_total",
+		Help: "Requests refused before any handler ran, by RPC and reason (unauthenticated, permission_denied, rate_limited, invalid)."},
+		[]string{"rpc", "reason"})
+}
+
+// claimsKey carries the verified token claims to handlers.
+type claimsKey struct{}
+
+// ClaimsFrom is the session capability the request was admitted with.
+func ClaimsFrom(ctx context.Context) (token.Claims, bool) {
+	c, ok := ctx.Value(claimsKey{}).(token.Claims)
+	return c, ok
+}
+
+// TokenFrom is the token in the incoming metadata ("" when none).
+func TokenFrom(ctx context.Context) string {
+	v := metadata.ValueFromIncomingContext(ctx, token.MetadataKey)
+	if len(v) != 1 {
+		return ""
+	}
+	return v[0]
+}
+
+func short(method string) string { return method[strings.LastIndexByte(method, '/')+1:] }
+
+// admit runs every check of one request and returns the context the handler gets.
+func (p *Policy) admit(ctx context.Context, method string, req any) (context.Context, error) {
+	if err := Take(req); err != nil {
+		return ctx, err
+	}
+	if p.Insecure {
+		return ctx, nil
+	}
+	id := tlsconf.FromContext(ctx)
+	r := ruleOf(method)
+	if id.Role != tlsconf.Satellite && id.Role != tlsconf.Gateway && r != public && !p.Rate.Allow(callerKey(ctx, id)) {
+		return ctx, fmt.Errorf("%s from %s: rate limit reached: %w", short(method), id, errs.ErrResourceExhausted)
+	}
+	need := func(ok bool, what string) error {
+		if ok {
+			return nil
+		}
+		if id.Role == tlsconf.Anonymous {
+			return fmt.Errorf("%s needs %s; the caller presented no verified certificate: %w", short(method), what, errs.ErrUnauthenticated)
+		}
+		return fmt.Errorf("%s needs %s, not a %s certificate: %w", short(method), what, id.Role, errs.ErrPermissionDenied)
+	}
+	switch r {
+	case public:
+		return ctx, nil
+	case register:
+		return ctx, need(id.Role == tlsconf.Client || id.Role == tlsconf.Gateway, "a client certificate")
+	case satellite:
+		return ctx, need(id.Role == tlsconf.Satellite, "a satellite certificate")
+	case peerOrGateway:
+		return ctx, need(id.Role == tlsconf.Satellite || id.Role == tlsconf.Gateway, "a satellite or gateway certificate")
+	case anyCert:
+		return ctx, need(id.Role != tlsconf.Anonymous, "a certificate")
+	case session:
+		return p.session(ctx, method, req)
+	}
+	return ctx, fmt.Errorf("%s is not served: %w", method, errs.ErrPermissionDenied)
+}
+
+// session checks the token against the request's session and its pages
+// against the session's table size.
+func (p *Policy) session(ctx context.Context, method string, req any) (context.Context, error) {
+	s, ok := req.(interface{ GetSessionId() string })
+	if !ok {
+		return ctx, fmt.Errorf("%s carries no session: %w", short(method), errs.ErrPermissionDenied)
+	}
+	tok := TokenFrom(ctx)
+	c, err := p.Verifier.Verify(tok, s.GetSessionId())
+	if err != nil {
+		return ctx, err
+	}
+	if err := checkPages(req, c.TablePages); err != nil {
+		return ctx, err
+	}
+	ctx = context.WithValue(ctx, claimsKey{}, c)
+	if p.Forward {
+		ctx = metadata.AppendToOutgoingContext(ctx, token.MetadataKey, tok)
+	}
+	return ctx, nil
+}
+
+// checkPages refuses pages outside the session's table (a hostile client
+// cannot make a satellite create pages without bound).
+func checkPages(req any, table uint32) error {
+	out := func(field string, page uint32) error {
+		return fmt.Errorf("%s: page %d outside the session's table of %d pages: %w", field, page, table, errs.ErrOutOfRange)
+	}
+	switch r := req.(type) {
+	case *satpagev1.ReadPageRequest:
+		if r.Page >= table {
+			return out("page", r.Page)
+		}
+	case *satpagev1.WritePageRequest:
+		if r.Page >= table {
+			return out("page", r.Page)
+		}
+	case *satpagev1.ReadPagesRequest:
+		for i, pg := range r.Pages {
+			if pg >= table {
+				return out(fmt.Sprintf("pages[%d]", i), pg)
+			}
+		}
+	}
+	return nil
+}
+
+// callerKey is who a rate limit applies to: the certificate, else the address's host.
+func callerKey(ctx context.Context, id tlsconf.Identity) string {
+	addr := tlsconf.PeerAddr(ctx)
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		addr = addr[:i]
+	}
+	if id.Role != tlsconf.Anonymous {
+		return id.Role.String() + "/" + id.Name + "@" + addr
+	}
+	return addr
+}
+
+// refused logs and counts a refusal (never the token or any page data).
+func (p *Policy) refused(ctx context.Context, method string, err error) {
+	reason := "invalid"
+	switch {
+	case errors.Is(err, errs.ErrUnauthenticated):
+		reason = "unauthenticated"
+	case errors.Is(err, errs.ErrPermissionDenied):
+		reason = "permission_denied"
+	case errors.Is(err, errs.ErrResourceExhausted):
+		reason = "rate_limited"
+	case errors.Is(err, errs.ErrOutOfRange):
+		reason = "out_of_range"
+	}
+	if p.Denied != nil {
+		p.Denied.WithLabelValues(short(method), reason).Inc()
+	}
+	if p.Logger != nil && reason != "invalid" && reason != "out_of_range" {
+		p.Logger.WarnContext(ctx, "denied", "rpc", short(method), "reason", reason,
+			"caller", tlsconf.FromContext(ctx).String(), "addr", tlsconf.PeerAddr(ctx), "err", err.Error())
+	}
+}
+
+// Unary is the policy as a unary server interceptor (first in the chain).
+func (p *Policy) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := p.admit(ctx, info.FullMethod, req)
+		if err != nil {
+			p.refused(ctx, info.FullMethod, err)
+			return nil, errs.Status(err)
+		}
+		return h(ctx, req)
+	}
+}
+
+// Stream is the policy for streaming RPCs (health Watch, reflection).
+func (p *Policy) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if _, err := p.admit(ss.Context(), info.FullMethod, nil); err != nil {
+			p.refused(ss.Context(), info.FullMethod, err)
+			return errs.Status(err)
+		}
+		return h(srv, ss)
+	}
+}

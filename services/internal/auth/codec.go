@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// Codec is the servers' protobuf codec. gRPC turns a decoding error into
+// INTERNAL before any interceptor runs; this codec instead remembers what was
+// wrong with a satpage request (naming the field) and lets the handler chain
+// start, and Interceptor answers INVALID_ARGUMENT before the handler sees it.
+// It also refuses what protobuf-go accepts silently: a varint that does not
+// fit a 32-bit field (page -1 sent as int64 would otherwise become 4294967295).
+type Codec struct{ base encoding.CodecV2 }
+
+// NewCodec wraps gRPC's registered proto codec.
+func NewCodec() Codec { return Codec{base: encoding.GetCodecV2("proto")} }
+
+// Name is "proto": it replaces the default codec on the server it is given to.
+func (c Codec) Name() string { return "proto" }
+
+// Marshal is the standard one.
+func (c Codec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+// malformed holds the decoding error of a request message until Interceptor takes it.
+var malformed sync.Map // proto.Message -> error
+
+// Unmarshal decodes data into v. For satpage.v1 messages a decoding error is
+// recorded (see Take) and v left empty.
+func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok || m.ProtoReflect().Descriptor().ParentFile().Package() != "satpage.v1" {
+		return c.base.Unmarshal(data, v)
+	}
+	buf := data.Materialize()
+	err := proto.Unmarshal(buf, m)
+	if werr := checkWire(buf, m.ProtoReflect().Descriptor(), 0); werr != nil {
+		err = werr
+	} else if err != nil {
+		err = fmt.Errorf("request: %v: %w", err, errs.ErrInvalid)
+	}
+	if err != nil {
+		proto.Reset(m)
+		malformed.Store(m, err)
+	}
+	return nil
+}
+
+// Take returns (and forgets) the decoding error recorded for req, if any.
+func Take(req any) error {
+	if req == nil {
+		return nil
+	}
+	if err, ok := malformed.LoadAndDelete(req); ok {
+		return err.(error)
+	}
+	return nil
+}
+
+const maxDepth = 16
+
+// checkWire walks the wire format of one message and names the first field
+// that is malformed, does not fit its type, or holds invalid UTF-8.
+func checkWire(b []byte, md protoreflect.MessageDescriptor, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("%s: nested more than %d deep: %w", md.Name(), maxDepth, errs.ErrInvalid)
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%s: malformed field tag: %w", md.Name(), errs.ErrInvalid)
+		}
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		name := fmt.Sprintf("field %d", num)
+		if fd != nil {
+			name = string(fd.Name())
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return fmt.Errorf("%s: malformed value (wire type %d): %w", name, typ, errs.ErrInvalid)
+		}
+		val := b[:n]
+		b = b[n:]
+		if fd == nil {
+			continue // unknown fields are kept by protobuf; nothing reads them
+		}
+		if err := checkField(fd, typ, val, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkField(fd protoreflect.FieldDescriptor, typ protowire.Type, val []byte, depth int) error {
+	name := fd.Name()
+	switch fd.Kind() {
+	case protoreflect.Uint32Kind, protoreflect.Int32Kind, protoreflect.EnumKind:
+		fits := func(v uint64) bool {
+			if fd.Kind() == protoreflect.Uint32Kind {
+				return v <= math.MaxUint32
+			}
+			s := int64(v)
+			return s >= math.MinInt32 && s <= math.MaxInt32
+		}
+		check := func(v uint64) error {
+			if !fits(v) {
+				return fmt.Errorf("%s: value %d (as int64) does not fit in %s: %w", name, int64(v), fd.Kind(), errs.ErrInvalid)
+			}
+			return nil
+		}
+		switch typ {
+		case protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(val)
+			return check(v)
+		case protowire.BytesType: // packed repeated
+			p, _ := protowire.ConsumeBytes(val)
+			for len(p) > 0 {
+				v, n := protowire.ConsumeVarint(p)
+				if n < 0 {
+					return fmt.Errorf("%s: malformed packed value: %w", name, errs.ErrInvalid)
+				}
+				if err := check(v); err != nil {
+					return err
+				}
+				p = p[n:]
+			}
+		default:
+			return fmt.Errorf("%s: wire type %d, want a varint: %w", name, typ, errs.ErrInvalid)
+		}
+	case protoreflect.StringKind:
+		s, _ := protowire.ConsumeBytes(val)
+		if typ != protowire.BytesType {
+			return fmt.Errorf("%s: wire type %d, want length-delimited: %w", name, typ, errs.ErrInvalid)
+		}
+		if !utf8.Valid(s) {
+			return fmt.Errorf("%s: not valid UTF-8: %w", name, errs.ErrInvalid)
+		}
+	case protoreflect.MessageKind:
+		if typ != protowire.BytesType {
+			return fmt.Errorf("%s: wire type %d, want length-delimited: %w", name, typ, errs.ErrInvalid)
+		}
+		s, _ := protowire.ConsumeBytes(val)
+		if err := checkWire(s, fd.Message(), depth+1); err != nil {
+			return fmt.Errorf("%s.%w", name, err)
+		}
+	}
+	return nil
+}
