@@ -63,6 +63,7 @@ def result_dict(res) -> dict[str, Any]:
         "engine": ENGINE,
         "orbit_backend": res.world.sats.backend,
         "processes": res.processes,
+        "dask": res.dask,
         "config": sc.to_dict(),
         "workload": {
             "sessions": any_s["sessions"],
@@ -76,6 +77,10 @@ def result_dict(res) -> dict[str, Any]:
         },
         "timing_s": {**{k: round(v, 3) for k, v in res.stage_s.items()},
                      "wall": round(res.wall_s, 3)},
+        # peak resident sets: this process, and each Dask worker when the run used Dask
+        "memory": {"peak_rss_mb": max([res.peak_rss_mb, *res.workers_peak_rss_mb]),
+                   "client_peak_rss_mb": res.peak_rss_mb,
+                   "workers_peak_rss_mb": res.workers_peak_rss_mb},
         "strategies": sums,
     })
 

@@ -181,7 +181,8 @@ class StrategiesSection:
 class RunSection:
     chunk_sessions: int = _doc("sessions per work unit; seeds are derived per chunk, so "
                                "results do not depend on the process count", default=250)
-    processes: int = _doc("worker processes (1 = in-process)", default=1)
+    processes: int = _doc("worker processes: 1 = in-process, N > 1 = a Dask LocalCluster of N "
+                          "worker processes (`--dask local:N`)", default=1)
 
 
 _SECTIONS: dict[str, type] = {

@@ -4,20 +4,21 @@ replay per strategy -> costs. This is what `satpage compare` runs.
 Work is split into chunks of ``run.chunk_sessions`` sessions (start-time order).
 Chunk ``i`` draws its randomness from ``SeedSequence(seed, spawn_key=(1 + i,))``
 and the session table from ``spawn_key=(0,)``, and chunk results are merged in
-chunk order with integer sums, so the same scenario and seed give the same
-numbers with any number of processes (tests/test_simulate.py checks 1 vs 2).
+any order with integer sums and maxima, so the same scenario and seed give the
+same numbers in-process and on Dask with any number of workers (satpage.parallel;
+tests/test_simulate.py and tests/test_dask.py check it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -191,35 +192,6 @@ def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None,
                        ct.client_steps)
 
 
-# -- processes --------------------------------------------------------------------------------
-_WORLD: World | None = None
-
-
-def _init_worker(sc: Scenario, store_dir: str | None) -> None:
-    global _WORLD
-    logging.getLogger().setLevel(logging.WARNING)
-    # parallelism comes from the processes: one engine thread each avoids oversubscription
-    import numba
-    numba.set_num_threads(1)
-    _WORLD = prepare(sc, store_dir)
-
-
-def _worker_chunks(job: tuple[range, dict[str, np.ndarray] | None]) -> ChunkResult:
-    """A group of consecutive chunks accumulated in the worker: one result to send back
-    per group, not per chunk (the accumulators are megabytes at constellation scale)."""
-    assert _WORLD is not None
-    chunks, waits = job
-    into = {name: _new_acc(_WORLD) for name in _WORLD.scenario.strategies.compare}
-    total = ChunkResult(chunks.start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
-    for i in chunks:
-        r = run_chunk(_WORLD, i, into, waits)
-        for k, v in r.stage_s.items():
-            total.stage_s[k] += v
-        total.uncovered_steps += r.uncovered_steps
-        total.client_steps += r.client_steps
-    return total
-
-
 @dataclass
 class RunResult:
     scenario: Scenario
@@ -231,6 +203,9 @@ class RunResult:
     uncovered_steps: int = 0
     client_steps: int = 0
     passes: int = 1
+    dask: str | None = None            # the Dask target that ran the chunks (None: in-process)
+    peak_rss_mb: float = 0.0           # this process's peak resident set at the end
+    workers_peak_rss_mb: list[float] = field(default_factory=list)
 
     def summaries(self) -> dict[str, dict]:
         exists = self.world.topology.link_exists()
@@ -251,11 +226,11 @@ def own_load_waits(w: World, costs: dict[str, CostAccumulator]) -> dict[str, np.
             for name, acc in costs.items()}
 
 
-def _run_pass(w: World, procs: int, waits: dict[str, np.ndarray] | None,
+def _run_pass(w: World, client: Any, waits: dict[str, np.ndarray] | None,
               on_chunk: Callable[[int, int], None] | None
               ) -> tuple[dict[str, CostAccumulator], dict[str, float], tuple[int, int]]:
-    """Every chunk once; returns the merged costs, stage times and (uncovered, all)
-    client steps."""
+    """Every chunk once, in this process or on the Dask ``client``; returns the merged
+    costs, stage times and (uncovered, all) client steps."""
     sc = w.scenario
     n = w.n_chunks
     costs = {name: _new_acc(w) for name in sc.strategies.compare}
@@ -273,29 +248,21 @@ def _run_pass(w: World, procs: int, waits: dict[str, np.ndarray] | None,
         if on_chunk:
             on_chunk(done, n)
 
-    if procs <= 1 or n <= 1:
+    if client is None:
         for i in range(n):
             absorb(run_chunk(w, i, costs, waits), i + 1)
     else:
-        # spawn, not fork: the engine's threads (OpenMP) must not be forked
-        with ProcessPoolExecutor(max_workers=procs, initializer=_init_worker,
-                                 initargs=(sc, str(w.positions.path.parent)
-                                           if w.positions.path else None),
-                                 mp_context=multiprocessing.get_context("spawn")) as ex:
-            # about four groups per process: balanced load, few results to send back
-            size = max(1, -(-n // (4 * procs)))
-            groups = [range(i, min(n, i + size)) for i in range(0, n, size)]
-            jobs = [(g, waits) for g in groups]
-            for g, r in zip(groups, ex.map(_worker_chunks, jobs), strict=True):
-                absorb(r, g.stop)
+        from satpage.parallel import run_chunks
+        run_chunks(client, sc, n, absorb, waits)
     return costs, stage, (steps[0], steps[1])
 
 
 def run_scenario(sc: Scenario, processes: int | None = None,
                  on_chunk: Callable[[int, int], None] | None = None,
-                 world: World | None = None) -> RunResult:
-    """Run every chunk (in this process or ``processes`` workers) and merge in order.
-    ``on_chunk(done, total)`` is called after each chunk (progress bars).
+                 world: World | None = None, dask: str | None = None) -> RunResult:
+    """Run every chunk in this process, or on Dask (``dask``: ``local[:N]`` or
+    ``tcp://HOST:PORT``; ``processes`` > 1 alone means ``local:processes``), and merge.
+    ``on_chunk(done, total)`` is called as chunks complete (progress bars).
 
     Queueing makes two passes possible: a link's utilisation in a bin depends on every
     session's transfers, which are only known at the end. The first pass prices the
@@ -303,25 +270,39 @@ def run_scenario(sc: Scenario, processes: int | None = None,
     link-bin's wait by more than SECOND_PASS_WAIT_MS, every chunk is priced again with
     background plus own load (the loads themselves do not depend on the waits, so the
     second pass is exact). Both passes are deterministic."""
+    from satpage.parallel import dask_client, parse_dask, peak_rss_mb, workers_peak_rss_mb
+
     t0 = time.perf_counter()
     procs = processes or sc.run.processes
+    if dask is None and procs > 1:
+        dask = f"local:{procs}"
     w = world or prepare(sc)
-    costs, stage, unc = _run_pass(w, procs, None, on_chunk)
-    passes = 1
-    if w.links is not None:
-        base = w.links.wait_ms(w.links.background)
-        waits = own_load_waits(w, costs)
-        if max(float(np.max(np.abs(v - base), initial=0.0)) for v in waits.values()) \
-                > SECOND_PASS_WAIT_MS:
-            log.info("own traffic changes the queueing waits: pricing a second pass")
-            costs, stage2, unc = _run_pass(w, procs, waits, on_chunk)
-            for k, v in stage2.items():
-                stage[k] += v
-            passes = 2
-    stage["sessions"] = w.setup_s
-    res = RunResult(sc, w, costs, stage, processes=procs, uncovered_steps=unc[0],
-                    client_steps=unc[1], passes=passes)
+    with contextlib.ExitStack() as stack:
+        client = None
+        if dask is not None:
+            target = parse_dask(dask)
+            client = stack.enter_context(dask_client(target))
+        costs, stage, unc = _run_pass(w, client, None, on_chunk)
+        passes = 1
+        if w.links is not None:
+            base = w.links.wait_ms(w.links.background)
+            waits = own_load_waits(w, costs)
+            if max(float(np.max(np.abs(v - base), initial=0.0)) for v in waits.values()) \
+                    > SECOND_PASS_WAIT_MS:
+                log.info("own traffic changes the queueing waits: pricing a second pass")
+                costs, stage2, unc = _run_pass(w, client, waits, on_chunk)
+                for k, v in stage2.items():
+                    stage[k] += v
+                passes = 2
+        stage["sessions"] = w.setup_s
+        res = RunResult(sc, w, costs, stage, processes=1, uncovered_steps=unc[0],
+                        client_steps=unc[1], passes=passes)
+        if client is not None:
+            res.dask = target.text
+            res.processes = len(client.scheduler_info(n_workers=-1)["workers"])
+            res.workers_peak_rss_mb = workers_peak_rss_mb(client)
     res.wall_s = time.perf_counter() - t0
+    res.peak_rss_mb = round(peak_rss_mb(), 1)
     if res.uncovered_steps:
         frac = res.uncovered_steps / max(res.client_steps, 1)
         (log.warning if frac > 0.01 else log.info)(

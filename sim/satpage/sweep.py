@@ -1,7 +1,8 @@
-"""Sweeps: one scenario run at every point of a grid of key values, across processes.
+"""Sweeps: one scenario run at every point of a grid of key values, in this process
+or on Dask (satpage.parallel: one task per point).
 
 Each grid point is a whole scenario run (its own seed handling, chunked as
-satpage.simulate does), so a point's numbers do not depend on which process ran
+satpage.simulate does), so a point's numbers do not depend on which worker ran
 it or how many there were. Rows come back in grid order.
 """
 
@@ -9,9 +10,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from typing import Any
 
 from satpage.scenario import Scenario, parse_override, with_overrides
@@ -57,25 +57,33 @@ def _run_point(base: Scenario, point: dict[str, Any]) -> dict[str, Any]:
     return {"point": point, "strategies": res.summaries(), "wall_s": res.wall_s}
 
 
+def _run_point_on_worker(base: Scenario, point: dict[str, Any]) -> dict[str, Any]:
+    import numba
+
+    numba.set_num_threads(1)  # parallelism comes from the workers
+    return _run_point(base, point)
+
+
 def run_sweep(base: Scenario, vary: list[tuple[str, list[Any]]], processes: int = 1,
-              on_point: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Rows ``{key: value, ..., "strategy": name, cost: value, ...}`` in grid order."""
+              on_point: Callable[[int, int], None] | None = None,
+              dask: str | None = None) -> list[dict[str, Any]]:
+    """Rows ``{key: value, ..., "strategy": name, cost: value, ...}`` in grid order.
+    ``dask`` (``local[:N]``, ``tcp://HOST:PORT``) runs one task per point; ``processes``
+    > 1 alone means ``local:processes``."""
     points = grid_points(base, vary)
+    if dask is None and processes > 1:
+        dask = f"local:{processes}"
     results: list[dict[str, Any]] = []
-    if processes <= 1 or len(points) <= 1:
+    if dask is None:
         for i, p in enumerate(points):
             results.append(_run_point(base, p))
             if on_point:
                 on_point(i + 1, len(points))
     else:
-        # spawn, not fork: the engine's threads (OpenMP) must not be forked
-        with ProcessPoolExecutor(max_workers=processes,
-                                 mp_context=multiprocessing.get_context("spawn")) as ex:
-            futs = [ex.submit(_run_point, base, p) for p in points]
-            for i, f in enumerate(futs):
-                results.append(f.result())
-                if on_point:
-                    on_point(i + 1, len(points))
+        from satpage.parallel import dask_client, map_ordered, parse_dask
+
+        with dask_client(parse_dask(dask)) as client:
+            results = map_ordered(client, partial(_run_point_on_worker, base), points, on_point)
     rows = []
     for r in results:
         for name, s in r["strategies"].items():

@@ -154,7 +154,11 @@ def compare(
     strategies: Annotated[str | None, typer.Option("--strategies",
                                    help="Comma-separated strategies to compare.")] = None,
     processes: Annotated[int | None, typer.Option("--processes", "-j",
-                                  help="Worker processes (results do not depend on it).")] = None,
+                                  help="Worker processes: N > 1 means --dask local:N "
+                                       "(results do not depend on it).")] = None,
+    dask: Annotated[str | None, typer.Option("--dask", help="Run the chunks on Dask: local[:N] "
+                            "(a LocalCluster of N worker processes) or tcp://HOST:PORT (a "
+                            "running scheduler); docs/scale.md.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write JSON, CSV, Markdown, HTML and "
                              "PNG charts into this directory.")] = None,
@@ -175,6 +179,12 @@ def compare(
     if view_sessions < 0:
         fail(f"--view-sessions must be 0 or more, got {view_sessions}")
     sc = resolve_scenario(scenario, set_ or [], seed, sessions, strategies, processes)
+    if dask is not None:
+        from satpage.parallel import parse_dask
+        try:
+            parse_dask(dask)
+        except ValueError as exc:
+            fail(str(exc))
     if backend == "cluster":
         _cluster(sc, target, as_json, strategies is not None)
         return
@@ -188,7 +198,7 @@ def compare(
         bar.advance(t_prep)
         t_run = bar.add_task(f"simulating {sc.sessions.count:,} sessions x "
                              f"{len(sc.strategies.compare)} strategies", total=world.n_chunks)
-        res = run_scenario(sc, world=world,
+        res = run_scenario(sc, world=world, dask=dask,
                            on_chunk=lambda done, total: bar.update(t_run, completed=done))
         result = result_dict(res)
         if out is not None:

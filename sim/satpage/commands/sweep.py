@@ -30,7 +30,10 @@ def sweep(
     strategies: Annotated[str | None, typer.Option("--strategies",
                                    help="Comma-separated strategies to compare.")] = None,
     processes: Annotated[int, typer.Option("--processes", "-j",
-                                  help="Worker processes (results do not depend on it).")] = 1,
+                                  help="Worker processes: N > 1 means --dask local:N "
+                                       "(results do not depend on it).")] = 1,
+    dask: Annotated[str | None, typer.Option("--dask", help="Run the points on Dask: local[:N] "
+                            "or tcp://HOST:PORT (a running scheduler); docs/scale.md.")] = None,
     out: Annotated[Path, typer.Option("--out", help="Directory for sweep.csv and "
                              "the charts.")] = Path("sweep-out"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
@@ -48,6 +51,12 @@ def sweep(
         fail("give at least one --vary section.key=v1,v2,...")
     if processes < 1:
         fail(f"--processes must be at least 1, got {processes}")
+    if dask is not None:
+        from satpage.parallel import parse_dask
+        try:
+            parse_dask(dask)
+        except ValueError as exc:
+            fail(str(exc))
     base = resolve_scenario(scenario, set_ or [], seed, sessions, strategies)
     spec = [parse_vary(v) for v in vary]
     keys = [k for k, _ in spec]
@@ -55,7 +64,7 @@ def sweep(
     with progress() as bar:
         task = bar.add_task(f"sweeping {n} points of {', '.join(keys)}", total=n)
         rows = run_sweep(base, spec, processes,
-                         on_point=lambda done, total: bar.update(task, completed=done))
+                         on_point=lambda done, total: bar.update(task, completed=done), dask=dask)
     out.mkdir(parents=True, exist_ok=True)
     cols = keys + ["strategy"] + [c for c in rows[0] if c not in keys and c != "strategy"]
     with (out / "sweep.csv").open("w", newline="") as fh:

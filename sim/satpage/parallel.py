@@ -1,0 +1,187 @@
+"""Parallel work on Dask (``dask.distributed``): the one engine for more than one process.
+
+``--dask local[:N]`` starts a LocalCluster of N worker processes (one thread each,
+default: the CPU count) on loopback for the run; ``--dask tcp://HOST:PORT`` uses a
+running scheduler (``dask scheduler`` + ``dask worker`` on any number of hosts,
+dask-jobqueue on SLURM/PBS, dask-kubernetes; docs/scale.md). ``run.processes = N``
+(or ``--processes N``) with N > 1 and no ``--dask`` means ``local:N``.
+
+Tasks: ``satpage compare`` submits groups of consecutive chunks; each returns its
+per-strategy cost accumulators (satpage.costs: integer sums, maxima and
+histograms), which the client merges as they complete: any completion order gives
+the same totals. ``satpage sweep`` submits one task per grid point. The large
+read-only inputs of a run (satellites, positions, routing, the session table) are
+built once per worker from the scenario (``_world``), not shipped per task: they
+are derived deterministically from the scenario and its seed, so every worker
+builds the same World as the client would.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import resource
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from distributed import Client
+
+    from satpage.scenario import Scenario
+    from satpage.simulate import ChunkResult, World
+
+__all__ = ["DaskTarget", "parse_dask", "dask_client", "run_chunks", "map_ordered",
+           "peak_rss_mb", "workers_peak_rss_mb"]
+
+log = logging.getLogger(__name__)
+
+_LOCAL = re.compile(r"^local(?::(\d+))?$")
+_ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://\S+:\d+$")
+
+
+@dataclass(frozen=True)
+class DaskTarget:
+    """Where parallel work runs: a LocalCluster of ``n_workers`` processes, or the
+    scheduler at ``address``."""
+
+    text: str
+    n_workers: int | None = None
+    address: str | None = None
+
+
+def parse_dask(text: str) -> DaskTarget:
+    """``local``, ``local:N`` (N >= 1) or ``tcp://HOST:PORT``; ValueError quotes the text."""
+    t = text.strip()
+    m = _LOCAL.match(t)
+    if m:
+        n = int(m.group(1)) if m.group(1) else (os.cpu_count() or 1)
+        if n < 1:
+            raise ValueError(f"--dask {text!r}: need at least 1 worker")
+        return DaskTarget(text=f"local:{n}", n_workers=n)
+    if _ADDRESS.match(t):
+        return DaskTarget(text=t, address=t)
+    raise ValueError(f"--dask {text!r} is not local, local:N or tcp://HOST:PORT")
+
+
+@contextmanager
+def dask_client(target: DaskTarget) -> Iterator[Client]:
+    """A Client for ``target``; a LocalCluster is started (and stopped) here."""
+    from distributed import Client, LocalCluster
+
+    # the scheduler's and workers' INFO lines (start, stop) are not the run's news
+    if not log.isEnabledFor(logging.DEBUG):
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    if target.address is not None:
+        with Client(target.address, timeout="30s") as client:
+            yield client
+        return
+    # one thread per worker: the engine's numba kernels are the parallelism, per process
+    with (LocalCluster(n_workers=target.n_workers, threads_per_worker=1, processes=True,
+                       host="127.0.0.1", dashboard_address=None) as cluster,
+          Client(cluster) as client):
+        yield client
+
+
+# -- per-worker state ----------------------------------------------------------------------------
+_WORLDS: dict[str, World] = {}
+
+
+def _scenario_key(sc: Scenario) -> str:
+    import json
+    return json.dumps(sc.to_dict(), sort_keys=True, default=str) + f"|{sc.seed}"
+
+
+def _world(sc: Scenario) -> World:
+    """The World of ``sc``, built once per worker process (kept for the last scenario only,
+    so a sweep's worker holds one World at a time)."""
+    key = _scenario_key(sc)
+    w = _WORLDS.get(key)
+    if w is None:
+        import numba
+
+        from satpage.simulate import prepare
+        # parallelism comes from the workers: one engine thread each avoids oversubscription
+        numba.set_num_threads(1)
+        _WORLDS.clear()
+        w = _WORLDS[key] = prepare(sc)
+    return w
+
+
+def _chunk_group(sc: Scenario, start: int, stop: int,
+                 waits: dict[str, np.ndarray] | None) -> ChunkResult:
+    """Chunks ``start..stop-1`` accumulated in the worker: one result per group.
+    ``waits``: the queueing waits of a second pass (satpage.simulate.run_scenario)."""
+    from satpage.simulate import STAGES, ChunkResult, _new_acc, run_chunk
+
+    w = _world(sc)
+    into = {name: _new_acc(w) for name in sc.strategies.compare}
+    total = ChunkResult(start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
+    for i in range(start, stop):
+        r = run_chunk(w, i, into, waits)
+        for k, v in r.stage_s.items():
+            total.stage_s[k] += v
+        total.uncovered_steps += r.uncovered_steps
+        total.client_steps += r.client_steps
+    return total
+
+
+def run_chunks(client: Client, sc: Scenario, n_chunks: int,
+               absorb: Callable[[ChunkResult, int], None],
+               waits: dict[str, np.ndarray] | None = None) -> None:
+    """Submit the chunks of ``sc`` in groups (about four per worker: balanced load, few
+    accumulators to send back) and ``absorb(result, chunks_done)`` each as it completes.
+    ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
+    worker once, not with every task."""
+    from distributed import as_completed
+
+    n_workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    size = max(1, -(-n_chunks // (4 * n_workers)))
+    groups = [(i, min(n_chunks, i + size)) for i in range(0, n_chunks, size)]
+    shared = client.scatter(waits, broadcast=True) if waits is not None else None
+    futures = [client.submit(_chunk_group, sc, a, b, shared, pure=False) for a, b in groups]
+    span = {f.key: b - a for f, (a, b) in zip(futures, groups, strict=True)}
+    done = 0
+    for fut in as_completed(futures):
+        result = fut.result()
+        done += span[fut.key]
+        absorb(result, done)
+        fut.release()  # the worker may drop the accumulators now
+
+
+def map_ordered(client: Client, fn: Callable[..., Any], items: list[Any],
+                on_done: Callable[[int, int], None] | None = None) -> list[Any]:
+    """``[fn(x) for x in items]`` as one task each; results in item order, ``on_done(done,
+    total)`` as they complete."""
+    from distributed import as_completed
+
+    futures = [client.submit(fn, x, pure=False) for x in items]
+    index = {f.key: i for i, f in enumerate(futures)}
+    out: list[Any] = [None] * len(items)
+    for done, fut in enumerate(as_completed(futures), start=1):
+        out[index[fut.key]] = fut.result()
+        if on_done:
+            on_done(done, len(items))
+    return out
+
+
+# -- memory ----------------------------------------------------------------------------------------
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM; ru_maxrss is the fallback), MB."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def workers_peak_rss_mb(client: Client) -> list[float]:
+    """Peak resident set of every worker process, MB (in worker address order)."""
+    got = client.run(peak_rss_mb)
+    return [round(got[k], 1) for k in sorted(got)]

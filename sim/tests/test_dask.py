@@ -1,0 +1,63 @@
+"""Dask as the parallel engine (satpage.parallel): a real scheduler and real worker
+processes on loopback give exactly the in-process numbers for the same seed."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from satpage.cli import app
+
+SMALL = ["--sessions", "120", "--set", "run.chunk_sessions=15", "--set", "time.duration_s=3600",
+         "--set", "network.load_bins=6"]
+# what says how a run was done, not what it found
+RUN_FIELDS = ("processes", "dask", "timing_s", "memory")
+
+
+def compare_json(*extra):
+    result = CliRunner().invoke(app, ["compare", *SMALL, "--json", *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def in_process():
+    return compare_json()
+
+
+def test_compare_on_a_local_cluster_of_two_workers_gives_the_in_process_json(in_process):
+    on_dask = compare_json("--dask", "local:2")
+    assert on_dask["dask"] == "local:2" and on_dask["processes"] == 2
+    assert len(on_dask["memory"]["workers_peak_rss_mb"]) == 2
+    assert {k: v for k, v in on_dask.items() if k not in RUN_FIELDS} == {
+        k: v for k, v in in_process.items() if k not in RUN_FIELDS}
+    assert in_process["dask"] is None and in_process["memory"]["peak_rss_mb"] > 0
+
+
+def test_compare_on_a_running_scheduler_gives_the_in_process_json(in_process):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        on_dask = compare_json("--dask", cluster.scheduler_address)
+    assert on_dask["dask"].startswith("tcp://127.0.0.1:")
+    assert {k: v for k, v in on_dask.items() if k not in RUN_FIELDS} == {
+        k: v for k, v in in_process.items() if k not in RUN_FIELDS}
+
+
+def test_sweep_on_dask_gives_the_in_process_rows(tmp_path):
+    args = ["sweep", *SMALL, "--vary", "workload.zipf_s=0.8,1.2", "--strategies",
+            "on-demand,proactive", "--json"]
+    here = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a")])
+    there = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b"), "--dask", "local:2"])
+    assert here.exit_code == 0 and there.exit_code == 0, here.output + there.output
+    rows = json.loads(here.stdout)["rows"]
+    assert json.loads(there.stdout)["rows"] == rows and len(rows) == 4
+    assert [r["workload.zipf_s"] for r in rows] == [0.8, 0.8, 1.2, 1.2]
+
+
+@pytest.mark.parametrize("bad", ["local:0", "lokal:2", "tcp://nowhere", "4"])
+def test_a_bad_dask_target_exits_2_naming_it(bad):
+    result = CliRunner().invoke(app, ["compare", *SMALL, "--dask", bad])
+    assert result.exit_code == 2
+    assert f"--dask {bad!r}" in result.output
