@@ -47,6 +47,7 @@ type Cluster struct {
 	lis  map[string]*bufconn.Listener
 
 	tlsDir string
+	log    *slog.Logger
 }
 
 // Options tune New.
@@ -60,6 +61,8 @@ type Options struct {
 	// tlstest.Write makes it). Gateway and Control then present the client
 	// certificate; Satellite clients present none.
 	TLSDir string
+	// Logger of every node, the gateway and their access policies (default: discard).
+	Logger *slog.Logger
 }
 
 // New starts every satellite of spec and a gateway.
@@ -73,7 +76,10 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger}
 	for i := range s.Satellites {
 		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
 	}
@@ -86,7 +92,7 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 		m := metrics.NewNode(i)
 		sec := c.security(t, config.Satnode, i)
 		pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
-		n, err := node.New(node.Options{Index: uint32(i), Grid: grid, Store: st, Peers: pool, Metrics: m, PageBytes: 4096})
+		n, err := node.New(node.Options{Index: uint32(i), Grid: grid, Store: st, Peers: pool, Metrics: m, PageBytes: 4096, Logger: o.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +121,7 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 	})
 	gsec := c.security(t, config.Gateway, -1)
 	gpool := gsec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
-	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool, Issuer: gsec.Issuer})
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool, Issuer: gsec.Issuer, Logger: o.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +190,7 @@ func (c *Cluster) addr(i uint32) string { return "passthrough:///sat-" + strconv
 func (c *Cluster) security(t testing.TB, role config.Role, i int) *auth.Security {
 	cfg := config.DefaultConfig()
 	cfg.Index, cfg.TLSDir, cfg.Insecure = i, c.tlsDir, c.tlsDir == ""
-	sec, err := auth.Load(cfg, role, slog.New(slog.DiscardHandler), nil)
+	sec, err := auth.Load(cfg, role, c.log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
