@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -207,3 +208,42 @@ def test_a_cluster_routes_on_the_isl_schedule_it_was_started_with(tmp_path, monk
             assert gw == f"127.0.0.1:{base}"
     finally:
         _satpage("cluster", "down", "--state-dir", str(state_dir), check=False)
+
+
+def test_a_satnode_stopped_with_sigterm_sends_the_releases_it_owes(tmp_path):
+    """SIGTERM on the serving satellite: it sends the batched releases it still owes
+    the old owner before it exits (Node.Close), so no stale copy stays behind."""
+    _need_binaries()
+    import grpc
+
+    from satpage.rpc import satpage_pb2 as pb
+    from satpage.rpc import satpage_pb2_grpc as rpc
+
+    spec = "walker-star:4/2/0:500:87"
+    _satpage("cluster", "up", "--constellation", spec, "--state-dir", str(tmp_path),
+             "--port-base", str(_free_port_base(spec)), "--insecure")
+    try:
+        st = load_state(tmp_path)
+        with grpc.insecure_channel(st.gateway) as gw, grpc.insecure_channel(st.satellite_addr(0)) as sat0:
+            page = rpc.PageServiceStub(gw)
+            rpc.GatewayServiceStub(gw).RegisterSession(pb.RegisterSessionRequest(
+                session_id="c", visits=[pb.Visit(satellite=0, start_ns=0), pb.Visit(satellite=1, start_ns=10)]))
+            for p in range(5):
+                page.WritePage(pb.WritePageRequest(session_id="c", page=p, data=b"x", scenario_time_ns=0))
+            for p in range(5):  # five faults at satellite 1: fewer than a batch, so the releases wait
+                r = page.ReadPage(pb.ReadPageRequest(session_id="c", page=p, scenario_time_ns=10))
+                assert r.outcome == pb.OUTCOME_MOVED
+            old_owner = rpc.SatelliteServiceStub(sat0)
+            assert old_owner.SessionFrames(pb.SessionFramesRequest(session_id="c")).frames == 5
+            serving = next(p for p in st.processes if p.role == "satnode" and p.index == 1)
+            os.kill(serving.pid, signal.SIGTERM)
+            proc = Path(f"/proc/{serving.pid}")
+            for _ in range(200):  # its --stop-timeout is 5 s
+                if not proc.exists() or "Z" in (proc / "stat").read_text().split(")")[-1][:3]:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("satellite 1 did not exit within 10 s of SIGTERM")
+            assert old_owner.SessionFrames(pb.SessionFramesRequest(session_id="c")).frames == 0
+    finally:
+        _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
