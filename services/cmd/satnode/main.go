@@ -50,6 +50,7 @@ func run() error {
 		}
 	}
 	defer st.Close()
+	st = store.WithQuota(st, cfg.StoreQuota) // Redis only: new frames stop short of maxmemory
 	m := metrics.NewNode(cfg.Index)
 	sec, err := auth.Load(cfg, config.Satnode, log, m.Registry)
 	if err != nil {

@@ -329,3 +329,6 @@ func RedisServer(t testing.TB) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Sleep pauses ms milliseconds (tests that wait for a refresh interval).
+func Sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }
