@@ -22,7 +22,7 @@ from satpage.view.build import sample_sessions, trace_subset
 from satpage.view.model import GROUND_HOLDER
 from satpage.view.server import ViewServer, render_html
 
-SETS = ["time.duration_s=3600", "run.chunk_sessions=60"]
+SETS = ["time.duration_s=3600", "run.chunk_sessions=60", "network.background_load=0.3"]
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,21 @@ def test_isl_load_and_pages_held_are_the_runs(run, view):
     links = view.arrays["links"]
     assert (links[:, 0] < links[:, 1]).all()
     assert links.shape[0] == run.world.topology.link_exists().sum()
+
+
+def test_link_utilisation_from_the_view_is_the_link_models(run, view):
+    """What the page computes per link and window (background + pages at the link
+    rate) equals satpage.linkmodel's utilisation of the run."""
+    a = view.arrays
+    exists = run.world.topology.link_exists()
+    cap = a["link_capacity_bytes_per_s"].astype(float)
+    bg = a["link_background_util"].astype(float)
+    window_s = np.diff(a["window_edges_s"])
+    assert bg.max() == pytest.approx(0.3, rel=1e-6)
+    for s, name in enumerate(view.meta["strategies"]):
+        want = run.costs[name].utilisation(run.world.links, exists)
+        got = bg + a["link_load_pages"][s] * view.meta["page_bytes"] / window_s[:, None] / cap
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
 def test_the_sample_is_seeded_and_spread_over_the_run():

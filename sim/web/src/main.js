@@ -59,10 +59,13 @@ function windowOf(tS) {
 
 // -- static layers -------------------------------------------------------------------
 function buildBackground() {
+  // its own canvas under the map canvas: drawn once per resize, never per frame
   const { W, H } = st;
-  const c = document.createElement('canvas');
-  c.width = W; c.height = H;
+  const c = $('bgmap');
+  c.width = W * st.dpr; c.height = H * st.dpr;
+  c.style.width = `${W}px`; c.style.height = `${H}px`;
   const g = c.getContext('2d');
+  g.setTransform(st.dpr, 0, 0, st.dpr, 0, 0);
   g.fillStyle = '#0a1626';
   g.fillRect(0, 0, W, H);
   const proj = geoEquirectangular().scale(W / (2 * Math.PI)).translate([W / 2, H / 2]);
@@ -93,7 +96,6 @@ function buildBackground() {
     py(meta.north_deg - rows * meta.cell_size_deg) - y0);
   g.beginPath(); path(land); g.strokeStyle = '#6f8f80'; g.lineWidth = 0.7; g.stroke();
   g.beginPath(); path(geoGraticule10()); g.strokeStyle = 'rgba(255,255,255,0.07)'; g.stroke();
-  st.bg = c;
   st.path = geoPath(proj);
 }
 
@@ -106,13 +108,14 @@ function resize() {
   canvas.width = W * dpr; canvas.height = H * dpr;
   canvas.style.width = `${W}px`; canvas.style.height = `${H}px`;
   st.W = W; st.H = H; st.dpr = dpr;
+  $('mapwrap').style.height = `${H}px`;
   buildBackground();
   draw();
 }
 
 // -- the frame -----------------------------------------------------------------------
 function loadScale(s) {
-  // colour scale of links: utilisation when capacities exist, else pages per window
+  // colour scale of links: pages per window (log), or utilisation when capacities exist
   const v = st.v;
   const cap = v.a.link_capacity_bytes_per_s;
   const L = v.shape.links[0];
@@ -124,16 +127,18 @@ function loadScale(s) {
     for (let i = s * Wn * L; i < (s + 1) * Wn * L; i++) if (arr[i] > m) m = arr[i];
     st.loadMax[s] = m;
   }
-  return { cap, max: st.loadMax[s], L, Wn };
+  return { cap, max: st.loadMax[s], L, Wn, bg: v.a.link_background_util };
 }
 
 function linkValue(s, w, l) {
   const v = st.v;
-  const { cap, L, Wn } = loadScale(s);
+  const { cap, L, Wn, bg } = loadScale(s);
   const pages = v.a.link_load_pages[(s * Wn + w) * L + l];
   const e = v.a.window_edges_s;
   const bytesPerS = (pages * v.meta.page_bytes) / (e[w + 1] - e[w]);
-  return { pages, bytesPerS, util: cap ? bytesPerS / cap[l] : null };
+  // as satpage.linkmodel.LinkModel.utilisation: background plus this strategy's pages
+  const util = cap ? (bg ? bg[w * L + l] : 0) + bytesPerS / cap[l] : null;
+  return { pages, bytesPerS, util };
 }
 
 function draw() {
@@ -143,7 +148,7 @@ function draw() {
   const canvas = $('map');
   const g = canvas.getContext('2d');
   g.setTransform(st.dpr, 0, 0, st.dpr, 0, 0);
-  g.drawImage(st.bg, 0, 0, st.W, st.H);
+  g.clearRect(0, 0, st.W, st.H);
   const parts = {};
   let tp = performance.now();
   const mark = (name) => { const now = performance.now(); parts[name] = now - tp; tp = now; };
@@ -186,13 +191,14 @@ function draw() {
   mark('footprints');
   if (st.show.links) {
     const links = v.a.links;
-    const { cap, max, L, Wn } = loadScale(s);
+    const { cap, max, L, Wn, bg } = loadScale(s);
     const load = v.a.link_load_pages;
     const lb = (s * Wn + w) * L;
     const e = v.a.window_edges_s;
     const toBps = v.meta.page_bytes / (e[w + 1] - e[w]);
     const lmax = Math.log1p(max || 1);
     const nc = LOAD_COLOURS.length;
+    const byUtil = st.linkMetric === 'util' && cap;
     const buckets = LOAD_COLOURS.map(() => []);
     g.beginPath();
     for (let l = 0; l < L; l++) {
@@ -200,14 +206,21 @@ function draw() {
       const b = links[2 * l + 1];
       if (Math.abs(X[a] - X[b]) > half) continue;       // across the date line
       const p = load[lb + l];
-      if (p === 0) { g.moveTo(X[a], Y[a]); g.lineTo(X[b], Y[b]); continue; }
-      const t = cap ? Math.min(1, (p * toBps) / cap[l]) : Math.log1p(p) / lmax;
-      buckets[Math.min(nc - 1, Math.floor(t * nc))].push(l);
+      let t;
+      if (byUtil) {
+        t = (bg ? bg[w * L + l] : 0) + (p * toBps) / cap[l];
+        if (t <= 0) { g.moveTo(X[a], Y[a]); g.lineTo(X[b], Y[b]); continue; }
+      } else {
+        if (p === 0) { g.moveTo(X[a], Y[a]); g.lineTo(X[b], Y[b]); continue; }
+        t = Math.log1p(p) / lmax;
+      }
+      buckets[Math.min(nc - 1, Math.floor(Math.min(t, 1) * nc))].push(l);
     }
-    g.strokeStyle = 'rgba(160,180,200,0.18)';
-    g.lineWidth = 0.6;
+    // width 1: Skia's hairline path, 50x cheaper to rasterise in software than 1.6
+    // (112 ms for 8,816 links in headless chromium); colour carries the load
+    g.strokeStyle = 'rgba(160,180,200,0.13)';
+    g.lineWidth = 1;
     g.stroke();
-    g.lineWidth = 1.6;
     buckets.forEach((ls, c) => {
       if (!ls.length) return;
       g.beginPath();
@@ -222,25 +235,20 @@ function draw() {
     const ct = v.a.client_t_s;
     const C = v.shape.client_latlon_cdeg[0];
     g.fillStyle = 'rgba(255,80,80,0.8)';
-    g.beginPath();
     for (let i = 0; i < C; i++) {
       if (ct[2 * i] > tS || ct[2 * i + 1] < tS) continue;
-      g.rect((cl[2 * i + 1] + 18000) * kx - 1, (9000 - cl[2 * i]) * ky - 1, 2, 2);
+      g.fillRect((cl[2 * i + 1] + 18000) * kx - 1, (9000 - cl[2 * i]) * ky - 1, 2, 2);
     }
-    g.fill();
   }
   mark('clients');
   // satellites: those holding pages of the shown strategy in this window stand out
   const held = v.a.held_pages;
   const hb = (s * (v.shape.window_edges_s[0] - 1) + w) * N;
-  g.beginPath();
-  for (let i = 0; i < N; i++) if (held[hb + i] <= 0) g.rect(X[i] - 1.5, Y[i] - 1.5, 3, 3);
+  // fillRect per satellite: half the raster time of one path of 4,408 rectangles
   g.fillStyle = '#e8eef5';
-  g.fill();
-  g.beginPath();
-  for (let i = 0; i < N; i++) if (held[hb + i] > 0) g.rect(X[i] - 2, Y[i] - 2, 4, 4);
+  for (let i = 0; i < N; i++) if (held[hb + i] <= 0) g.fillRect(X[i] - 1.5, Y[i] - 1.5, 3, 3);
   g.fillStyle = '#39d0ff';
-  g.fill();
+  for (let i = 0; i < N; i++) if (held[hb + i] > 0) g.fillRect(X[i] - 2, Y[i] - 2, 4, 4);
   mark('satellites');
   drawSession(g, f, X, Y);
   if (st.hover) drawHover(g, X, Y);
@@ -280,7 +288,7 @@ function drawCoverage(g, f) {
   }
   const { diff, canvas, img } = st.cov;
   if (st.cov.frame === f) {            // hover redraws reuse the frame's coverage
-    g.imageSmoothingEnabled = true;
+    g.imageSmoothingEnabled = false;
     g.drawImage(canvas, 0, 0, st.W, st.H);
     return;
   }
@@ -336,7 +344,7 @@ function drawCoverage(g, f) {
     }
   }
   canvas.getContext('2d').putImageData(img, 0, 0);
-  g.imageSmoothingEnabled = true;
+  g.imageSmoothingEnabled = false;      // nearest: a fraction of the cost of bilinear in software
   g.drawImage(canvas, 0, 0, st.W, st.H);
 }
 
@@ -662,12 +670,30 @@ function setup(v) {
     if (ev.key === ' ') { play(!st.playing); ev.preventDefault(); }
   });
   window.addEventListener('resize', resize);
+  const metric = $('linkmetric');
+  if (a.link_capacity_bytes_per_s) {
+    // utilisation by default when some link is noticeably busy, else the page load
+    let umax = 0;
+    const bg = a.link_background_util;
+    if (bg) for (let i = 0; i < bg.length; i++) if (bg[i] > umax) umax = bg[i];
+    st.linkMetric = umax >= 0.01 ? 'util' : 'load';
+  } else {
+    metric.querySelector('option[value="util"]').disabled = true;
+    st.linkMetric = 'load';
+  }
+  metric.value = st.linkMetric;
+  metric.addEventListener('change', () => { st.linkMetric = metric.value; legendText(); draw(); });
+  legendText();
+  resize();
+}
+
+function legendText() {
+  const m = st.v.meta;
   const legend = LOAD_COLOURS.map((c) => `<span class="sw" style="background:${c}"></span>`).join('');
-  $('legend').innerHTML = `ISL ${a.link_capacity_bytes_per_s ? 'utilisation 0–100 %' : 'pages per window (log scale)'}: ${legend}`
+  $('legend').innerHTML = `ISLs by ${st.linkMetric === 'util' ? 'utilisation 0–100 % (background + session pages)' : 'session pages per window (log scale)'}: ${legend}`
     + ' · <span class="sw" style="background:#39d0ff"></span>satellite holding pages'
     + ' · <span class="sw" style="background:#ff5050"></span>active client'
     + ` · population: ${m.population.source}`;
-  resize();
 }
 
 // Test and automation hooks (tests/test_view_browser.py).
@@ -675,6 +701,8 @@ Object.assign(hook, {
   setFrame: (f) => setFrame(f),
   selectSession: (k) => selectSession(k),
   setStrategy: (s) => setStrategy(s),
+  linkValue: (s, w, l) => linkValue(s, w, l),
+  window: () => windowOf(st.v.a.frame_t_s[st.frame]),
   play: (on) => play(on),
   satLatLon: (i) => satLatLon(st.frame, i),
   satPixel: (i) => [st.X[i], st.Y[i]],
