@@ -19,12 +19,14 @@ from matplotlib.colors import LogNorm  # noqa: E402
 
 from satpage.costs import LATENCY_BIN_MS  # noqa: E402
 
-__all__ = ["cost_per_strategy", "fault_latency_cdf", "isl_load_heatmap", "pages_held",
+__all__ = ["cost_per_strategy", "fault_latency_cdf", "isl_load_heatmap", "utilisation_map",
+           "pages_held",
            "clients_map", "sweep_chart", "write_all"]
 
 log = logging.getLogger(__name__)
 
-_COLOURS = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb"]
+_COLOURS = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb",
+            "#000000", "#994f00", "#6a3d9a"]
 
 
 def _save(fig, path: Path) -> Path:
@@ -61,11 +63,11 @@ def fault_latency_cdf(res, path: Path) -> Path:
         h = acc.latency_hist
         n = h.sum()
         if n == 0:
-            ax.plot([], [], label=f"{name} (no faults)", color=_COLOURS[i % 7])
+            ax.plot([], [], label=f"{name} (no faults)", color=_COLOURS[i % len(_COLOURS)])
             continue
         last = int(np.flatnonzero(h)[-1]) + 2
         x = np.arange(last) * LATENCY_BIN_MS + LATENCY_BIN_MS
-        ax.step(x, np.cumsum(h[:last]) / n, where="post", label=name, color=_COLOURS[i % 7])
+        ax.step(x, np.cumsum(h[:last]) / n, where="post", label=name, color=_COLOURS[i % len(_COLOURS)])
     ax.set_xlabel("page-fault latency, round trip (ms)")
     ax.set_ylabel("fraction of faults")
     ax.set_xscale("log")
@@ -77,29 +79,102 @@ def fault_latency_cdf(res, path: Path) -> Path:
 
 
 def isl_load_heatmap(res, path: Path) -> Path:
-    """Bytes per ISL over time, one panel per strategy (links ordered by satellite)."""
+    """Utilisation of every ISL over time (background plus the strategy's own pages at
+    the link rate), one panel per strategy (links ordered by satellite); log colours."""
     exists = res.world.topology.link_exists()
     names = list(res.costs)
-    fig, axes = plt.subplots(len(names), 1, figsize=(9, 1.7 * len(names) + 1.2),
+    fig, axes = plt.subplots(len(names), 1, figsize=(9, 1.5 * len(names) + 1.2),
                              sharex=True, squeeze=False)
     dur_h = res.scenario.time.duration_s / 3600
-    page_bytes = res.scenario.workload.page_bytes
-    vmax = max(float(acc.link_load[:, exists].max(initial=0)) for acc in res.costs.values())
-    # log colour scale: ground-store loads links 10x more than the paging strategies
-    norm = LogNorm(vmin=page_bytes, vmax=max(vmax * page_bytes, 2.0 * page_bytes))
+    utils = {n: res.costs[n].utilisation(res.world.links, exists) for n in names}
+    vmax = max(float(u.max(initial=0.0)) for u in utils.values())
+    pos = [u[u > 0] for u in utils.values()]
+    vmin = min((float(p.min()) for p in pos if p.size), default=1e-9)
+    # log colours: own traffic is orders of magnitude below capacity in the default scenario
+    norm = LogNorm(vmin=max(vmin, vmax * 1e-6, 1e-12), vmax=max(vmax, 2 * vmin, 1e-11))
     im = None
     for ax, name in zip(axes[:, 0], names, strict=True):
-        load = res.costs[name].link_load[:, exists].T.astype(float) * page_bytes
-        im = ax.imshow(np.ma.masked_less_equal(load, 0), aspect="auto", origin="lower",
-                       cmap="magma", extent=(0, dur_h, 0, load.shape[0]), norm=norm,
+        u = utils[name].T
+        im = ax.imshow(np.ma.masked_less_equal(u, 0), aspect="auto", origin="lower",
+                       cmap="magma", extent=(0, dur_h, 0, u.shape[0]), norm=norm,
                        interpolation="nearest")
         ax.set_facecolor("black")
-        ax.set_ylabel(f"{name}\nISL #", fontsize=8)
+        ax.set_ylabel(f"{name}\nISL #", fontsize=7)
     axes[-1, 0].set_xlabel("time from epoch (h)")
-    fig.suptitle("Load per ISL over time (bytes per time bin, log scale)")
+    net = res.scenario.network
+    fig.suptitle(f"ISL utilisation per time bin ({net.isl_capacity_gbps:g} Gbit/s links, "
+                 f"background {net.background_load:g} {net.background_profile}; log scale)")
     if im is not None:
-        fig.colorbar(im, ax=axes[:, 0].tolist(), label="bytes")
+        fig.colorbar(im, ax=axes[:, 0].tolist(), label="utilisation (fraction of capacity)")
     fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _population_backdrop(ax, source: str) -> None:
+    try:
+        import orbit_model
+        grid = orbit_model.PopulationGrid.from_spec(source)
+        counts = np.where(grid.counts > 0, grid.counts, np.nan)
+        extent = (grid.west_deg, grid.west_deg + grid.n_cols * grid.cell_size_deg,
+                  grid.south_deg, grid.north_deg)
+        ax.imshow(np.log10(counts), extent=extent, cmap="Greys", origin="upper",
+                  aspect="auto", alpha=0.6)
+    except (OSError, ValueError) as exc:
+        log.warning("no population backdrop: %s", exc)
+
+
+def utilisation_map(res, path: Path) -> Path:
+    """Each strategy's ISLs drawn at their positions on the world map at its busiest time
+    bin (the bin where its own pages load the links most), coloured by utilisation."""
+    from matplotlib.collections import LineCollection
+
+    w = res.world
+    sc = res.scenario
+    exists = w.topology.link_exists()
+    ids = np.flatnonzero(exists)
+    lo, j = np.divmod(ids, w.topology.degree)
+    hi = w.topology.neighbours[lo, j]
+    names = list(res.costs)
+    cols = 2 if len(names) > 1 else 1
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 3.4 * rows + 0.6), squeeze=False)
+    utils = {n: res.costs[n].utilisation(w.links, exists) for n in names}
+    vmax = max(float(u.max(initial=0.0)) for u in utils.values())
+    pos = [u[u > 0] for u in utils.values()]
+    vmin = min((float(p.min()) for p in pos if p.size), default=1e-9)
+    norm = LogNorm(vmin=max(vmin, vmax * 1e-6, 1e-12), vmax=max(vmax, 2 * vmin, 1e-11))
+    bin_ns = sc.duration_ns / sc.network.load_bins
+    lc = None
+    for ax, name in zip(axes.flat, names, strict=False):
+        own = res.costs[name].link_load[:, exists].sum(axis=1)
+        b = int(np.argmax(own))
+        t = np.array([int(round((b + 0.5) * bin_ns))], dtype=np.int64)
+        p = w.sats.positions_km(t)[:, 0]
+        r = np.linalg.norm(p, axis=1)
+        lat = np.degrees(np.arcsin(np.clip(p[:, 2] / np.where(r > 0, r, 1), -1, 1)))
+        lon = np.degrees(np.arctan2(p[:, 1], p[:, 0]))
+        seg = np.stack([np.stack([lon[lo], lat[lo]], 1), np.stack([lon[hi], lat[hi]], 1)], 1)
+        u = utils[name][b]
+        keep = (np.abs(lon[lo] - lon[hi]) < 180) & np.isfinite(seg).all(axis=(1, 2))
+        order = np.argsort(u[keep])                  # the hottest links drawn last, on top
+        _population_backdrop(ax, sc.clients.source)
+        lc = LineCollection(seg[keep][order], cmap="inferno", norm=norm,
+                            linewidths=0.6 + 2.4 * (u[keep][order] >= np.percentile(u, 90)))
+        lc.set_array(np.maximum(u[keep][order], norm.vmin))
+        ax.add_collection(lc)
+        ax.set_xlim(-180, 180)
+        ax.set_ylim(-90, 90)
+        ax.set_title(f"{name}: bin {b} ({(b + 0.5) * bin_ns / 3.6e12:.2f} h), "
+                     f"max {u.max(initial=0):.2g}", fontsize=8)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    fig.suptitle("ISL utilisation on the map at each strategy's busiest time bin "
+                 "(thick: top 10 % of its links)")
+    if lc is not None:
+        fig.colorbar(lc, ax=axes.ravel().tolist(), label="utilisation", shrink=0.6)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
@@ -113,7 +188,7 @@ def pages_held(res, path: Path) -> Path:
     t_h = (np.arange(bins) + 1) * sc.time.duration_s / bins / 3600
     for i, (name, acc) in enumerate(res.costs.items()):
         held = acc.held_series()
-        c = _COLOURS[i % 7]
+        c = _COLOURS[i % len(_COLOURS)]
         ax.plot(t_h, held.max(axis=0), color=c, label=f"{name} (max)")
         ax.plot(t_h, held.mean(axis=0), color=c, ls="--", lw=1)
     ax.set_xlabel("time from epoch (h)")
@@ -159,6 +234,7 @@ def write_all(res, out_dir: Path) -> list[Path]:
         cost_per_strategy(res, out_dir / "cost_per_strategy.png"),
         fault_latency_cdf(res, out_dir / "fault_latency_cdf.png"),
         isl_load_heatmap(res, out_dir / "isl_load.png"),
+        utilisation_map(res, out_dir / "isl_utilisation_map.png"),
         pages_held(res, out_dir / "pages_held.png"),
         clients_map(res, out_dir / "clients.png"),
     ]
@@ -182,7 +258,7 @@ def sweep_chart(rows: list[dict], keys: list[str], cost: str, path: Path) -> Pat
         xv = np.asarray(xs, float) if numeric else np.arange(len(xs))
         order = np.argsort(xv)
         ax.plot(xv[order], np.asarray(d["y"], float)[order], marker="o", label=label,
-                color=_COLOURS[i % 7])
+                color=_COLOURS[i % len(_COLOURS)])
         if not numeric:
             ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=20, fontsize=7)
     ax.set_xlabel(x_key)

@@ -8,6 +8,8 @@ Files written by ``write_reports(res, DIR)``:
 - ``costs.csv``     one row per strategy, one column per cost (SUMMARY_KEYS first)
 - ``pages_held.csv`` per strategy and time bin: max and mean pages held per satellite
 - ``isl_load.csv``  per strategy and link: satellite ends and bytes carried
+- ``isl_utilisation.csv`` per strategy, link and time bin: utilisation (background
+  plus the strategy's own pages at the link rate), link-bins with any load only
 - ``report.md``, ``report.html`` and the PNG charts of satpage.charts
 """
 
@@ -44,6 +46,18 @@ TABLE_COLUMNS = (
     ("isl_load_mean_bytes", "ISL mean bytes", "{:.3g}"),
     ("pages_held_max_per_satellite", "held max/sat", "{:,.0f}"),
     ("pages_left_behind", "left behind", "{:,.0f}"),
+    ("link_delay_ms_mean", "tx+queue ms/fault", "{:.4f}"),
+    ("stall_p50_ms", "stall p50 ms", "{:.3g}"),
+    ("stall_p99_ms", "stall p99 ms", "{:.3g}"),
+    ("stalled_access_share", "stalled share", "{:.2e}"),
+    ("handover_downtime_p50_ms", "downtime p50 ms", "{:.4g}"),
+    ("handover_downtime_p99_ms", "downtime p99 ms", "{:.4g}"),
+    ("isl_utilisation_max", "ISL util max", "{:.3g}"),
+    ("isl_utilisation_p99", "ISL util p99", "{:.3g}"),
+    ("isl_link_bins_over_80pct", "link-bins >80%", "{:,.0f}"),
+    ("custody_hits", "custody hits", "{:,.0f}"),
+    ("custody_extra_pages", "custody pages", "{:,.0f}"),
+    ("replica_copies", "replica copies", "{:,.0f}"),
 )
 
 
@@ -63,6 +77,7 @@ def result_dict(res) -> dict[str, Any]:
         "engine": ENGINE,
         "orbit_backend": res.world.sats.backend,
         "processes": res.processes,
+        "queueing_passes": getattr(res, "passes", 1),
         "dask": res.dask,
         "config": sc.to_dict(),
         "workload": {
@@ -121,6 +136,16 @@ def _csv_series(res, out: Path) -> None:
             per = acc.link_load.sum(axis=0)[ids] * sc.workload.page_bytes
             for a, b, v in zip(lo, hi, per, strict=True):
                 w.writerow([name, int(a), int(b), int(v)])
+    links = res.world.links
+    with (out / "isl_utilisation.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["strategy", "bin_end_s", "sat_a", "sat_b", "utilisation"])
+        for name, acc in res.costs.items():
+            util = acc.utilisation(links, exists)
+            bins, cols = np.nonzero(util > 0)
+            for b, c in zip(bins, cols, strict=True):
+                w.writerow([name, (b + 1) * sc.time.duration_s / util.shape[0], int(lo[c]),
+                            int(hi[c]), f"{util[b, c]:.6g}"])
 
 
 def _table_rows(result: dict) -> tuple[list[str], list[list[str]]]:
@@ -155,7 +180,11 @@ def _markdown(result: dict, charts: list[Path]) -> str:
         "",
         "Movements are priced in ISL shortest-path hops between the two satellites at the "
         "time of the transfer; fault latency is the path's propagation delay plus per-hop "
-        "processing, there and back (docs/strategies.md).",
+        "processing, there and back, plus the page's transmission and M/D/1 queueing on each "
+        f"link ({cfg['network']['isl_capacity_gbps']:g} Gbit/s per ISL, background load "
+        f"{cfg['network']['background_load']:g} {cfg['network']['background_profile']}); "
+        "stalls are accesses waiting for a page in flight or a container being migrated "
+        "(docs/strategies.md).",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "|".join("---" for _ in head) + "|",
@@ -215,4 +244,5 @@ def write_reports(res, out_dir: Path, result: dict | None = None,
     _csv_series(res, out_dir)
     paths[2].write_text(_markdown(result, charts))
     paths[3].write_text(_html(result, charts))
-    return paths + [out_dir / "pages_held.csv", out_dir / "isl_load.csv"] + charts
+    return paths + [out_dir / "pages_held.csv", out_dir / "isl_load.csv",
+                    out_dir / "isl_utilisation.csv"] + charts
