@@ -124,15 +124,25 @@ log "all $satellites satellites Ready in $ready_s s; memory used +$((mem1 - mem0
 helm test "$REL" -n "$NS" --timeout 180s >"$OUT/helm-test.txt" 2>&1 || { cat "$OUT/helm-test.txt" >&2; die "helm test failed"; }
 log "helm test: $(grep -E '^Phase|Succeeded' "$OUT/helm-test.txt" | tr '\n' ' ')"
 
-# 5. The gateway on loopback.
+# 5. The gateway on loopback, over mutual TLS with the material the chart generated
+# (docs/security.md): the Secret's files into $OUT/tls for the replay driver.
+rm -rf "$OUT/tls" && mkdir -m 700 "$OUT/tls"
+kubectl -n "$NS" get secret "$REL-tls" -o json | "$PY" -c '
+import base64, json, pathlib, sys
+for k, v in json.load(sys.stdin)["data"].items():
+    p = pathlib.Path(sys.argv[1], k)
+    p.write_bytes(base64.b64decode(v))
+    p.chmod(0o600)' "$OUT/tls"
+export SATPAGE_TLS_DIR="$OUT/tls"
+TLS_PROBE=(-tls "-tls-ca-cert=$OUT/tls/ca.pem" -tls-server-name=gateway.satpage)
 kubectl -n "$NS" port-forward --address 127.0.0.1 "svc/$REL-gateway" "$LPORT:7000" >"$OUT/port-forward.log" 2>&1 &
 pf_pid=$!
 target=127.0.0.1:$LPORT
 for _ in $(seq 30); do
-	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" -connect-timeout=2s >/dev/null 2>&1 && break
+	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" "${TLS_PROBE[@]}" -connect-timeout=2s >/dev/null 2>&1 && break
 	sleep 1
 done
-"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" >/dev/null || die "gateway at $target (port-forward) does not answer"
+"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" "${TLS_PROBE[@]}" >/dev/null || die "gateway at $target (port-forward) does not answer"
 
 # 6. Replays: engine vs cluster.
 log "satpage paper --runs 1 --seed $SEED: engine, then through the gateway"

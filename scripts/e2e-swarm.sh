@@ -103,6 +103,11 @@ VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
 # 3. Guard, then the stack.
 guard up
 "$SATPAGE" deploy stack --constellation "$SPEC" --tag "$VERSION" --gateway-port "$PORT" --out "$OUT/stack.yml"
+# Mutual TLS (docs/security.md): fresh material beside the stack file, as Docker secrets.
+rm -rf "$OUT/tls"
+"$SATPAGE" deploy tls --constellation "$SPEC" --out "$OUT/tls"
+export SATPAGE_TLS_DIR="$OUT/tls"
+TLS_PROBE=(-tls "-tls-ca-cert=$OUT/tls/ca.pem" -tls-server-name=gateway.satpage)
 satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; print(satellite_count('$SPEC'))")
 mem0=$(mem_used_mb)
 t0=$(date +%s.%N)
@@ -134,10 +139,10 @@ tasks=$("$DOCKER" ps -q --filter "label=com.docker.stack.namespace=$STACK" | wc 
 # 5. The gateway over loopback (docker-proxy; the guard keeps other addresses out).
 target=127.0.0.1:$PORT
 for _ in $(seq 30); do
-	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" -connect-timeout=2s >/dev/null 2>&1 && break
+	"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" "${TLS_PROBE[@]}" -connect-timeout=2s >/dev/null 2>&1 && break
 	sleep 1
 done
-"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" || die "gateway $target does not answer its health check"
+"$ROOT/.tools/bin/grpc_health_probe" -addr="$target" "${TLS_PROBE[@]}" || die "gateway $target does not answer its health check"
 
 # 6. Replays: paper (one run) and a short compare, engine vs cluster.
 log "satpage paper --runs 1 --seed $SEED: engine"

@@ -175,8 +175,12 @@ def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
         (c,) = [c for c in tpl["spec"]["containers"] if c["name"] == name]
         grpc_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "grpc")
         metrics_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "metrics")
+        # Kubelet's gRPC probes speak no TLS: with TLS on they ask the plain-text,
+        # health-only port the daemons open for them (SATPAGE_HEALTH_LISTEN).
+        health = objs["ConfigMap"][0]["data"]["SATPAGE_HEALTH_LISTEN"]
         for probe in ("readinessProbe", "livenessProbe"):
-            assert c[probe]["grpc"] == {"port": grpc_port}, (name, probe)
+            assert c[probe]["grpc"] == {"port": 7001}, (name, probe)
+        assert health == ":7001" and grpc_port == 7000
         ann = tpl["metadata"]["annotations"]
         assert ann["prometheus.io/scrape"] == "true"
         assert ann["prometheus.io/port"] == str(metrics_port)
@@ -306,7 +310,7 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     (sts,) = objs["StatefulSet"]
     pod = sts["spec"]["template"]
     satnode = next(c for c in pod["spec"]["containers"] if c["name"] == "satnode")
-    (mount,) = satnode["volumeMounts"]
+    (mount,) = [m for m in satnode["volumeMounts"] if m["name"] != "tls"]
     assert path == mount["mountPath"] + "/isl-schedule.json" and mount["readOnly"] is True
     vol = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
     assert vol["configMap"]["name"] == sched["metadata"]["name"]
@@ -314,5 +318,77 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     old = plain["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
     assert pod["metadata"]["annotations"]["checksum/config"] != old
     assert "SATPAGE_ISL_SCHEDULE" not in plain["ConfigMap"][0]["data"]
-    assert "volumeMounts" not in next(c for c in plain["StatefulSet"][0]["spec"]["template"]["spec"]
-                                      ["containers"] if c["name"] == "satnode")
+    assert [m["name"] for m in next(c for c in plain["StatefulSet"][0]["spec"]["template"]["spec"]
+                                    ["containers"] if c["name"] == "satnode")["volumeMounts"]] == ["tls"]
+
+
+# --- Security (docs/security.md) ---------------------------------------------------
+
+def _secret_files(objs, tmp_path):
+    import base64
+
+    (secret,) = objs["Secret"]
+    for name, value in secret["data"].items():
+        (tmp_path / name).write_bytes(base64.b64decode(value))
+    return secret
+
+
+def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.x509.verification import PolicyBuilder, Store
+
+    objs = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
+    secret = _secret_files(objs, tmp_path)
+    want = {"ca.pem", "gateway.pem", "gateway-key.pem", "client.pem", "client-key.pem",
+            "token-signing-key.pem", "token-verify-keys.pem"}
+    want |= {f"satellite-{i}{s}.pem" for i in range(6) for s in ("", "-key")}
+    assert set(secret["data"]) == want
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.pem").read_bytes())
+    store = Store([ca])
+    for i in range(6):
+        cert = x509.load_pem_x509_certificate((tmp_path / f"satellite-{i}.pem").read_bytes())
+        for name in (f"satellite-{i}.satpage", f"t-satpage-{i}.t-satpage-headless"):
+            PolicyBuilder().store(store).build_server_verifier(x509.DNSName(name)).verify(cert, [])
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert [n for n in sans.get_values_for_type(x509.DNSName) if n.endswith(".satpage")] == \
+            [f"satellite-{i}.satpage"]
+    gw = x509.load_pem_x509_certificate((tmp_path / "gateway.pem").read_bytes())
+    PolicyBuilder().store(store).build_server_verifier(x509.DNSName("gateway.satpage")).verify(gw, [])
+    load_pem_private_key((tmp_path / "token-signing-key.pem").read_bytes(), None)
+    config = objs["ConfigMap"][0]["data"]
+    assert config["SATPAGE_TLS_DIR"] == "/etc/satpage-tls" and "SATPAGE_INSECURE" not in config
+    sums = set()
+    for workload in (objs["StatefulSet"][0], objs["Deployment"][0]):
+        tpl = workload["spec"]["template"]
+        assert {"name": "tls", "secret": {"secretName": "t-satpage-tls", "defaultMode": 0o440}} in tpl["spec"]["volumes"]
+        (c,) = [c for c in tpl["spec"]["containers"] if c["name"] in ("satnode", "gateway")]
+        assert {"name": "tls", "mountPath": "/etc/satpage-tls", "readOnly": True} in c["volumeMounts"]
+        sums.add(tpl["metadata"]["annotations"]["checksum/tls"])
+    assert len(sums) == 1  # one material, one checksum
+    # Fresh material (helm template cannot look the old Secret up) rolls the pods.
+    again = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
+    assert again["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/tls"] not in sums
+
+
+def test_insecure_is_refused_unless_allowed_beside_it(helm):
+    err = reject(helm, "--set", "tls.enabled=false")
+    assert "allowInsecure" in err
+    objs = render(helm, "--set", "tls.enabled=false", "--set", "tls.allowInsecure=true")
+    assert "Secret" not in objs
+    assert objs["ConfigMap"][0]["data"]["SATPAGE_INSECURE"] == "true"
+    (c,) = [c for c in objs["StatefulSet"][0]["spec"]["template"]["spec"]["containers"] if c["name"] == "satnode"]
+    assert c["readinessProbe"]["grpc"] == {"port": 7000}
+
+
+def test_a_user_secret_replaces_the_generated_material(helm):
+    objs = render(helm, "--set", "tls.existingSecret=my-constellation-tls")
+    assert "Secret" not in objs
+    tpl = objs["StatefulSet"][0]["spec"]["template"]
+    assert {"name": "tls", "secret": {"secretName": "my-constellation-tls", "defaultMode": 0o440}} in tpl["spec"]["volumes"]
+    assert re.fullmatch(r"[0-9a-f]{64}", tpl["metadata"]["annotations"]["checksum/tls"])
+    (pod,) = objs["Pod"]
+    cmds = [c["command"] for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]]
+    assert all("-tls" in c and "-tls-ca-cert=/etc/satpage-tls/ca.pem" in c for c in cmds)
+    assert [c[-1] for c in cmds] == ["-tls-server-name=satellite-0.satpage",
+                                      "-tls-server-name=satellite-149.satpage", "-tls-server-name=gateway.satpage"]

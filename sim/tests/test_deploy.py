@@ -261,3 +261,24 @@ def test_the_e2e_verdict_passes_equal_counts_and_fails_any_difference(tmp_path):
     assert bad.returncode == 1 and "on-demand.page_hops" in bad.stderr
     (tmp_path / "none.json").write_text(json.dumps({"strategies": {"on-demand": {"note": "x"}}}))
     assert run("compare", str(tmp_path / "ce.json"), str(tmp_path / "none.json")).returncode == 1
+
+
+def test_the_swarm_stack_gives_each_task_only_its_own_key_as_docker_secrets(tmp_path):
+    """Every secret file the stack names is one `satpage deploy tls` writes; satellite i
+    gets its own key and no other, the gateway the token signing key."""
+    spec = "walker-star:4/2/0:500:87"
+    stack = yaml.safe_load(deploy.render_stack(spec, images=deploy.ImageSet()))
+    out = CliRunner().invoke(app, ["deploy", "tls", "-c", spec, "--out", str(tmp_path / "tls")])
+    assert out.exit_code == 0, out.output
+    for name, s in stack["secrets"].items():
+        assert (tmp_path / s["file"]).is_file(), name
+    services = stack["services"]
+    for i in range(4):
+        env = services[f"sat-{i}"]["environment"]
+        assert env["SATPAGE_TLS_DIR"] == "/run/secrets" and "SATPAGE_INSECURE" not in env
+        targets = {s["target"]: s for s in services[f"sat-{i}"]["secrets"]}
+        assert set(targets) == {"ca.pem", "token-verify-keys.pem", f"satellite-{i}.pem", f"satellite-{i}-key.pem"}
+        assert targets[f"satellite-{i}-key.pem"]["mode"] == 0o400
+    gw = {s["target"] for s in services["gateway"]["secrets"]}
+    assert gw == {"ca.pem", "token-verify-keys.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem"}
+    assert "127.0.0.1:7001" in " ".join(services["sat-0"]["healthcheck"]["test"])

@@ -209,3 +209,80 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
     - name: redis-data
       mountPath: /data
 {{- end }}
+
+{{/* Secret with the TLS material (docs/security.md layout). */}}
+{{- define "satpage.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "satpage.fullname" .)) .Values.tls.existingSecret }}
+{{- end }}
+
+{{/* Where the daemons read the TLS material (not /etc/satpage: the ISL schedule is mounted there). */}}
+{{- define "satpage.tlsDir" -}}
+/etc/satpage-tls
+{{- end }}
+
+{{/* Checksum of the TLS material: pods roll when it changes (generated, or the
+user's Secret as the cluster holds it; its name when it cannot be read). */}}
+{{- define "satpage.tlsChecksum" -}}
+{{- if .Values.tls.existingSecret }}
+{{- $s := lookup "v1" "Secret" .Release.Namespace .Values.tls.existingSecret }}
+{{- if $s }}{{ $s.data | toJson | sha256sum }}{{ else }}{{ .Values.tls.existingSecret | sha256sum }}{{ end }}
+{{- else }}
+{{- include "satpage.tlsData" . | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/* The TLS volume of a pod, and its mount. */}}
+{{- define "satpage.tlsVolume" -}}
+- name: tls
+  secret:
+    secretName: {{ include "satpage.tlsSecretName" . }}
+    defaultMode: 0440
+{{- end }}
+{{- define "satpage.tlsMount" -}}
+- name: tls
+  mountPath: {{ include "satpage.tlsDir" . }}
+  readOnly: true
+{{- end }}
+
+{{/* The generated TLS material as Secret data (YAML), made once per render and
+cached in .Values (the Secret and the pods' checksum see the same keys). An
+existing Secret of the same release with as many satellites is kept (lookup),
+so an upgrade does not re-key the constellation. */}}
+{{- define "satpage.tlsData" -}}
+{{- if not (hasKey .Values.tls "_data") }}
+{{- $t := include "satpage.satellites" . | int }}
+{{- $full := include "satpage.fullname" . }}
+{{- $headless := include "satpage.headlessName" . }}
+{{- $gw := include "satpage.gatewayName" . }}
+{{- $ns := .Release.Namespace }}
+{{- $days := int .Values.tls.generatedDays }}
+{{- $old := lookup "v1" "Secret" $ns (include "satpage.tlsSecretName" .) }}
+{{- $data := dict }}
+{{- if and $old $old.data (hasKey $old.data "ca.pem") (hasKey $old.data (printf "satellite-%d.pem" (sub $t 1))) (not (hasKey $old.data (printf "satellite-%d.pem" $t))) }}
+{{- $data = $old.data }}
+{{- else }}
+{{- $ca := genCA "satpage constellation CA" $days }}
+{{- $_ := set $data "ca.pem" ($ca.Cert | b64enc) }}
+{{- range $i := until $t }}
+{{- $names := list (printf "satellite-%d.satpage" $i) (printf "%s-%d.%s" $full $i $headless) (printf "%s-%d.%s.%s.svc" $full $i $headless $ns) }}
+{{- $c := genSignedCertWithKey (first $names) nil $names $days $ca (genPrivateKey "ecdsa") }}
+{{- $_ := set $data (printf "satellite-%d.pem" $i) ($c.Cert | b64enc) }}
+{{- $_ := set $data (printf "satellite-%d-key.pem" $i) ($c.Key | b64enc) }}
+{{- end }}
+{{- $g := genSignedCertWithKey "gateway.satpage" nil (list "gateway.satpage" $gw (printf "%s.%s.svc" $gw $ns) "localhost") $days $ca (genPrivateKey "ecdsa") }}
+{{- $_ := set $data "gateway.pem" ($g.Cert | b64enc) }}
+{{- $_ := set $data "gateway-key.pem" ($g.Key | b64enc) }}
+{{- $c := genSignedCertWithKey "client.satpage" nil (list "client.satpage") $days $ca (genPrivateKey "ecdsa") }}
+{{- $_ := set $data "client.pem" ($c.Cert | b64enc) }}
+{{- $_ := set $data "client-key.pem" ($c.Key | b64enc) }}
+{{- /* Helm cannot derive an Ed25519 public key: the verify file holds the private
+key too (its public half is used), so here a satellite could mint tokens; bring
+your own Secret with only the public key in token-verify-keys.pem to avoid it. */}}
+{{- $tok := genPrivateKey "ed25519" | b64enc }}
+{{- $_ := set $data "token-signing-key.pem" $tok }}
+{{- $_ := set $data "token-verify-keys.pem" $tok }}
+{{- end }}
+{{- $_ := set .Values.tls "_data" $data }}
+{{- end }}
+{{- toYaml (get .Values.tls "_data") }}
+{{- end }}

@@ -150,7 +150,7 @@ gateway:
 
 
 def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEWAY_PORT,
-                 redis_maxmemory_mib: int = 48) -> str:
+                 redis_maxmemory_mib: int = 48, tls_dir: str = "tls") -> str:
     """The Docker Swarm stack: satellite i is service ``sat-i`` with Redis ``redis-i``.
 
     Swarm has no pods, so each satellite is two services on one overlay network,
@@ -160,6 +160,11 @@ def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEW
     but forwards the dns resolver's TXT queries upstream, where the guard drops them).
     The gateway publishes ``gateway_port`` in host mode, which binds every host
     address: scripts/e2e-swarm.sh guards it so only loopback reaches it.
+
+    Mutual TLS (docs/security.md): the material ``satpage deploy tls`` writes into
+    tls_dir (relative to the stack file) goes in as Docker secrets, each task getting
+    only its own key: satellite i its certificate and key, the gateway its own and the
+    token signing key, everyone the CA and the token verification keys.
     """
     satellites = satellite_count(spec)
     if not 1 <= gateway_port <= 65535:
@@ -195,15 +200,16 @@ x-satnode-env: &satnode-env
   SATPAGE_STORE: redis
   SATPAGE_LISTEN: ":7000"
   SATPAGE_METRICS_LISTEN: ":9100"
-  # Plain text until the stack carries the TLS material as Docker secrets
-  # (docs/security.md); the daemons warn INSECURE at every start.
-  SATPAGE_INSECURE: "true"
+  # Mutual TLS with the Docker secrets below (docs/security.md); health only, in
+  # plain text, on 7001 for the healthcheck.
+  SATPAGE_TLS_DIR: /run/secrets
+  SATPAGE_HEALTH_LISTEN: "127.0.0.1:7001"
 
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
 # exec (one runc exec per check): every 15 s, tolerant of a loaded machine, since
 # Swarm replaces a task that turns unhealthy.
 x-healthcheck: &healthcheck
-  test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7000", "-connect-timeout=5s", "-rpc-timeout=5s"]
+  test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7001", "-connect-timeout=5s", "-rpc-timeout=5s"]
   interval: 15s
   timeout: 12s
   retries: 5
@@ -247,6 +253,11 @@ services:
       <<: *satnode-env
       SATPAGE_INDEX: "{i}"
       SATPAGE_REDIS_ADDR: "redis-{i}:6379"
+    secrets:
+      - {{source: ca, target: ca.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: token-verify-keys, target: token-verify-keys.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: sat-{i}-cert, target: satellite-{i}.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: sat-{i}-key, target: satellite-{i}-key.pem, uid: "65532", gid: "65532", mode: 0400}}
   redis-{i}:
     <<: *redis
     hostname: redis-{i}
@@ -258,6 +269,12 @@ services:
     hostname: gateway
     environment:
       <<: *satnode-env
+    secrets:
+      - {{source: ca, target: ca.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: token-verify-keys, target: token-verify-keys.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: gateway-cert, target: gateway.pem, uid: "65532", gid: "65532", mode: 0444}}
+      - {{source: gateway-key, target: gateway-key.pem, uid: "65532", gid: "65532", mode: 0400}}
+      - {{source: token-signing-key, target: token-signing-key.pem, uid: "65532", gid: "65532", mode: 0400}}
     networks: [constellation]
     ports:
       - target: 7000
@@ -280,8 +297,26 @@ networks:
     ipam:
       config:
         - subnet: {subnet}
+
+# The TLS material (`satpage deploy tls --constellation {spec} --out {tls_dir}`, beside this file).
+secrets:
+  ca:
+    file: ./{tls_dir}/ca.pem
+  token-verify-keys:
+    file: ./{tls_dir}/token-verify-keys.pem
+  token-signing-key:
+    file: ./{tls_dir}/token-signing-key.pem
+  gateway-cert:
+    file: ./{tls_dir}/gateway.pem
+  gateway-key:
+    file: ./{tls_dir}/gateway-key.pem
 """
-    return head + "".join(body) + tail
+    secrets = "".join(f"""  sat-{i}-cert:
+    file: ./{tls_dir}/satellite-{i}.pem
+  sat-{i}-key:
+    file: ./{tls_dir}/satellite-{i}-key.pem
+""" for i in range(satellites))
+    return head + "".join(body) + tail + secrets
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -347,6 +382,24 @@ def _values_text(scenario: Path | None, constellation: str | None, pages: int | 
                           hot_share=hot_share)
     return render_values(spec, sizing=sizing, images=images, page_bytes=page_bytes,
                          gateway_service_type=gateway_service, source=source)
+
+
+@app.command("tls")
+def tls(
+    constellation: Annotated[str, typer.Option("--constellation", "-c", help="Walker spec.")] = DEFAULT_SPEC,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write (created, mode 0700).")]
+    = Path("tls"),
+) -> None:
+    """Write a fresh constellation CA, a certificate per satellite (DNS SAN satellite-<i>.satpage
+    and the Swarm task name sat-<i>), the gateway's, a client's and the token keys (docs/security.md)."""
+    from satpage.cluster.certs import write_tls_dir
+
+    try:
+        n = satellite_count(constellation)
+        write_tls_dir(out, n, satellite_names=lambda i: [f"sat-{i}"], gateway_names=["gateway"])
+    except ValueError as exc:
+        fail(str(exc))
+    typer.echo(f"TLS material for {n} satellites in {out}", err=True)
 
 
 @app.command("stack")
