@@ -360,3 +360,32 @@ def test_at_very_high_capacity_the_figures_are_propagation_only(capacity_runs):
         else:
             assert summ["handover_downtime_p99_ms"] == 0
     assert LATENCY_BIN_MS == 0.01
+
+
+def test_population_background_peaks_at_the_given_load_over_the_most_people():
+    import orbit_model
+    from orbit_model.footprint import footprint_central_angle_rad
+
+    sc = small(**{"network.background_load": 0.4})
+    w = prepare(sc)
+    bg = w.links.background
+    exists = w.topology.link_exists()
+    assert bg.max() == pytest.approx(0.4) and bg[:, ~exists].max(initial=0) == 0
+    # the busiest link-bin: recompute the population under its midpoint independently
+    b, lid = np.unravel_index(np.argmax(bg), bg.shape)
+    a, j = divmod(int(lid), w.topology.degree)
+    c = int(w.topology.neighbours[a, j])
+    t = np.array([round((b + 0.5) * sc.duration_ns / sc.network.load_bins)], np.int64)
+    p = w.sats.positions_km(t)[:, 0]
+    mid = (p[a] + p[c]) / 2
+    lat = np.degrees(np.arcsin(mid[2] / np.linalg.norm(mid)))
+    lon = np.degrees(np.arctan2(mid[1], mid[0]))
+    grid = orbit_model.PopulationGrid.default()
+    ang = float(footprint_central_angle_rad(w.sats.altitude_km, 10.0))
+    peak = float(grid.population_in_cap(lat, lon, ang))
+    assert peak > 1e8                      # hundreds of millions of people under the hottest link
+    # and a link over the open ocean or the poles carries less
+    assert np.percentile(bg[:, exists], 10) < 0.1 * 0.4
+    const = prepare(small(**{"network.background_load": 0.4,
+                             "network.background_profile": "constant"})).links.background
+    assert np.all(const[:, exists] == 0.4)
