@@ -18,6 +18,12 @@ runs bin/satload (bounded in time and count), and stops the cluster.
 Targets (issue 8, this 2-core machine): >= 10,000 one-hop page faults/s aggregate,
 and < 1 ms of p99 latency added per relayed hop on loopback. Exit 1 when a
 relay miscounted a hop or an access had the wrong outcome.
+
+Security (issue 16, docs/security.md): the cluster above is the default, secure
+one (mutual TLS 1.3, session tokens on every request). A second cluster started
+``--insecure`` in the same run measures the same one-hop throughput at 64 pages
+per request and the same latency series; targets: secure >= 70 % of insecure,
+and the secure p99 added per hop < 1 ms. ``--no-insecure`` skips it.
 """
 
 from __future__ import annotations
@@ -81,6 +87,23 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
+def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, list[dict]]:
+    """One-hop throughput at 64 pages per request, and the latency series, on a
+    cluster started --insecure (plain text, no tokens)."""
+    with tempfile.TemporaryDirectory(prefix="satpage-bench-insecure-") as tmp:
+        base = _free_port_base(args.constellation)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, insecure=True)
+        try:
+            pid_file = Path(tmp) / "pids.txt"
+            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+            print("insecure cluster: throughput batch 64, hop 1; latency", file=sys.stderr)
+            tp = satload(base, args.constellation, pid_file, "1", workers=args.workers, duration=dur, batch=64)[0]
+            lat = satload(base, args.constellation, pid_file, hops, workers=4, duration=lat_s, rate=args.rate)
+        finally:
+            cluster_down(Path(tmp))
+    return tp, lat
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
@@ -89,6 +112,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=32, help="throughput: concurrent sessions (closed loop)")
     ap.add_argument("--rate", type=float, default=100.0, help="latency: offered requests/s (open loop, 4 sessions)")
     ap.add_argument("--quick", action="store_true", help="1.5 s per throughput run, 4 s per latency run")
+    ap.add_argument("--no-insecure", action="store_true", help="skip the --insecure comparison cluster")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
@@ -116,6 +140,10 @@ def main() -> int:
             latency = run(hops, workers=4, duration=lat_s, rate=args.rate)
         finally:
             cluster_down(Path(tmp))
+
+    insecure = None
+    if not args.no_insecure:
+        insecure = compare_insecure(args, dur, lat_s, hops)
 
     get = rates.get("GET", 0.0)
     print(f"baselines, same machine and run: redis-benchmark on one satellite's redis (4 KiB, 16 clients) "
@@ -153,7 +181,23 @@ def main() -> int:
     print(f"  p99 added per relayed hop < 1 ms: {per_hop_p99:.3f} ms (slope of p99 over 1-8 hops; p50 "
           f"{per_hop_p50:.3f} ms; {vs_local:.3f} ms counting the 8-hop p99 from the local read's); "
           f"{per_hop_p99 / echo_lat['p99_ms']:.2f} x the p99 of a bare gRPC round trip")
-    print(json.dumps({"redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
+    sec_out = {}
+    if insecure is not None:
+        ins_tp, ins_lat = insecure
+        ratio = one[64] / ins_tp["accesses_per_s"]
+        ins_remote = [r for r in ins_lat if r["hops"] > 0]
+        ins_slope = slope([r["hops"] for r in ins_remote], [r["p99_ms"] for r in ins_remote])
+        print("\nsecurity (issue 16): the same cluster started --insecure, same run")
+        print(f"  one-hop throughput, 64 pages/request: secure {one[64]:,.0f}/s, insecure "
+              f"{ins_tp['accesses_per_s']:,.0f}/s: ratio {ratio:.2f} (target >= 0.70)")
+        print(f"  p99 added per hop: secure {per_hop_p99:.3f} ms (target < 1 ms), insecure {ins_slope:.3f} ms; "
+              f"TLS and tokens add {per_hop_p99 - ins_slope:+.3f} ms per hop")
+        print(f"{'hops':>4} {'secure p99':>11} {'insecure p99':>13}")
+        for a, b in zip(latency, ins_lat, strict=True):
+            print(f"{a['hops']:>4} {a['p99_ms']:>11.3f} {b['p99_ms']:>13.3f}")
+        sec_out = {"insecure_one_hop_64": ins_tp, "insecure_latency": ins_lat, "secure_vs_insecure_64": ratio,
+                   "insecure_per_hop_p99_ms": ins_slope}
+    print(json.dumps({**sec_out, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
                       "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
                       "per_hop_p99_vs_local_ms": vs_local,

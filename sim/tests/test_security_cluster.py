@@ -1,0 +1,182 @@
+"""Access control on real processes (docs/security.md): a secure local cluster
+(real satnode, gateway and redis-server processes) and every RPC against every
+kind of caller, with the status code each must get; refused requests change
+nothing; a page's content never appears in a log or an error message.
+
+Tokens for the "expired" caller are minted here by an independent Python
+implementation of the token format, with the cluster's signing key."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from satpage.cluster import load_state
+from satpage.cluster.channel import TOKEN_METADATA_KEY, secure_channel
+from satpage.cluster.driver import _free_port_base
+from satpage.cluster.local import find_binary
+from satpage.rpc import satpage_pb2 as pb
+from satpage.rpc import satpage_pb2_grpc as pbg
+
+SPEC = "walker-star:4/2/0:500:87"
+SECRET = b"page content that must never be logged 7f3a9c"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    try:
+        find_binary("satnode")
+        find_binary("gateway")
+        find_binary("redis-server")
+    except OSError as exc:
+        pytest.skip(str(exc))
+    d = tmp_path_factory.mktemp("secure-cluster")
+    # Through the CLI, as a user would (and so that no Popen object of a daemon
+    # outlives its process in this one).
+    satpage = Path(sys.executable).with_name("satpage")
+    subprocess.run([str(satpage), "cluster", "up", "--constellation", SPEC, "--state-dir", str(d),
+                    "--port-base", str(_free_port_base(SPEC))], check=True, capture_output=True, timeout=300)
+    try:
+        yield load_state(d)
+    finally:
+        subprocess.run([str(satpage), "cluster", "down", "--state-dir", str(d)], capture_output=True, timeout=120)
+
+
+def mint(tls_dir: Path, session: str, table_pages: int, expires_unix_s: int) -> str:
+    """A token in the format of docs/security.md, signed with the cluster's key."""
+    key = serialization.load_pem_private_key((tls_dir / "token-signing-key.pem").read_bytes(), None)
+    pub = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    kid = hashlib.sha256(pub).digest()[:8].hex()
+    b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()  # noqa: E731
+    body = f"v1.{kid}.{expires_unix_s}.{table_pages}.{b64(session.encode())}"
+    return f"{body}.{b64(key.sign(b'satpage-token/v1.' + body.encode()))}"
+
+
+def channel(st, target: str, who: str):
+    """A channel to target ("gateway" or satellite index) as caller kind who."""
+    tls = Path(st.tls_dir)
+    addr = st.gateway if target == "gateway" else st.satellite_addr(int(target))
+    name = "gateway.satpage" if target == "gateway" else f"satellite-{target}.satpage"
+    if who == "plain text":
+        return grpc.insecure_channel(addr)
+    ca = (tls / "ca.pem").read_bytes()
+    stem = {"client certificate": "client", "satellite": "satellite-1", "gateway": "gateway"}.get(who)
+    if stem is None:  # token callers present no certificate
+        creds = grpc.ssl_channel_credentials(root_certificates=ca)
+    else:
+        creds = grpc.ssl_channel_credentials(ca, (tls / f"{stem}-key.pem").read_bytes(),
+                                             (tls / f"{stem}.pem").read_bytes())
+    return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
+
+
+def register(st, session: str) -> str:
+    with secure_channel(st.gateway, Path(st.tls_dir)) as ch:
+        r = pbg.GatewayServiceStub(ch).RegisterSession(pb.RegisterSessionRequest(
+            session_id=session, table_pages=8, visits=[pb.Visit(satellite=0, start_ns=0)]), timeout=10)
+        md = ((TOKEN_METADATA_KEY, r.token),)
+        pbg.PageServiceStub(ch).WritePage(pb.WritePageRequest(session_id=session, page=0, data=SECRET),
+                                          timeout=10, metadata=md)
+    return r.token
+
+
+def intact(st, session: str, token: str) -> None:
+    with secure_channel(st.gateway, Path(st.tls_dir)) as ch:
+        r = pbg.PageServiceStub(ch).ReadPage(pb.ReadPageRequest(session_id=session, page=0), timeout=10,
+                                             metadata=((TOKEN_METADATA_KEY, token),))
+    assert r.data == SECRET and r.satellite == 0 and r.outcome == pb.OUTCOME_LOCAL
+
+
+U, P, N, OK = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
+               grpc.StatusCode.UNAVAILABLE, "pass")
+CALLERS = ["none", "plain text", "client with token", "client with another session's token",
+           "expired token", "client certificate", "satellite", "gateway"]
+SESSION = dict(zip(CALLERS, [U, N, OK, P, U, U, U, U], strict=True))
+PEER = dict(zip(CALLERS, [U, N, U, U, U, P, OK, P], strict=True))
+PEER_OR_GATEWAY = {**PEER, "gateway": OK}
+REGISTER = dict(zip(CALLERS, [U, N, U, U, U, OK, P, OK], strict=True))
+ROUTE = pb.Route(origin=1, destination=0, hops=1, path=[1])
+
+RPCS = [  # (target, service, method, request(session), expectations)
+    *[(t, "PageService", m, req, SESSION) for t in ("gateway", "0") for m, req in (
+        ("ReadPage", lambda s: pb.ReadPageRequest(session_id=s, page=0)),
+        ("ReadPages", lambda s: pb.ReadPagesRequest(session_id=s, pages=[0, 1], scenario_time_ns=[0, 0])),
+        ("WritePage", lambda s: pb.WritePageRequest(session_id=s, page=0, data=b"overwritten")),
+        ("EndSession", lambda s: pb.EndSessionRequest(session_id=s)))],
+    ("gateway", "GatewayService", "RegisterSession",
+     lambda s: pb.RegisterSessionRequest(session_id=s + "-reg", visits=[pb.Visit(satellite=2)]), REGISTER),
+    ("gateway", "GatewayService", "SessionStats", lambda s: pb.SessionStatsRequest(session_id=s), SESSION),
+    ("0", "SatelliteService", "OpenSession", lambda s: pb.OpenSessionRequest(session_id=s + "-new"),
+     PEER_OR_GATEWAY),
+    ("0", "SatelliteService", "FetchPages",
+     lambda s: pb.FetchPagesRequest(route=ROUTE, session_id=s, pages=[0]), PEER),
+    ("0", "SatelliteService", "ReleasePages",
+     lambda s: pb.ReleasePagesRequest(route=ROUTE, session_id=s, pages=[0], new_owner=1), PEER),
+    ("0", "SatelliteService", "HandOver",
+     lambda s: pb.HandOverRequest(session_id=s + "-unknown", to_satellite=1), PEER_OR_GATEWAY),
+    ("0", "SatelliteService", "AcceptTable",
+     lambda s: pb.AcceptTableRequest(route=ROUTE, session_id=s + "-accepted"), PEER),
+    ("0", "SatelliteService", "MovePages", lambda s: pb.MovePagesRequest(session_id=s), PEER_OR_GATEWAY),
+    ("0", "SatelliteService", "SessionFrames", lambda s: pb.SessionFramesRequest(session_id=s),
+     PEER_OR_GATEWAY),
+    ("0", "SatelliteService", "DropSession",
+     lambda s: pb.DropSessionRequest(route=pb.Route(origin=0, destination=0), session_id=s), PEER_OR_GATEWAY),
+]
+
+
+def test_every_rpc_against_every_kind_of_caller_on_real_processes(cluster):
+    st, tls = cluster, Path(cluster.tls_dir)
+    details = []
+    for k, (target, service, method, request, want_by) in enumerate(RPCS):
+        for who in CALLERS:
+            session = f"victim-{k}-{CALLERS.index(who)}"
+            own = register(st, session)
+            other = register(st, session + "-other")
+            token = {"client with token": own, "client with another session's token": other,
+                     "expired token": mint(tls, session, 8, int(time.time()) - 60)}.get(who)
+            md = ((TOKEN_METADATA_KEY, token),) if token else ()
+            with channel(st, target, who) as ch:
+                stub = getattr(pbg, f"{service}Stub")(ch)
+                try:
+                    getattr(stub, method)(request(session), timeout=5, metadata=md)
+                    got = grpc.StatusCode.OK
+                except grpc.RpcError as exc:
+                    got = exc.code()
+                    details.append(exc.details() or "")
+            want = want_by[who]
+            if want == OK:
+                assert got not in (U, P, N, grpc.StatusCode.INTERNAL), (method, target, who, got)
+            else:
+                assert got == want, (method, target, who, got)
+                intact(st, session, own)
+    assert not [d for d in details if SECRET.decode() in d]
+    logs = "".join(p.read_text(errors="replace") for p in (Path(st.state_dir) / "logs").glob("*.log"))
+    assert '"msg":"denied"' in logs and '"caller":"satellite 1"' in logs
+    assert SECRET.decode() not in logs
+    assert base64.b64encode(SECRET).decode() not in logs
+
+
+def test_a_forged_token_and_a_page_outside_the_table_are_refused(cluster):
+    st, tls = cluster, Path(cluster.tls_dir)
+    own = register(st, "forgery")
+    head, _, sig = own.rpartition(".")
+    forged = f"{head.replace('.8.', '.4096.')}.{sig}"  # a bigger table, old signature
+    with secure_channel(st.gateway, tls) as ch:
+        page = pbg.PageServiceStub(ch)
+        with pytest.raises(grpc.RpcError) as exc:
+            page.ReadPage(pb.ReadPageRequest(session_id="forgery", page=100), timeout=5,
+                          metadata=((TOKEN_METADATA_KEY, forged),))
+        assert exc.value.code() == U and "bad signature" in exc.value.details()
+        with pytest.raises(grpc.RpcError) as exc:
+            page.ReadPage(pb.ReadPageRequest(session_id="forgery", page=4_294_967_295), timeout=5,
+                          metadata=((TOKEN_METADATA_KEY, own),))
+        assert exc.value.code() == grpc.StatusCode.OUT_OF_RANGE
+        assert "page 4294967295 outside the session's table of 8 pages" in exc.value.details()
+    intact(st, "forgery", own)
