@@ -43,7 +43,8 @@ const (
 )
 
 // Node is one satellite. Safe for concurrent use: the fields above locks are
-// set by New and never change; locks and releases carry their own mutexes.
+// set by New and never change; locks and the fields below it each carry their
+// own mutex. Only a session's lock is held across calls to peers (sessionLocks).
 type Node struct {
 	self      uint32
 	grid      *constellation.Grid
