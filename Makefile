@@ -85,6 +85,10 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
 
+.PHONY: bench-scale
+bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starlink-gen1 and the Starlink TLEs, 1M on starlink-gen1, Dask 1 vs 2 workers (hours; --quick: minutes)
+	$(PY) bench/bench_scale.py $(BENCH_SCALE_FLAGS)
+
 .PHONY: bench-services fuzz-services
 bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
 	$(PY) bench/bench_services.py

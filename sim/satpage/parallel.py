@@ -95,9 +95,11 @@ def _scenario_key(sc: Scenario) -> str:
     return json.dumps(sc.to_dict(), sort_keys=True, default=str) + f"|{sc.seed}"
 
 
-def _world(sc: Scenario) -> World:
+def _world(sc: Scenario, store_dir: str | None = None) -> World:
     """The World of ``sc``, built once per worker process (kept for the last scenario only,
-    so a sweep's worker holds one World at a time)."""
+    so a sweep's worker holds one World at a time). ``store_dir``: the client's folder of
+    position files; a worker on the same host maps the client's file instead of
+    propagating the day again (a worker elsewhere writes its own)."""
     key = _scenario_key(sc)
     w = _WORLDS.get(key)
     if w is None:
@@ -107,17 +109,18 @@ def _world(sc: Scenario) -> World:
         # parallelism comes from the workers: one engine thread each avoids oversubscription
         numba.set_num_threads(1)
         _WORLDS.clear()
-        w = _WORLDS[key] = prepare(sc)
+        here = store_dir if store_dir and os.path.isdir(store_dir) else None
+        w = _WORLDS[key] = prepare(sc, here)
     return w
 
 
 def _chunk_group(sc: Scenario, start: int, stop: int,
-                 waits: dict[str, np.ndarray] | None) -> ChunkResult:
+                 waits: dict[str, np.ndarray] | None, store_dir: str | None) -> ChunkResult:
     """Chunks ``start..stop-1`` accumulated in the worker: one result per group.
     ``waits``: the queueing waits of a second pass (satpage.simulate.run_scenario)."""
     from satpage.simulate import STAGES, ChunkResult, _new_acc, run_chunk
 
-    w = _world(sc)
+    w = _world(sc, store_dir)
     into = {name: _new_acc(w) for name in sc.strategies.compare}
     total = ChunkResult(start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
     for i in range(start, stop):
@@ -131,7 +134,8 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
 
 def run_chunks(client: Client, sc: Scenario, n_chunks: int,
                absorb: Callable[[ChunkResult, int], None],
-               waits: dict[str, np.ndarray] | None = None) -> None:
+               waits: dict[str, np.ndarray] | None = None,
+               store_dir: str | None = None) -> None:
     """Submit the chunks of ``sc`` in groups (about four per worker: balanced load, few
     accumulators to send back) and ``absorb(result, chunks_done)`` each as it completes.
     ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
@@ -142,7 +146,8 @@ def run_chunks(client: Client, sc: Scenario, n_chunks: int,
     size = max(1, -(-n_chunks // (4 * n_workers)))
     groups = [(i, min(n_chunks, i + size)) for i in range(0, n_chunks, size)]
     shared = client.scatter(waits, broadcast=True) if waits is not None else None
-    futures = [client.submit(_chunk_group, sc, a, b, shared, pure=False) for a, b in groups]
+    futures = [client.submit(_chunk_group, sc, a, b, shared, store_dir, pure=False)
+               for a, b in groups]
     span = {f.key: b - a for f, (a, b) in zip(futures, groups, strict=True)}
     done = 0
     for fut in as_completed(futures):

@@ -253,7 +253,8 @@ def _run_pass(w: World, client: Any, waits: dict[str, np.ndarray] | None,
             absorb(run_chunk(w, i, costs, waits), i + 1)
     else:
         from satpage.parallel import run_chunks
-        run_chunks(client, sc, n, absorb, waits)
+        store = str(w.positions.path.parent) if w.positions.path is not None else None
+        run_chunks(client, sc, n, absorb, waits, store)
     return costs, stage, (steps[0], steps[1])
 
 

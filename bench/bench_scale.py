@@ -1,0 +1,184 @@
+"""Benchmark of `satpage compare` at scale (issue 19): sessions per second, peak memory
+and time per stage on the five-shell Starlink (starlink-gen1, 4,408 satellites) and on
+the Starlink TLE catalogue (data/tle/starlink-2022-09-14.tle, 3,023 satellites); how
+time and memory grow with the session count; Dask with one and two workers against
+the in-process run.
+
+    make bench-scale                              # full sizes (hours on 2 cores)
+    .venv/bin/python bench/bench_scale.py --quick # minutes: small sizes, same report
+
+Every figure is one whole `satpage compare large ... --json` process (imports,
+constellation, routing, sessions, replay, costs), 1 access/s per session, five
+strategies (proactive, on-demand, hot-k, ground-store, push-ahead). Peak memory is
+the JSON's `memory.peak_rss_mb` (the largest peak resident set of the process and of
+any Dask worker). The machine is shared: the load average is printed with the
+figures, and ratios (growth, speed-up, overhead) are taken within one run of this
+script. Projections to 1,000,000 sessions are linear fits through the measured
+sizes, printed as projections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TLE = ROOT / "data" / "tle" / "starlink-2022-09-14.tle"
+STRATEGIES = "proactive,on-demand,hot-k,ground-store,push-ahead"
+
+FULL = {"hours": 24.0, "sizes": {"starlink-gen1": [100_000, 300_000, 1_000_000],
+                                 "tle": [100_000, 300_000]},
+        "dask_sessions": 100_000}
+QUICK = {"hours": 1.0, "sizes": {"starlink-gen1": [500, 1_500], "tle": [500, 1_500]},
+         "dask_sessions": 1_500}
+TARGET_1M_S = 30 * 60  # issue 19: 1,000,000 sessions in under 30 minutes
+TARGET_PEAK_MB = 8 * 1024  # and under 8 GB
+
+
+def spec_of(name: str) -> str:
+    return f"tle:{TLE}" if name == "tle" else name
+
+
+def run_compare(constellation: str, sessions: int, hours: float, dask: str | None) -> dict:
+    """One whole `satpage compare` process; returns its figures."""
+    exe = Path(sys.executable).with_name("satpage")
+    cmd = [str(exe), "compare", "large", "--set", f"constellation.spec={spec_of(constellation)}",
+           "--sessions", str(sessions), "--set", f"time.duration_s={hours * 3600:g}",
+           "--strategies", STRATEGIES, "--json"]
+    cmd += ["--dask", dask] if dask else ["--set", "run.processes=1"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout)
+    return {"constellation": constellation, "sessions": sessions, "hours": hours,
+            "dask": dask, "wall_s": round(wall, 2),
+            "sessions_per_s": round(sessions / wall, 1),
+            "peak_rss_mb": result["memory"]["peak_rss_mb"],
+            "memory": result["memory"], "stages_s": result["timing_s"],
+            "accesses": result["workload"]["accesses"],
+            "satellites": result["workload"]["satellites"],
+            "load_average": round(os.getloadavg()[0], 1)}
+
+
+def linear(xs: list[float], ys: list[float], at: float) -> float:
+    """The least-squares line through (xs, ys), evaluated at ``at``."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    return my + slope * (at - mx)
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (minutes)")
+    ap.add_argument("--hours", type=float, default=None, help="override the simulated span")
+    ap.add_argument("--sizes", default=None,
+                    help="session counts for every constellation, e.g. 2000,6000")
+    ap.add_argument("--constellations", default=None,
+                    help="comma-separated subset of starlink-gen1,tle")
+    ap.add_argument("--dask-sessions", type=int, default=None,
+                    help="session count of the Dask comparison")
+    ap.add_argument("--skip-dask", action="store_true", help="no Dask comparison")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = ap.parse_args()
+    plan = dict(QUICK if args.quick else FULL)
+    hours = args.hours or plan["hours"]
+    names = args.constellations.split(",") if args.constellations else list(plan["sizes"])
+    given = [int(x) for x in args.sizes.split(",")] if args.sizes else None
+    plan["sizes"] = {c: given or plan["sizes"][c] for c in names}
+    if args.dask_sessions:
+        plan["dask_sessions"] = args.dask_sessions
+    if not TLE.exists():
+        raise SystemExit(f"the TLE catalogue {TLE} is missing (data/README.md)")
+    log(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+        f"{'quick' if args.quick else 'full'} sizes over {hours:g} h")
+
+    runs = []
+    for constellation, counts in plan["sizes"].items():
+        for n in counts:
+            log(f"compare: {constellation}, {n:,} sessions ...")
+            r = run_compare(constellation, n, hours, None)
+            runs.append(r)
+            log(f"  {r['wall_s']:.1f} s, {r['sessions_per_s']:.1f} sessions/s, "
+                f"peak {r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
+
+    growth = {}
+    for constellation in plan["sizes"]:
+        rs = [r for r in runs if r["constellation"] == constellation]
+        lo, hi = rs[0], rs[-1]
+        growth[constellation] = {
+            "sessions": [r["sessions"] for r in rs],
+            # 1.0 = time exactly proportional to the session count
+            "time_ratio_over_session_ratio": round(
+                (hi["wall_s"] / lo["wall_s"]) / (hi["sessions"] / lo["sessions"]), 3),
+            "peak_mb_per_1000_sessions": round(
+                (hi["peak_rss_mb"] - lo["peak_rss_mb"])
+                / max(hi["sessions"] - lo["sessions"], 1) * 1000, 2),
+            # time: the line through the measured sizes; memory: the largest measured peak
+            # plus the measured growth per session (the peak is mostly fixed: a one-time
+            # routing table, docs/scale.md), never below the largest peak measured
+            "projected_1m_wall_s": round(linear([r["sessions"] for r in rs],
+                                                [r["wall_s"] for r in rs], 1_000_000), 0),
+            "projected_1m_peak_mb": round(max(
+                r["peak_rss_mb"] for r in rs) + max(0.0, (hi["peak_rss_mb"] - lo["peak_rss_mb"])
+                / max(hi["sessions"] - lo["sessions"], 1)) * (1_000_000 - hi["sessions"]), 0),
+        }
+
+    dask = {}
+    if not args.skip_dask:
+        n = plan["dask_sessions"]
+        for target in (None, "local:1", "local:2"):
+            log(f"compare: starlink-gen1, {n:,} sessions, {target or 'in-process'} ...")
+            r = run_compare("starlink-gen1", n, hours, target)
+            dask[target or "in-process"] = r
+            log(f"  {r['wall_s']:.1f} s, peak {r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
+        dask["speedup_1_to_2_workers"] = round(dask["local:1"]["wall_s"]
+                                               / dask["local:2"]["wall_s"], 3)
+        dask["overhead_local1_vs_in_process"] = round(dask["local:1"]["wall_s"]
+                                                      / dask["in-process"]["wall_s"] - 1, 3)
+
+    report = {"plan": "quick" if args.quick else "full", "hours": hours, "runs": runs,
+              "growth": growth, "dask": dask,
+              "targets": {"1m_wall_s": TARGET_1M_S, "1m_peak_mb": TARGET_PEAK_MB,
+                          "growth_within": 0.15, "speedup_1_to_2": 1.7, "dask_overhead": 0.10}}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{'constellation':<14} {'sessions':>10} {'wall s':>9} {'sess/s':>8} {'peak MB':>8} "
+          f"{'setup':>7} {'schedule':>9} {'replay':>8} {'costs':>8}  load")
+    for r in runs + [v for v in dask.values() if isinstance(v, dict)]:
+        st = r["stages_s"]
+        name = r["constellation"] + (f" {r['dask']}" if r["dask"] else "")
+        print(f"{name:<14} {r['sessions']:>10,} {r['wall_s']:>9.1f} {r['sessions_per_s']:>8.1f} "
+              f"{r['peak_rss_mb']:>8.0f} {st['sessions']:>7.1f} {st['schedule']:>9.1f} "
+              f"{st['replay']:>8.1f} {st['costs']:>8.1f}  {r['load_average']}")
+    if args.quick:
+        print("(quick sizes: fixed costs (imports, constellation, routing table) dominate, so "
+              "growth and projections say little; use the full sizes or --sizes)")
+    for constellation, g in growth.items():
+        print(f"{constellation}: time ratio / session ratio {g['time_ratio_over_session_ratio']} "
+              f"(1.0 = linear; target within 15 %), memory "
+              f"{g['peak_mb_per_1000_sessions']} MB per 1,000 sessions; projected to 1,000,000 "
+              f"sessions: {g['projected_1m_wall_s']:.0f} s (target {TARGET_1M_S} s), "
+              f"{g['projected_1m_peak_mb']:.0f} MB (target {TARGET_PEAK_MB} MB)")
+    if dask:
+        print(f"Dask: speed-up from 1 to 2 workers {dask['speedup_1_to_2_workers']}x "
+              f"(target 1.7x); local:1 against in-process "
+              f"{dask['overhead_local1_vs_in_process'] * 100:+.1f} % (target < 10 %)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
