@@ -79,9 +79,10 @@ def dask_client(target: DaskTarget) -> Iterator[Client]:
         with Client(target.address, timeout="30s") as client:
             yield client
         return
-    # one thread per worker: the engine's numba kernels are the parallelism, per process
+    # one thread per worker: the engine's numba kernels are the parallelism, per process;
+    # the dashboard on a free loopback port (8787 may be taken by another cluster)
     with (LocalCluster(n_workers=target.n_workers, threads_per_worker=1, processes=True,
-                       host="127.0.0.1", dashboard_address=None) as cluster,
+                       host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster,
           Client(cluster) as client):
         yield client
 

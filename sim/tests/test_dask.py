@@ -38,7 +38,7 @@ def test_compare_on_a_running_scheduler_gives_the_in_process_json(in_process):
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address="127.0.0.1:0") as cluster:
         on_dask = compare_json("--dask", cluster.scheduler_address)
     assert on_dask["dask"].startswith("tcp://127.0.0.1:")
     assert {k: v for k, v in on_dask.items() if k not in RUN_FIELDS} == {
