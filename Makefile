@@ -93,8 +93,9 @@ bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starl
 bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
 	$(PY) bench/bench_services.py
 
-fuzz-services:  ## fuzz the satnode handlers, the gateway, the constellation parser and the ISL schedule reader (30 s each; corpus in services/**/testdata/fuzz)
+fuzz-services:  ## fuzz the satnode handlers, the gateway (over mutual TLS with tokens), the constellation parser, the ISL schedule reader and raw wire bytes to a secure satellite and gateway (30 s each; corpus in services/**/testdata/fuzz)
 	cd services && go test -run XXX -fuzz FuzzHandlers -fuzztime 30s ./internal/node/
 	cd services && go test -run XXX -fuzz FuzzParseSpec -fuzztime 30s ./internal/constellation/
 	cd services && go test -run XXX -fuzz FuzzGateway -fuzztime 30s ./internal/gateway/
 	cd services && go test -run XXX -fuzz FuzzParseSchedule -fuzztime 30s ./internal/constellation/
+	cd services && go test -run XXX -fuzz FuzzWire -fuzztime 30s ./internal/auth/

@@ -6,16 +6,21 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
+	"github.com/satpage/satpage/services/internal/token"
 )
 
 // FuzzGateway decodes arbitrary bytes as a schedule and as a batch of accesses
-// and sends both through the gateway of a 15-satellite in-process cluster: no
-// panic, no Unknown or Internal status, and a fixed session stays readable.
+// and sends both through the gateway of a 15-satellite in-process cluster,
+// secure as deployed (mutual TLS, the batch carrying the token its registration
+// returned): no panic, no Unknown or Internal status, and a fixed session stays
+// readable.
 func FuzzGateway(f *testing.F) {
 	reg := func(m *satpagev1.RegisterSessionRequest) []byte { b, _ := proto.Marshal(m); return b }
 	acc := func(m *satpagev1.ReadPagesRequest) []byte { b, _ := proto.Marshal(m); return b }
@@ -26,12 +31,15 @@ func FuzzGateway(f *testing.F) {
 		acc(&satpagev1.ReadPagesRequest{SessionId: "b", Pages: []uint32{9}, ScenarioTimeNs: []int64{-1}}))
 	f.Add(reg(&satpagev1.RegisterSessionRequest{SessionId: "c", Visits: []*satpagev1.Visit{{Satellite: 99}}}),
 		acc(&satpagev1.ReadPagesRequest{SessionId: "fixed", Pages: []uint32{1}, ScenarioTimeNs: []int64{0}}))
-	c := clustertest.New(f, "walker-star:15/1/0:500:87", clustertest.Options{})
-	ctx := context.Background()
-	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "fixed",
-		Visits: []*satpagev1.Visit{{Satellite: 2}}}); err != nil {
+	dir := f.TempDir()
+	tlstest.Write(f, dir, 15)
+	c := clustertest.New(f, "walker-star:15/1/0:500:87", clustertest.Options{TLSDir: dir})
+	fixed, err := c.Control.RegisterSession(context.Background(), &satpagev1.RegisterSessionRequest{SessionId: "fixed",
+		Visits: []*satpagev1.Visit{{Satellite: 2}}})
+	if err != nil {
 		f.Fatal(err)
 	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), token.MetadataKey, fixed.Token)
 	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "fixed", Page: 1, Data: []byte("keep")}); err != nil {
 		f.Fatal(err)
 	}
@@ -44,13 +52,20 @@ func FuzzGateway(f *testing.F) {
 			}
 		}
 		var r satpagev1.RegisterSessionRequest
+		tok := ""
 		if proto.Unmarshal(regBytes, &r) == nil && r.SessionId != "fixed" {
-			_, err := c.Control.RegisterSession(cctx, &r)
+			reg, err := c.Control.RegisterSession(cctx, &r)
 			check("RegisterSession", err)
+			if err == nil {
+				tok = reg.Token
+			}
 		}
 		var a satpagev1.ReadPagesRequest
 		if proto.Unmarshal(accBytes, &a) == nil && a.SessionId != "fixed" {
-			_, err := c.Gateway.ReadPages(cctx, &a)
+			actx := metadata.AppendToOutgoingContext(context.Background(), token.MetadataKey, tok)
+			actx, cancel := context.WithTimeout(actx, 2*time.Second)
+			defer cancel()
+			_, err := c.Gateway.ReadPages(actx, &a)
 			check("ReadPages", err)
 		}
 		got, err := c.Gateway.ReadPage(cctx, &satpagev1.ReadPageRequest{SessionId: "fixed", Page: 1})
