@@ -66,24 +66,34 @@ def _run_point_on_worker(base: Scenario, point: dict[str, Any]) -> dict[str, Any
 
 def run_sweep(base: Scenario, vary: list[tuple[str, list[Any]]], processes: int = 1,
               on_point: Callable[[int, int], None] | None = None,
-              dask: str | None = None) -> list[dict[str, Any]]:
+              dask: str | None = None, memory: dict[str, Any] | None = None
+              ) -> list[dict[str, Any]]:
     """Rows ``{key: value, ..., "strategy": name, cost: value, ...}`` in grid order.
     ``dask`` (``local[:N]``, ``tcp://HOST:PORT``) runs one task per point; ``processes``
-    > 1 alone means ``local:processes``."""
+    > 1 alone means ``local:processes``. ``memory``, when given, receives the peak
+    resident sets (MB) of this process and of the Dask workers."""
+    from satpage.parallel import peak_rss_mb
+
     points = grid_points(base, vary)
     if dask is None and processes > 1:
         dask = f"local:{processes}"
     results: list[dict[str, Any]] = []
+    workers: list[float] = []
     if dask is None:
         for i, p in enumerate(points):
             results.append(_run_point(base, p))
             if on_point:
                 on_point(i + 1, len(points))
     else:
-        from satpage.parallel import dask_client, map_ordered, parse_dask
+        from satpage.parallel import dask_client, map_ordered, parse_dask, workers_peak_rss_mb
 
         with dask_client(parse_dask(dask)) as client:
             results = map_ordered(client, partial(_run_point_on_worker, base), points, on_point)
+            workers = workers_peak_rss_mb(client)
+    if memory is not None:
+        client_mb = round(peak_rss_mb(), 1)
+        memory.update(peak_rss_mb=max([client_mb, *workers]), client_peak_rss_mb=client_mb,
+                      workers_peak_rss_mb=workers)
     rows = []
     for r in results:
         for name, s in r["strategies"].items():

@@ -53,6 +53,7 @@ def test_sweep_on_dask_gives_the_in_process_rows(tmp_path):
     assert here.exit_code == 0 and there.exit_code == 0, here.output + there.output
     rows = json.loads(here.stdout)["rows"]
     assert json.loads(there.stdout)["rows"] == rows and len(rows) == 4
+    assert len(json.loads(there.stdout)["memory"]["workers_peak_rss_mb"]) == 2
     assert [r["workload.zipf_s"] for r in rows] == [0.8, 0.8, 1.2, 1.2]
 
 

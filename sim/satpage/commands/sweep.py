@@ -61,10 +61,12 @@ def sweep(
     spec = [parse_vary(v) for v in vary]
     keys = [k for k, _ in spec]
     n = len(grid_points(base, spec))
+    memory: dict = {}
     with progress() as bar:
         task = bar.add_task(f"sweeping {n} points of {', '.join(keys)}", total=n)
         rows = run_sweep(base, spec, processes,
-                         on_point=lambda done, total: bar.update(task, completed=done), dask=dask)
+                         on_point=lambda done, total: bar.update(task, completed=done), dask=dask,
+                         memory=memory)
     out.mkdir(parents=True, exist_ok=True)
     cols = keys + ["strategy"] + [c for c in rows[0] if c not in keys and c != "strategy"]
     with (out / "sweep.csv").open("w", newline="") as fh:
@@ -77,7 +79,7 @@ def sweep(
     if as_json:
         print_json({"scenario": base.name, "scenario_file": base.source, "seed": base.seed,
                     "version": code_version(), "varied": {k: v for k, v in spec},
-                    "rows": rows})
+                    "dask": dask, "memory": memory, "rows": rows})
         return
     t = Table(title=f"satpage sweep: {base.name}, seed {base.seed}")
     for c in keys + ["strategy", "page_moves", "page_hops", "fault_latency_ms"]:
