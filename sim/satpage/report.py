@@ -93,9 +93,11 @@ def result_dict(res) -> dict[str, Any]:
         "timing_s": {**{k: round(v, 3) for k, v in res.stage_s.items()},
                      "wall": round(res.wall_s, 3)},
         # peak resident sets: this process, and each Dask worker when the run used Dask
+        # (sum_peak_rss_mb: an upper bound of the machine's use, the peaks need not coincide)
         "memory": {"peak_rss_mb": max([res.peak_rss_mb, *res.workers_peak_rss_mb]),
                    "client_peak_rss_mb": res.peak_rss_mb,
-                   "workers_peak_rss_mb": res.workers_peak_rss_mb},
+                   "workers_peak_rss_mb": res.workers_peak_rss_mb,
+                   "sum_peak_rss_mb": round(res.peak_rss_mb + sum(res.workers_peak_rss_mb), 1)},
         "strategies": sums,
     })
 
