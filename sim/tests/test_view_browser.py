@@ -14,7 +14,6 @@ import io
 import json
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,11 +23,10 @@ import numpy as np
 import pytest
 
 from satpage.view import ViewData
+from satpage.view.browser import CHROMEDRIVER, CHROMIUM, new_driver, step_times, wait_ready
 
 log = logging.getLogger(__name__)
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WINDOW = (1400, 900)
 #: a slider step must redraw within this (issue 21): the median redraw (input handler
 #: plus rasterisation) is held to it; p90, max and the time to the painted frame are logged
@@ -36,7 +34,7 @@ STEP_BUDGET_MS = 100.0
 
 
 def _need_browser():
-    missing = [p for p in (CHROMIUM, DRIVER) if not Path(p).exists()]
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -51,18 +49,7 @@ def _need_browser():
 @pytest.fixture(scope="module")
 def browser():
     _need_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-              f"--window-size={WINDOW[0]},{WINDOW[1]}", "--force-device-scale-factor=1",
-              "--disable-extensions", "--no-first-run", "--allow-file-access-from-files"):
-        opts.add_argument(a)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    drv.set_script_timeout(120)
+    drv = new_driver(WINDOW)
     yield drv
     drv.quit()
 
@@ -96,17 +83,10 @@ def server_url(run_dir):
 
 
 def _load(drv, url: str) -> None:
-    drv.get(url)
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < 60:
-        ready, err = drv.execute_script(
-            "const h = window.satpageView; return h ? [h.ready, h.error] : [false, null]")
-        if err:
-            pytest.fail(f"page error: {err}")
-        if ready:
-            return
-        time.sleep(0.05)
-    pytest.fail("the page did not become ready in 60 s")
+    try:
+        wait_ready(drv, url)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
 
 
 def _console_errors(drv) -> list[str]:
@@ -305,39 +285,6 @@ def test_the_self_contained_html_file_works_from_disk(browser, run_dir, tmp_path
     assert _console_errors(browser) == []
 
 
-_STEP_JS = """
-const done = arguments[arguments.length - 1];
-const n = arguments[0];
-const painted = arguments[1];
-const slider = document.getElementById('slider');
-const g = document.getElementById('map').getContext('2d');
-const out = [];
-function input() {
-  slider.value = String((Number(slider.value) + 1) % (Number(slider.max) + 1));
-  slider.dispatchEvent(new Event('input'));
-}
-function step() {
-  if (out.length >= n) { done(out); return; }
-  const t0 = performance.now();
-  input();
-  const js = performance.now() - t0;
-  if (!painted) {
-    // redraw: the input handler's drawing plus its rasterisation, which reading one
-    // pixel back forces (the canvas is software-rendered in headless chromium)
-    g.getImageData(0, 0, 1, 1);
-    out.push([js, performance.now() - t0]);
-    setTimeout(step, 0);
-    return;
-  }
-  // two animation frames later the redrawn frame has been painted (vsync waits included)
-  requestAnimationFrame(() => requestAnimationFrame(() => {
-    out.push([js, performance.now() - t0]); step();
-  }));
-}
-step();
-"""
-
-
 @pytest.mark.slow
 def test_a_slider_step_redraws_in_under_100_ms_for_starlink_and_10000_sessions(browser,
                                                                               tmp_path):
@@ -354,9 +301,9 @@ def test_a_slider_step_redraws_in_under_100_ms_for_starlink_and_10000_sessions(b
     try:
         _load(browser, srv.url)
         browser.execute_script("satpageView.selectSession(5)")
-        browser.execute_async_script(_STEP_JS, 5, False)        # warm-up (JIT)
-        redraw = np.array(browser.execute_async_script(_STEP_JS, 40, False))
-        painted = np.array(browser.execute_async_script(_STEP_JS, 40, True))
+        step_times(browser, 5)                                 # warm-up (JIT)
+        redraw = step_times(browser, 40)
+        painted = step_times(browser, 40, painted=True)
         parts = browser.execute_script("return satpageView.parts")
         assert _console_errors(browser) == []
     finally:

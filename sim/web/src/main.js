@@ -169,7 +169,23 @@ function draw() {
   }
   const half = st.W / 2;
   mark('positions');
-  if (st.show.footprints) {
+  if (st.show.footprints && st.naive) {
+    // the baseline of bench/bench_view.py: one ellipse path per footprint
+    const fr = v.a.footprint_rad;
+    const kr = st.H / Math.PI;
+    g.beginPath();
+    for (let i = 0; i < N; i++) {
+      const ry = fr[i] * kr;
+      const rx = Math.min(ry / Math.max(Math.cos((ll[base + 2 * i] / 18000) * Math.PI), 0.05), half);
+      g.moveTo(X[i] + rx, Y[i]);
+      g.ellipse(X[i], Y[i], rx, ry, 0, 0, 2 * Math.PI);
+    }
+    g.fillStyle = 'rgba(120,170,255,0.05)';
+    g.fill();
+    g.strokeStyle = 'rgba(120,170,255,0.22)';
+    g.lineWidth = 0.5;
+    g.stroke();
+  } else if (st.show.footprints) {
     drawCoverage(g, f);
     if (N <= 1000) {
       // individual outlines while they stay readable (the paper's 150 satellites)
@@ -221,6 +237,7 @@ function draw() {
     g.strokeStyle = 'rgba(160,180,200,0.13)';
     g.lineWidth = 1;
     g.stroke();
+    if (st.naive) g.lineWidth = 1.6;
     buckets.forEach((ls, c) => {
       if (!ls.length) return;
       g.beginPath();
@@ -240,11 +257,34 @@ function draw() {
       g.fillRect((cl[2 * i + 1] + 18000) * kx - 1, (9000 - cl[2 * i]) * ky - 1, 2, 2);
     }
   }
+  if (st.show.clients) {
+    // the sampled sessions' clients, active now: rings, click one to select its session
+    const sl = v.a.sess_latlon_cdeg;
+    const stt = v.a.sess_t_s;
+    const K = v.shape.sess_index[0];
+    g.beginPath();
+    for (let k = 0; k < K; k++) {
+      if (stt[2 * k] > tS || stt[2 * k + 1] < tS) continue;
+      const x = (sl[2 * k + 1] + 18000) * kx;
+      const y = (9000 - sl[2 * k]) * ky;
+      g.moveTo(x + 4, y);
+      g.arc(x, y, 4, 0, 2 * Math.PI);
+    }
+    g.strokeStyle = 'rgba(127,255,212,0.85)';
+    g.lineWidth = 1;
+    g.stroke();
+  }
   mark('clients');
   // satellites: those holding pages of the shown strategy in this window stand out
   const held = v.a.held_pages;
   const hb = (s * (v.shape.window_edges_s[0] - 1) + w) * N;
   // fillRect per satellite: half the raster time of one path of 4,408 rectangles
+  if (st.naive) {
+    g.beginPath();
+    for (let i = 0; i < N; i++) g.rect(X[i] - 1.5, Y[i] - 1.5, 3, 3);
+    g.fillStyle = '#e8eef5';
+    g.fill();
+  }
   g.fillStyle = '#e8eef5';
   for (let i = 0; i < N; i++) if (held[hb + i] <= 0) g.fillRect(X[i] - 1.5, Y[i] - 1.5, 3, 3);
   g.fillStyle = '#39d0ff';
@@ -693,6 +733,7 @@ function legendText() {
   $('legend').innerHTML = `ISLs by ${st.linkMetric === 'util' ? 'utilisation 0–100 % (background + session pages)' : 'session pages per window (log scale)'}: ${legend}`
     + ' · <span class="sw" style="background:#39d0ff"></span>satellite holding pages'
     + ' · <span class="sw" style="background:#ff5050"></span>active client'
+    + ' · <span class="sw" style="border:1px solid #7fffd4"></span>sampled session (click)'
     + ` · population: ${m.population.source}`;
 }
 
@@ -702,6 +743,8 @@ Object.assign(hook, {
   selectSession: (k) => selectSession(k),
   setStrategy: (s) => setStrategy(s),
   linkValue: (s, w, l) => linkValue(s, w, l),
+  // bench/bench_view.py's baseline: footprints as ellipse paths, 1.6 px links, one path of rects
+  setNaive: (on) => { st.naive = Boolean(on); draw(); },
   window: () => windowOf(st.v.a.frame_t_s[st.frame]),
   play: (on) => play(on),
   satLatLon: (i) => satLatLon(st.frame, i),
