@@ -127,7 +127,7 @@ RPCS = [  # (target, service, method, request(session), expectations)
     ("0", "SatelliteService", "SessionFrames", lambda s: pb.SessionFramesRequest(session_id=s),
      PEER_OR_GATEWAY),
     ("0", "SatelliteService", "DropSession",
-     lambda s: pb.DropSessionRequest(route=pb.Route(origin=0, destination=0), session_id=s), PEER_OR_GATEWAY),
+     lambda s: pb.DropSessionRequest(route=ROUTE, session_id=s), PEER_OR_GATEWAY),
 ]
 
 
@@ -161,6 +161,18 @@ def test_every_rpc_against_every_kind_of_caller_on_real_processes(cluster):
     assert '"msg":"denied"' in logs and '"caller":"satellite 1"' in logs
     assert SECRET.decode() not in logs
     assert base64.b64encode(SECRET).decode() not in logs
+
+
+def test_a_satellite_cannot_pass_its_request_off_as_anothers(cluster):
+    st = cluster
+    own = register(st, "relay")
+    with channel(st, "0", "satellite") as ch:  # satellite 1's certificate
+        with pytest.raises(grpc.RpcError) as exc:
+            pbg.SatelliteServiceStub(ch).ReleasePages(pb.ReleasePagesRequest(
+                route=pb.Route(origin=2, destination=0, hops=1, path=[2]), session_id="relay",
+                pages=[0], new_owner=2), timeout=5)
+    assert exc.value.code() == P and "does not end with the sender" in exc.value.details()
+    intact(st, "relay", own)
 
 
 def test_a_forged_token_and_a_page_outside_the_table_are_refused(cluster):

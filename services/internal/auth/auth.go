@@ -138,9 +138,15 @@ func (p *Policy) admit(ctx context.Context, method string, req any) (context.Con
 	case register:
 		return ctx, need(id.Role == tlsconf.Client || id.Role == tlsconf.Gateway, "a client certificate")
 	case satellite:
-		return ctx, need(id.Role == tlsconf.Satellite, "a satellite certificate")
+		if err := need(id.Role == tlsconf.Satellite, "a satellite certificate"); err != nil {
+			return ctx, err
+		}
+		return ctx, sender(method, req, id)
 	case peerOrGateway:
-		return ctx, need(id.Role == tlsconf.Satellite || id.Role == tlsconf.Gateway, "a satellite or gateway certificate")
+		if err := need(id.Role == tlsconf.Satellite || id.Role == tlsconf.Gateway, "a satellite or gateway certificate"); err != nil {
+			return ctx, err
+		}
+		return ctx, sender(method, req, id)
 	case anyCert:
 		return ctx, need(id.Role != tlsconf.Anonymous, "a certificate")
 	case session:
@@ -169,6 +175,22 @@ func (p *Policy) session(ctx context.Context, method string, req any) (context.C
 		ctx = metadata.AppendToOutgoingContext(ctx, token.MetadataKey, tok)
 	}
 	return ctx, nil
+}
+
+// sender checks that a relayed request comes from the satellite its route
+// says sent it (the last entry of route.path, which each relay appends itself
+// to): a satellite cannot pass its request off as another's. The gateway is on
+// no route (it sends DropSession straight to the satellite that holds frames).
+func sender(method string, req any, id tlsconf.Identity) error {
+	r, ok := req.(interface{ GetRoute() *satpagev1.Route })
+	if !ok || id.Role != tlsconf.Satellite || r.GetRoute() == nil {
+		return nil
+	}
+	path := r.GetRoute().GetPath()
+	if len(path) == 0 || path[len(path)-1] != id.Index {
+		return fmt.Errorf("%s from %s: route.path %v does not end with the sender: %w", short(method), id, path, errs.ErrPermissionDenied)
+	}
+	return nil
 }
 
 // checkPages refuses pages outside the session's table (a hostile client

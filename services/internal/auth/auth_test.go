@@ -238,7 +238,7 @@ func satRPCs() []rpc {
 			return err
 		}, peerWant(true)},
 		{"DropSession", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
-			_, err := sat(c).DropSession(ctx, &satpagev1.DropSessionRequest{Route: &satpagev1.Route{Origin: 0, Destination: 0}, SessionId: id})
+			_, err := sat(c).DropSession(ctx, &satpagev1.DropSessionRequest{Route: route(), SessionId: id})
 			return err
 		}, peerWant(true)},
 	}
@@ -457,4 +457,24 @@ func FuzzWire(f *testing.F) {
 			t.Fatalf("the fixed session: %v", err)
 		}
 	})
+}
+
+func TestASatelliteCannotPassItsRequestOffAsAnothers(t *testing.T) {
+	e := secureCluster(t)
+	tok := e.register(t, "s", []byte("keep"))
+	m, err := tlsconf.LoadSatellite(e.dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := e.c.DialAs(t, "sat-0", credentials.NewTLS(m.Client(tlsconf.SatelliteName(0))))
+	sc := satpagev1.NewSatelliteServiceClient(conn)
+	// Satellite 1 claims the request was relayed by satellite 2 (also a neighbour of 0).
+	for _, path := range [][]uint32{{2}, {}, {1, 2}} {
+		_, err := sc.ReleasePages(context.Background(), &satpagev1.ReleasePagesRequest{SessionId: "s", Pages: []uint32{0}, NewOwner: 2,
+			Route: &satpagev1.Route{Origin: 2, Destination: 0, Hops: uint32(len(path)), Path: path}})
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "does not end with the sender") {
+			t.Errorf("path %v: got %v, want PermissionDenied", path, err)
+		}
+	}
+	e.intact(t, "s", tok, []byte("keep"))
 }
