@@ -310,4 +310,10 @@ def run_scenario(sc: Scenario, processes: int | None = None,
             "%d of %d client steps had no satellite above %.1f deg elevation (the previous "
             "server was kept)", res.uncovered_steps, res.client_steps,
             sc.handover.min_elevation_deg)
+    for name, acc in res.costs.items():
+        moves = acc.counts.get("page_moves", 0)
+        if acc.unreachable > 0.01 * max(moves, 1):
+            # e.g. a multi-shell constellation: no ISLs join two shells (docs/orbit-model.md)
+            log.warning("%s: %d of %d page transfers had no ISL path (counted with 0 hops, "
+                        "unreachable_transfers in the report)", name, acc.unreachable, moves)
     return res
