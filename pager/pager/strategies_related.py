@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from numba import njit
 
 from pager import _kernels as K
 from pager.strategies_extra import _recently_used
@@ -227,44 +228,67 @@ def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
     at one time: creations, handovers, seeds, writes).
     """
     vo = np.asarray(trace.visit_offsets, np.int64)
+    ao = np.asarray(trace.access_offsets, np.int64)
+    ev = np.ascontiguousarray(events)
     n_visits = trace.n_visits
     last = np.zeros(n_visits, dtype=bool)
     if n_visits:
         last[vo[1:][np.diff(vo) > 0] - 1] = True
-    ev = np.asarray(events)
-    kind = ev["kind"]
-    cr = (kind == K.KIND_CREATE) | (kind == K.KIND_HANDOVER)
-    # pages that moved into v at its start existed before v: they seed v's successor
-    ho_visit = ev["to_visit"][kind == K.KIND_HANDOVER].astype(np.int64)
-    seed_sel = np.flatnonzero(kind == K.KIND_HANDOVER)[~last[ho_visit]]
-    seed_visit = ev["to_visit"][seed_sel].astype(np.int64)
-    ao = np.asarray(trace.access_offsets, np.int64)
-    a_visit = np.repeat(np.arange(n_visits, dtype=np.int64), np.diff(ao))
-    keep = ~last[a_visit]
-    a_visit = a_visit[keep]
-    v_session = np.repeat(np.arange(trace.n_sessions, dtype=np.int64), np.diff(vo))
-    # columns of the three groups (creates and handovers, seeds, writes), each by session
-    # then time; one stable sort on (session, time) merges them
-    session = np.concatenate([ev["session"][cr], ev["session"][seed_sel], v_session[a_visit]])
-    time = np.concatenate([ev["time_ns"][cr],
-                           np.asarray(trace.visit_start_ns, np.int64)[seed_visit],
-                           np.asarray(trace.access_time_ns, np.int64)[keep]])
-    page = np.concatenate([ev["page"][cr], ev["page"][seed_sel],
-                           np.asarray(trace.access_page)[keep]])
-    frm = np.concatenate([ev["from_visit"][cr], seed_visit, a_visit])
-    to = np.concatenate([ev["to_visit"][cr], seed_visit + 1, a_visit + 1])
-    kinds = np.concatenate([kind[cr], np.full(seed_sel.size + a_visit.size, K.KIND_REPLICA,
-                                              np.int8)])
-    span = int(time.max(initial=0)) + 1
-    if time.size and time.min() >= 0 and (int(session.max()) + 1) * span < 2**62:
-        order = np.argsort(session * span + time, kind="stable")
-    else:
-        order = np.lexsort((time, session))
-    out = np.empty(order.size, dtype=EVENT_DTYPE)
-    out["session"] = session[order]
-    out["page"] = page[order]
-    out["from_visit"] = frm[order]
-    out["to_visit"] = to[order]
-    out["time_ns"] = time[order]
-    out["kind"] = kinds[order]
+    ho_visit = ev["to_visit"][ev["kind"] == K.KIND_HANDOVER]
+    n_seeds = int(np.count_nonzero(~last[ho_visit]))
+    n_writes = int(np.diff(ao)[~last].sum())
+    out = np.empty(ev.size + n_seeds + n_writes, dtype=EVENT_DTYPE)
+    n, used = _replicate_next(ev, vo, np.asarray(trace.visit_start_ns, np.int64), ao,
+                              np.asarray(trace.access_page, np.int32),
+                              np.asarray(trace.access_time_ns, np.int64), out)
+    if used != ev.size or n != out.size:
+        raise ValueError(f"not the engine's log of replicate-next for this trace: "
+                         f"{used} of {ev.size} events matched its visits and accesses")
     return out
+
+
+@njit(cache=True, nogil=True)
+def _put(out, n, session, page, frm, to, t, kind):
+    r = out[n]
+    r.session = session
+    r.page = page
+    r.from_visit = frm
+    r.to_visit = to
+    r.time_ns = t
+    r.kind = kind
+
+
+@njit(cache=True, nogil=True)
+def _replicate_next(ev, vo, vstart, ao, apage, atime, out):
+    """Session by session, visit by visit: the engine's handovers into the visit, the
+    seed copies to its successor, then per access its creation (if the engine logged
+    one) and its write to the successor. Returns (events written, engine events used)."""
+    n = 0
+    j = 0
+    for s in range(vo.size - 1):
+        for v in range(vo[s], vo[s + 1]):
+            has_next = v + 1 < vo[s + 1]
+            h0 = j
+            while j < ev.size and ev[j].kind == K.KIND_HANDOVER and ev[j].to_visit == v:
+                r = ev[j]
+                _put(out, n, r.session, r.page, r.from_visit, r.to_visit, r.time_ns, r.kind)
+                n += 1
+                j += 1
+            if has_next:
+                for i in range(h0, j):
+                    _put(out, n, s, ev[i].page, v, v + 1, vstart[v], K.KIND_REPLICA)
+                    n += 1
+            for a in range(ao[v], ao[v + 1]):
+                p = apage[a]
+                t = atime[a]
+                if j < ev.size and ev[j].kind == K.KIND_CREATE and ev[j].to_visit == v \
+                        and ev[j].page == p and ev[j].time_ns == t:
+                    r = ev[j]
+                    _put(out, n, r.session, r.page, r.from_visit, r.to_visit, r.time_ns,
+                         r.kind)
+                    n += 1
+                    j += 1
+                if has_next:
+                    _put(out, n, s, p, v, v + 1, t, K.KIND_REPLICA)
+                    n += 1
+    return n, j

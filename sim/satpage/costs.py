@@ -131,11 +131,8 @@ class CostAccumulator:
         out = np.zeros(len(PRICE_KEYS), np.int64)
         lat_max = np.zeros(1)
         arrival = np.empty(events.size, np.int64)
-        kind = np.ascontiguousarray(events["kind"]).astype(np.int64)
-        price_events(kind, np.ascontiguousarray(events["session"]).astype(np.int64),
-                     np.ascontiguousarray(events["page"]).astype(np.int64),
-                     np.ascontiguousarray(events["from_visit"]).astype(np.int64),
-                     np.ascontiguousarray(events["to_visit"]).astype(np.int64), t,
+        kind = events["kind"]
+        price_events(np.ascontiguousarray(events),
                      table.astype(np.int64), vsat, ct.gateway_sat.astype(np.int64),
                      ct.gateway_range_km, int(step_ns), int(ct.window_step0), pred, ct.pos,
                      router.topology.neighbours, self.load_bins, int(self.duration_ns),

@@ -225,11 +225,11 @@ def _disjoint(pred, tbl, src, dst, pos, step, neighbours, avoid, n_avoid, ids, p
 
 
 @numba.njit(cache=True, nogil=True)
-def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, step_ns, step0,
+def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
                  pred, pos, neighbours, load_bins, duration_ns, per_hop_ms, tx_ms, wait_ms,
                  background, idle_threshold, lead_ns, fault_paths, custody_pages, replicate,
                  n_pages, link_load, held_delta, lat_hist, bin_ms, out, lat_max, arrival_ns):
-    """One pass over an event log (pager.EVENT_DTYPE columns, by session then time).
+    """One pass over an event log ``ev`` (pager.EVENT_DTYPE, by session then time).
 
     Per transfer: links crossed (``link_load[bin, link] += 1``), page-hops, and its
     arrival time ``arrival_ns[e]`` (send time + propagation + per-hop processing +
@@ -259,27 +259,33 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
     ring_sess = np.full(n_sats if custody_pages > 0 else 1, -1, np.int64)
     has = np.zeros((n_sats if custody_pages > 0 else 1, n_pages if custody_pages > 0 else 1),
                    np.int64)
-    for e in range(kind.size):
-        k = kind[e]
-        step = t[e] // step_ns - step0
+    for e in range(ev.size):
+        rec = ev[e]
+        k = np.int64(rec.kind)
+        t_e = np.int64(rec.time_ns)
+        fv_e = np.int64(rec.from_visit)
+        tv_e = np.int64(rec.to_visit)
+        s_e = np.int64(rec.session)
+        p_e = np.int64(rec.page)
+        step = t_e // step_ns - step0
         step = min(max(step, 0), n_t - 1)
-        send = t[e]
+        send = t_e
         b = (send * load_bins) // max(duration_ns, 1)
         b = min(max(b, 0), load_bins - 1)
-        dst = vsat[tv[e]]
+        dst = vsat[tv_e]
         arrival_ns[e] = send
         if k == CREATE:
             held_delta[dst, b] += 1
             out[5] += 1
             continue
-        if fv[e] == _NOWHERE:
+        if fv_e == _NOWHERE:
             continue
         if replicate and k == HANDOVER:              # the replica is there already
             held_delta[dst, b] += 1
-            held_delta[vsat[fv[e]], b] -= 1
+            held_delta[vsat[fv_e], b] -= 1
             continue
-        ground = fv[e] == _GROUND
-        src = gw_sat[step] if ground else vsat[fv[e]]
+        ground = fv_e == _GROUND
+        src = gw_sat[step] if ground else vsat[fv_e]
         tbl = table[e]
         hit_local = False
         if custody_pages > 0 and k == FAULT and not ground:
@@ -288,8 +294,8 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
             best_h = _hops(pred, tbl, src, dst) if src != dst else 0
             if best_h < 0:
                 best_h = n_sats + 1
-            s1 = sess[e] + 1
-            p = page[e]
+            s1 = s_e + 1
+            p = p_e
             for c in range(n_sats):
                 if has[c, p] == s1 and c != src:
                     hc = 0 if c == dst else _hops(pred, tbl, c, dst)
@@ -305,7 +311,7 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
             if hit_local:                            # served from the server's own custody copy
                 out[4] += 1
                 lat_hist[0] += 1
-                held_delta[vsat[fv[e]], b] -= 1
+                held_delta[vsat[fv_e], b] -= 1
                 held_delta[dst, b] += 1
             continue
         h, d = _walk(pred, tbl, src, dst, pos, step, neighbours, ids, nodes)
@@ -315,7 +321,7 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
             d = 0.0
         if k == PUSH and idle_threshold > 0.0:
             # earliest bin from the push to the handover whose path links are idle
-            t_h = t[e] + lead_ns
+            t_h = t_e + lead_ns
             b_h = min(max((t_h * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
             chosen = -1
             for bb in range(b, b_h + 1):
@@ -331,7 +337,7 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
                 out[14] += 1
             elif chosen > b:
                 start = -((-chosen * duration_ns) // load_bins)   # ceil: first ns of the bin
-                send = max(t[e], min(start, t_h))
+                send = max(t_e, min(start, t_h))
                 out[13] += 1
             b = min(max((send * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
         link_ms = 0.0
@@ -376,15 +382,15 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
             lat_hist[min(hb, n_hist - 1)] += 1
         if not ground and k != REMOTE and k != REPLICA:   # the page changes frames
             held_delta[dst, b] += 1
-            held_delta[vsat[fv[e]], b] -= 1
+            held_delta[vsat[fv_e], b] -= 1
         if custody_pages > 0 and k == FAULT:
             # the relays (not the ends) keep a copy; oldest evicted when the ring is full
-            s1 = sess[e] + 1
-            p = page[e]
+            s1 = s_e + 1
+            p = p_e
             for i in range(1, h):
                 r = nodes[i]
-                if ring_sess[r] != sess[e]:
-                    ring_sess[r] = sess[e]
+                if ring_sess[r] != s_e:
+                    ring_sess[r] = s_e
                     ring_n[r] = 0
                     ring_head[r] = 0
                 if has[r, p] == s1:
@@ -402,21 +408,63 @@ def price_events(kind, sess, page, fv, tv, t, table, vsat, gw_sat, gw_range_km, 
                 out[10] += 1
 
 
-_FIRST: list = []     # (access_page array, first keys, their access index): the last trace
+_FIRST: list = []     # (access_page array, n_pages, table): the last trace's
 
 
-def first_accesses(n_pages: int, access_offsets: np.ndarray, access_page: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted keys ``visit * n_pages + page`` of the first access to each page in each
-    visit and the index of that access (accesses are in visit order, by time within).
-    The last trace's answer is kept: every strategy of a chunk asks for the same one."""
+@numba.njit(cache=True, nogil=True)
+def _first_times(n_visits, n_pages, access_offsets, access_page, access_time_ns):
+    """Time of the first access to each page in each visit (int64 max where none):
+    a dense (n_visits * n_pages) table, key ``visit * n_pages + page``."""
+    ft = np.full(n_visits * n_pages, np.iinfo(np.int64).max, np.int64)
+    for v in range(n_visits):
+        for a in range(access_offsets[v], access_offsets[v + 1]):
+            key = v * n_pages + access_page[a]
+            if ft[key] == np.iinfo(np.int64).max:
+                ft[key] = access_time_ns[a]
+    return ft
+
+
+def first_access_times(n_pages: int, access_offsets: np.ndarray, access_page: np.ndarray,
+                       access_time_ns: np.ndarray) -> np.ndarray:
+    """``_first_times`` of a trace; the last trace's table is kept (every strategy of a
+    chunk asks for the same one)."""
     if _FIRST and _FIRST[0][0] is access_page and _FIRST[0][1] == n_pages:
-        return _FIRST[0][2], _FIRST[0][3]
-    a_visit = np.repeat(np.arange(access_offsets.size - 1, dtype=np.int64),
-                        np.diff(access_offsets))
-    keys, idx = np.unique(a_visit * n_pages + access_page, return_index=True)
-    _FIRST[:] = [(access_page, n_pages, keys, idx)]
-    return keys, idx
+        return _FIRST[0][2]
+    ft = _first_times(access_offsets.size - 1, n_pages, np.asarray(access_offsets, np.int64),
+                      np.asarray(access_page), np.asarray(access_time_ns, np.int64))
+    _FIRST[:] = [(access_page, n_pages, ft)]
+    return ft
+
+
+@numba.njit(cache=True, nogil=True)
+def _late_arrivals(kind, to_visit, page, time_ns, arrival_ns, tx_ns, n_pages, first_t,
+                   out_key, out_wait):
+    """Transfers (HANDOVER, PUSH, REPLICA) that arrive after the first access to their
+    page in their target visit: key and wait into ``out_*``; returns how many."""
+    n = 0
+    rank = 0
+    prev_e = -2
+    prev_k = -1
+    prev_v = -1
+    prev_t = -1
+    for e in range(kind.size):
+        k = kind[e]
+        if k != HANDOVER and k != PUSH and k != REPLICA:
+            continue
+        v = np.int64(to_visit[e])
+        t0 = time_ns[e]
+        if e == prev_e + 1 and k == prev_k and v == prev_v and t0 == prev_t:
+            rank += 1                                # next page of the same batch
+        else:
+            rank = 0
+        prev_e, prev_k, prev_v, prev_t = e, k, v, t0
+        key = v * n_pages + page[e]
+        w = arrival_ns[e] + rank * tx_ns - first_t[key]
+        if w > 0:
+            out_key[n] = key
+            out_wait[n] = w
+            n += 1
+    return n
 
 
 def transfer_stalls(kind: np.ndarray, to_visit: np.ndarray, page: np.ndarray,
@@ -431,29 +479,19 @@ def transfer_stalls(kind: np.ndarray, to_visit: np.ndarray, page: np.ndarray,
     times after its own one-way delay. The first access to a page in the target
     visit waits until the last transfer of that page to the visit has arrived (an
     assumption: later accesses in the same visit find it there)."""
-    sel = (kind == HANDOVER) | (kind == PUSH) | (kind == REPLICA)
-    if not sel.any() or access_page.size == 0:
+    if kind.size == 0 or access_page.size == 0:
         return np.zeros(0, np.int64)
-    idx = np.flatnonzero(sel)
-    k, v, t0 = kind[idx], to_visit[idx].astype(np.int64), time_ns[idx]
-    new = np.ones(idx.size, bool)
-    new[1:] = (k[1:] != k[:-1]) | (v[1:] != v[:-1]) | (t0[1:] != t0[:-1]) \
-        | (idx[1:] != idx[:-1] + 1)
-    start = np.flatnonzero(new)
-    rank = np.arange(idx.size) - np.repeat(start, np.diff(np.append(start, idx.size)))
-    arrive = arrival_ns[idx] + rank * int(tx_ns)
-    key = v * n_pages + page[idx]
-    first_key, first_idx = first_accesses(n_pages, access_offsets, access_page)
-    pos = np.minimum(np.searchsorted(first_key, key), max(first_key.size - 1, 0))
-    found = first_key[pos] == key
-    wait = np.where(found, arrive - access_time_ns[first_idx[pos]], 0)
-    late = wait > 0
-    if not late.any():
+    first_t = first_access_times(n_pages, access_offsets, access_page, access_time_ns)
+    keys = np.empty(kind.size, np.int64)
+    waits = np.empty(kind.size, np.int64)
+    n = _late_arrivals(np.asarray(kind, np.int64), to_visit, page, time_ns, arrival_ns,
+                       int(tx_ns), int(n_pages), first_t, keys, waits)
+    if n == 0:
         return np.zeros(0, np.int64)
     # one wait per stalled access: the last arrival of its page decides
-    ukey, inv = np.unique(key[late], return_inverse=True)
+    ukey, inv = np.unique(keys[:n], return_inverse=True)
     out = np.zeros(ukey.size, np.int64)
-    np.maximum.at(out, inv, wait[late])
+    np.maximum.at(out, inv, waits[:n])
     return out
 
 
