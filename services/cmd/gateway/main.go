@@ -17,6 +17,7 @@ import (
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/sky"
 )
 
 func main() {
@@ -51,15 +52,47 @@ func run() error {
 	}
 	pool := sec.Pool(cfg.PeerAddr)
 	defer pool.Close()
+	live, err := liveOptions(cfg)
+	if err != nil {
+		return err
+	}
 	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout,
-		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle})
+		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live})
 	if err != nil {
 		return err
 	}
 	go g.ExpireIdle(ctx)
+	if live != nil {
+		log.Info("live mode", "ephemeris", cfg.Ephemeris, "epoch", live.Clock.Epoch, "speed", live.Clock.Speed,
+			"horizon_ns", live.Ephemeris.EndNs(), "now_ns", live.Clock.NowNs())
+		go g.RunLive(ctx)
+	}
 	log.Info("starting", "constellation", cfg.Constellation, "peer_template", cfg.PeerTemplate, "peer_port_base", cfg.PeerPortBase)
 	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: g.Register, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.GatewayService"},
 		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
+}
+
+// liveOptions reads the ephemeris and sets the clock (nil: replay only).
+func liveOptions(cfg config.Config) (*gateway.LiveOptions, error) {
+	if cfg.Ephemeris == "" {
+		return nil, nil
+	}
+	eph, err := sky.ReadEphemeris(cfg.Ephemeris, cfg.Spec())
+	if err != nil {
+		return nil, fmt.Errorf("--ephemeris: %w", err)
+	}
+	epoch, start := cfg.ClockTimes()
+	if epoch.IsZero() {
+		epoch = eph.EpochTime
+	} else if !epoch.Equal(eph.EpochTime) {
+		return nil, fmt.Errorf("--epoch %s differs from the ephemeris' epoch %s (the constellation's elements are at the latter)",
+			cfg.Epoch, eph.Epoch)
+	}
+	clock, err := sky.NewClock(epoch, start, cfg.Speed)
+	if err != nil {
+		return nil, err
+	}
+	return &gateway.LiveOptions{Clock: clock, Ephemeris: eph, EphemerisPath: cfg.Ephemeris, Spec: cfg.Spec()}, nil
 }

@@ -41,8 +41,10 @@ type Cluster struct {
 	Metrics []*metrics.Node
 	Gateway satpagev1.PageServiceClient
 	Control satpagev1.GatewayServiceClient
+	// GatewayImpl is the gateway behind Gateway and Control (live-mode tests drive its ticks).
+	GatewayImpl *gateway.Gateway
 
-	mu   sync.Mutex // guards down
+	mu   sync.Mutex // guards down and lis (gateways are added while running)
 	down map[uint32]bool
 	lis  map[string]*bufconn.Listener
 
@@ -63,10 +65,21 @@ type Options struct {
 	TLSDir string
 	// Logger of every node, the gateway and their access policies (default: discard).
 	Logger *slog.Logger
+	// Live, if set, puts the gateway in live mode.
+	Live *gateway.LiveOptions
+}
+
+// TB is what New needs of its caller: a testing.TB satisfies it, and so does
+// the harness of a TestMain (Example functions have no *testing.T).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
 }
 
 // New starts every satellite of spec and a gateway.
-func New(t testing.TB, spec string, o Options) *Cluster {
+func New(t TB, spec string, o Options) *Cluster {
 	t.Helper()
 	s, err := constellation.ParseSpec(spec)
 	if err != nil {
@@ -87,7 +100,11 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 	for i := range s.Satellites {
 		var st store.PageStore = store.NewMemory()
 		if o.Store != nil {
-			st = o.Store(t, i)
+			tb, ok := t.(testing.TB)
+			if !ok {
+				t.Fatal("clustertest: Options.Store needs a testing.TB")
+			}
+			st = o.Store(tb, i)
 		}
 		m := metrics.NewNode(i)
 		sec := c.security(t, config.Satnode, i)
@@ -119,28 +136,44 @@ func New(t testing.TB, spec string, o Options) *Cluster {
 			}
 		}
 	})
+	g, conn := c.AddGateway(t, "gateway", o.Live)
+	c.GatewayImpl = g
+	c.Gateway = satpagev1.NewPageServiceClient(conn)
+	c.Control = satpagev1.NewGatewayServiceClient(conn)
+	return c
+}
+
+// AddGateway starts a gateway (another replica, or one that replaces a crashed
+// one) on a new in-process listener named name, and returns it and a
+// connection to it (presenting the client certificate when the cluster is secure).
+func (c *Cluster) AddGateway(t TB, name string, live *gateway.LiveOptions) (*gateway.Gateway, *grpc.ClientConn) {
+	t.Helper()
+	c.mu.Lock()
+	if c.lis[name] == nil {
+		c.lis[name] = bufconn.Listen(1 << 20)
+	}
+	lis := c.lis[name]
+	c.mu.Unlock()
 	gsec := c.security(t, config.Gateway, -1)
 	gpool := gsec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
-	g, err := gateway.New(gateway.Options{Grid: grid, Peers: gpool, Issuer: gsec.Issuer, Logger: o.Logger})
+	g, err := gateway.New(gateway.Options{Grid: c.Grid, Peers: gpool, Issuer: gsec.Issuer, Logger: c.log, Live: live})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gsrv := grpc.NewServer(gsec.ServerOptions()...)
 	g.Register(gsrv)
-	go gsrv.Serve(c.lis["gateway"])
-	conn := c.dial(t, "gateway")
-	if o.TLSDir != "" {
-		cm, err := tlsconf.LoadClient(o.TLSDir)
+	go gsrv.Serve(lis)
+	conn := c.dial(t, name)
+	if c.tlsDir != "" {
+		cm, err := tlsconf.LoadClient(c.tlsDir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conn.Close()
-		conn = c.DialAs(t, "gateway", credentials.NewTLS(cm.Client(tlsconf.GatewayName())))
+		conn = c.DialAs(t, name, credentials.NewTLS(cm.Client(tlsconf.GatewayName())))
 	}
 	t.Cleanup(func() { conn.Close(); gsrv.Stop(); gpool.Close() })
-	c.Gateway = satpagev1.NewPageServiceClient(conn)
-	c.Control = satpagev1.NewGatewayServiceClient(conn)
-	return c
+	return g, conn
 }
 
 // Inject is an Options.Interceptor for fault injection: satellite sat calls
@@ -177,7 +210,9 @@ func (c *Cluster) partitioned(i uint32) grpc.UnaryServerInterceptor {
 }
 
 func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
+	c.mu.Lock()
 	l, ok := c.lis[addr]
+	c.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("no such address %q", addr)
 	}
@@ -187,7 +222,7 @@ func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
 func (c *Cluster) addr(i uint32) string { return "passthrough:///sat-" + strconv.Itoa(int(i)) }
 
 // security is satellite i's (or the gateway's) security: insecure without a TLS dir.
-func (c *Cluster) security(t testing.TB, role config.Role, i int) *auth.Security {
+func (c *Cluster) security(t TB, role config.Role, i int) *auth.Security {
 	cfg := config.DefaultConfig()
 	cfg.Index, cfg.TLSDir, cfg.Insecure = i, c.tlsDir, c.tlsDir == ""
 	sec, err := auth.Load(cfg, role, c.log, nil)
@@ -202,12 +237,12 @@ func (c *Cluster) Pool() *peers.Pool {
 	return peers.NewPool(c.addr, grpc.WithContextDialer(c.dialer), grpc.WithTransportCredentials(insecure.NewCredentials()))
 }
 
-func (c *Cluster) dial(t testing.TB, name string) *grpc.ClientConn {
+func (c *Cluster) dial(t TB, name string) *grpc.ClientConn {
 	return c.DialAs(t, name, insecure.NewCredentials())
 }
 
 // DialAs connects to "gateway" or "sat-<i>" with the given transport credentials.
-func (c *Cluster) DialAs(t testing.TB, name string, creds credentials.TransportCredentials) *grpc.ClientConn {
+func (c *Cluster) DialAs(t TB, name string, creds credentials.TransportCredentials) *grpc.ClientConn {
 	conn, err := grpc.NewClient("passthrough:///"+name, grpc.WithContextDialer(c.dialer),
 		grpc.WithTransportCredentials(creds))
 	if err != nil {

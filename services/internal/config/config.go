@@ -61,6 +61,12 @@ type Config struct {
 	RateBurst     int           // token-bucket depth of RateLimit
 	SessionIdle   time.Duration // gateway: a session idle this long is ended; 0: never
 	StoreQuota    float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
+
+	// Live mode (docs/live.md); the gateway is live when Ephemeris is set.
+	Ephemeris  string  // satpage-ephemeris/1 file from orbit_model ("": replay only)
+	Epoch      string  // RFC 3339 t = 0 ("": the ephemeris' epoch)
+	ClockStart string  // RFC 3339 wall instant from which the clock runs at Speed ("": the epoch)
+	Speed      float64 // constellation seconds per wall second
 }
 
 // DefaultConfig is the documented defaults (services/README.md).
@@ -89,6 +95,7 @@ func DefaultConfig() Config {
 		RateBurst:     400,
 		SessionIdle:   time.Hour,
 		StoreQuota:    0.8,
+		Speed:         1,
 	}
 }
 
@@ -164,6 +171,14 @@ func (c Config) Validate(role Role) error {
 	if c.StoreQuota < 0 || c.StoreQuota > 0.95 {
 		bad("--store-quota %v outside [0, 0.95]", c.StoreQuota)
 	}
+	if !(c.Speed > 0 && c.Speed <= 1e6) {
+		bad("--speed %v is not above 0 and at most 1e6", c.Speed)
+	}
+	for _, f := range []struct{ name, v string }{{"--epoch", c.Epoch}, {"--clock-start", c.ClockStart}} {
+		if _, err := parseTime(f.v); err != nil {
+			bad("%s %q is not an RFC 3339 time (2026-01-01T00:00:00Z)", f.name, f.v)
+		}
+	}
 	if role == Satnode {
 		if c.Index < 0 || (spec.Satellites > 0 && c.Index >= spec.Satellites) {
 			bad("--index %d outside [0, %d)", c.Index, spec.Satellites)
@@ -199,6 +214,21 @@ func (c Config) Grid() (*constellation.Grid, error) {
 		return nil, fmt.Errorf("--isl-schedule: %w", err)
 	}
 	return g.WithSchedule(s)
+}
+
+// parseTime reads an RFC 3339 time ("" is the zero time).
+func parseTime(v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339Nano, v)
+}
+
+// ClockTimes are Epoch and ClockStart parsed (zero when unset; call after Validate).
+func (c Config) ClockTimes() (epoch, start time.Time) {
+	epoch, _ = parseTime(c.Epoch)
+	start, _ = parseTime(c.ClockStart)
+	return epoch, start
 }
 
 // PeerAddr is the gRPC address of satellite i.
@@ -274,6 +304,10 @@ var settings = []setting{
 	{"rpc-timeout", "SATPAGE_RPC_TIMEOUT", "deadline given to requests that carry none", dur(func(c *Config) *time.Duration { return &c.RPCTimeout })},
 	{"log-level", "SATPAGE_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 	{"log-format", "SATPAGE_LOG_FORMAT", "json or text", str(func(c *Config) *string { return &c.LogFormat })},
+	{"ephemeris", "SATPAGE_EPHEMERIS", "live mode: ephemeris file from orbit_model (satpage-ephemeris/1; empty: replay only)", str(func(c *Config) *string { return &c.Ephemeris })},
+	{"epoch", "SATPAGE_EPOCH", "live mode: constellation clock epoch, RFC 3339 (empty: the ephemeris' epoch)", str(func(c *Config) *string { return &c.Epoch })},
+	{"clock-start", "SATPAGE_CLOCK_START", "live mode: wall instant from which the clock runs at --speed, RFC 3339 (empty: the epoch)", str(func(c *Config) *string { return &c.ClockStart })},
+	{"speed", "SATPAGE_SPEED", "live mode: constellation seconds per wall second", float(func(c *Config) *float64 { return &c.Speed })},
 	{"tls-dir", "SATPAGE_TLS_DIR", "TLS material (ca.pem, satellite-<i>.pem, gateway.pem, token keys; docs/security.md)", str(func(c *Config) *string { return &c.TLSDir })},
 	{"insecure", "SATPAGE_INSECURE", "plain text and no access control: debugging only", boolean(func(c *Config) *bool { return &c.Insecure })},
 	{"reflection", "SATPAGE_REFLECTION", "serve gRPC server reflection (to callers with a certificate)", boolean(func(c *Config) *bool { return &c.Reflection })},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ type Gateway struct {
 	rpcTimeout time.Duration
 	sec        security
 
+	live *live // nil: replay only
+
 	mu       sync.Mutex // guards sessions (the map, not the sessions)
 	sessions map[string]*session
 }
@@ -53,6 +56,7 @@ type session struct {
 	stats    satpagev1.SessionStatsResponse
 	ended    bool
 	used     time.Time // last request (idle expiry)
+	live     *liveSession // nil for a replay session
 }
 
 // Options are what New needs.
@@ -68,6 +72,7 @@ type Options struct {
 	MaxTablePages uint32
 	// SessionIdle: ExpireIdle ends sessions idle this long (0: never).
 	SessionIdle time.Duration
+	Live       *LiveOptions // nil: replay only
 }
 
 // New builds a gateway (the caller closes Peers).
@@ -87,9 +92,17 @@ func New(o Options) (*Gateway, error) {
 	if o.MaxTablePages == 0 {
 		o.MaxTablePages = 4096
 	}
-	return &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
+	g := &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
 		sec:      security{issuer: o.Issuer, maxTablePages: o.MaxTablePages, idle: o.SessionIdle},
-		sessions: map[string]*session{}}, nil
+		sessions: map[string]*session{}}
+	if o.Live != nil {
+		l, err := newLive(o.Live)
+		if err != nil {
+			return nil, err
+		}
+		g.live = l
+	}
+	return g, nil
 }
 
 // Register puts PageService and GatewayService on s.
@@ -153,10 +166,17 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 }
 
 // acquire finds a session and locks it; the caller calls the returned unlock.
-func (g *Gateway) acquire(id string) (*session, func(), error) {
+// A live session this gateway does not know is rebuilt from its id.
+func (g *Gateway) acquire(ctx context.Context, id string) (*session, func(), error) {
 	g.mu.Lock()
 	s := g.sessions[id]
 	g.mu.Unlock()
+	if s == nil && g.live != nil && strings.HasPrefix(id, liveIDPrefix) {
+		var err error
+		if s, err = g.recoverLive(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
 	if s == nil {
 		return nil, nil, fmt.Errorf("session %q is not registered at the gateway: %w", id, errs.ErrUnknownSession)
 	}
@@ -217,6 +237,11 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 		s.moveDue = s.strategy == satpagev1.Strategy_STRATEGY_PROACTIVE
 		if err := g.moveIfDue(ctx, s); err != nil {
 			return 0, err
+		}
+		if s.strategy == satpagev1.Strategy_STRATEGY_PUSH_AHEAD {
+			if err := g.pushAhead(ctx, s, to, at); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return s.visits[s.cur].Satellite, nil
@@ -292,11 +317,14 @@ func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, s
 
 // ReadPage forwards one access to the serving satellite.
 func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
-	s, unlock, err := g.acquire(req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if req.ScenarioTimeNs, err = g.liveTime(s, req.ScenarioTimeNs); err != nil {
+		return nil, err
+	}
 	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
@@ -305,20 +333,34 @@ func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) 
 	if err != nil {
 		return nil, err
 	}
+	r.ScenarioTimeNs = req.ScenarioTimeNs
 	s.count(r)
+	s.use(req.Page)
 	return r, nil
 }
 
 // ReadPages splits the accesses by visit, performing handovers between them.
 func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
+	if strings.HasPrefix(req.SessionId, liveIDPrefix) && len(req.ScenarioTimeNs) == 0 {
+		req.ScenarioTimeNs = make([]int64, len(req.Pages)) // live: the clock's time, set below
+	}
 	if err := node.CheckBatch(req); err != nil {
 		return nil, err
 	}
-	s, unlock, err := g.acquire(req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if s.live != nil {
+		t, err := g.liveTime(s, 0)
+		if err != nil {
+			return nil, err
+		}
+		for i := range req.ScenarioTimeNs {
+			req.ScenarioTimeNs[i] = t
+		}
+	}
 	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, 0, len(req.Pages))}
 	for i := 0; i < len(req.Pages); {
 		sat, err := g.advance(ctx, s, req.ScenarioTimeNs[i])
@@ -343,9 +385,11 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 		if err != nil {
 			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
 		}
-		for _, x := range r.Results {
+		for k, x := range r.Results {
 			s.count(x)
+			x.ScenarioTimeNs = req.ScenarioTimeNs[i+k]
 		}
+		s.use(req.Pages[i:j]...)
 		out.Results = append(out.Results, r.Results...)
 		i = j
 	}
@@ -354,11 +398,14 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 
 // WritePage forwards a write to the serving satellite.
 func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
-	s, unlock, err := g.acquire(req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	if req.ScenarioTimeNs, err = g.liveTime(s, req.ScenarioTimeNs); err != nil {
+		return nil, err
+	}
 	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
@@ -367,18 +414,30 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 	if err != nil {
 		return nil, err
 	}
+	r.ScenarioTimeNs = req.ScenarioTimeNs
 	s.count(&satpagev1.ReadPageResponse{Outcome: r.Outcome, Hops: r.Hops})
+	s.use(req.Page)
 	return r, nil
 }
 
 // EndSession ends the session at its serving satellite and forgets it.
 func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
-	s, unlock, err := g.acquire(req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sat, c, err := g.serving(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs))
+	t, err := g.liveTime(s, req.ScenarioTimeNs)
+	if err != nil && s.live == nil {
+		return nil, err
+	}
+	return g.end(ctx, s, t)
+}
+
+// end ends s at its serving satellite, sweeps the trail and forgets s (s locked).
+func (g *Gateway) end(ctx context.Context, s *session, tNs int64) (*satpagev1.EndSessionResponse, error) {
+	req := &satpagev1.EndSessionRequest{SessionId: s.id, ScenarioTimeNs: max(tNs, s.visits[s.cur].StartNs)}
+	sat, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -416,18 +475,27 @@ func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionReque
 
 // SessionStats performs the handovers due by the time given and reports the counts.
 func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {
-	s, unlock, err := g.acquire(req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := g.advance(ctx, s, max(req.ScenarioTimeNs, s.visits[s.cur].StartNs)); err != nil {
+	t, err := g.liveTime(s, req.ScenarioTimeNs)
+	if err != nil {
+		return nil, err
+	}
+	t = max(t, s.visits[s.cur].StartNs)
+	if _, err := g.advance(ctx, s, t); err != nil {
 		return nil, err
 	}
 	out := &satpagev1.SessionStatsResponse{Visit: uint32(s.cur), TablePages: append([]uint32{}, s.tables...),
 		OndemandMoves: s.stats.OndemandMoves, OndemandHops: s.stats.OndemandHops,
 		ProactiveMoves: s.stats.ProactiveMoves, ProactiveHops: s.stats.ProactiveHops,
-		Accesses: s.stats.Accesses, Created: s.stats.Created}
+		PushMoves: s.stats.PushMoves, PushHops: s.stats.PushHops,
+		Accesses: s.stats.Accesses, Created: s.stats.Created, ScenarioTimeNs: t}
+	for _, v := range s.visits[:s.cur+1] {
+		out.Visits = append(out.Visits, &satpagev1.Visit{Satellite: v.Satellite, StartNs: v.StartNs})
+	}
 	// The serving satellite first: asking it flushes the releases it owes the
 	// past satellites, so their frame counts are settled when asked next.
 	serving, err := g.peers.Satellite(s.visits[s.cur].Satellite)
@@ -515,6 +583,14 @@ func (s *gatewayServer) RegisterSession(ctx context.Context, req *satpagev1.Regi
 		return nil, s.g.done(ctx, "RegisterSession", start, err)
 	}
 	return s.g.capability(req), s.g.done(ctx, "RegisterSession", start, nil)
+}
+
+func (s *gatewayServer) OpenLiveSession(ctx context.Context, req *satpagev1.OpenLiveSessionRequest) (*satpagev1.OpenLiveSessionResponse, error) {
+	return serve(s.g, ctx, "OpenLiveSession", req, s.g.OpenLiveSession)
+}
+
+func (s *gatewayServer) Clock(ctx context.Context, req *satpagev1.ClockRequest) (*satpagev1.ClockResponse, error) {
+	return serve(s.g, ctx, "Clock", req, s.g.Clock)
 }
 
 func (s *gatewayServer) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {

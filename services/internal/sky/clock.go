@@ -54,3 +54,9 @@ func (c *Clock) NowNs() int64 {
 func (c *Clock) Wall(tNs int64) time.Time {
 	return c.Start.Add(time.Duration(float64(tNs-c.StartNs) / c.Speed))
 }
+
+// WallNow is the wall clock the Clock reads.
+func (c *Clock) WallNow() time.Time { return c.now() }
+
+// SetNow replaces the wall clock the Clock reads (tests and simulations).
+func (c *Clock) SetNow(now func() time.Time) { c.now = now }

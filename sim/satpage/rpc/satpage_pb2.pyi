@@ -19,6 +19,7 @@ class Strategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STRATEGY_UNSPECIFIED: _ClassVar[Strategy]
     STRATEGY_ON_DEMAND: _ClassVar[Strategy]
     STRATEGY_PROACTIVE: _ClassVar[Strategy]
+    STRATEGY_PUSH_AHEAD: _ClassVar[Strategy]
 OUTCOME_UNSPECIFIED: Outcome
 OUTCOME_LOCAL: Outcome
 OUTCOME_CREATED: Outcome
@@ -26,6 +27,7 @@ OUTCOME_MOVED: Outcome
 STRATEGY_UNSPECIFIED: Strategy
 STRATEGY_ON_DEMAND: Strategy
 STRATEGY_PROACTIVE: Strategy
+STRATEGY_PUSH_AHEAD: Strategy
 
 class Route(_message.Message):
     __slots__ = ("origin", "destination", "scenario_time_ns", "hops", "path")
@@ -52,18 +54,20 @@ class ReadPageRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class ReadPageResponse(_message.Message):
-    __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner")
+    __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner", "scenario_time_ns")
     DATA_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SATELLITE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_OWNER_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     hops: int
     outcome: Outcome
     satellite: int
     previous_owner: int
-    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ...) -> None: ...
+    scenario_time_ns: int
+    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class ReadPagesRequest(_message.Message):
     __slots__ = ("session_id", "pages", "scenario_time_ns", "omit_data")
@@ -96,14 +100,16 @@ class WritePageRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class WritePageResponse(_message.Message):
-    __slots__ = ("hops", "outcome", "satellite")
+    __slots__ = ("hops", "outcome", "satellite", "scenario_time_ns")
     HOPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     hops: int
     outcome: Outcome
     satellite: int
-    def __init__(self, hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ...) -> None: ...
+    scenario_time_ns: int
+    def __init__(self, hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class EndSessionRequest(_message.Message):
     __slots__ = ("session_id", "scenario_time_ns")
@@ -158,7 +164,7 @@ class SessionStatsRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class SessionStatsResponse(_message.Message):
-    __slots__ = ("visit", "table_pages", "frames_by_visit", "ondemand_moves", "ondemand_hops", "proactive_moves", "proactive_hops", "accesses", "created")
+    __slots__ = ("visit", "table_pages", "frames_by_visit", "ondemand_moves", "ondemand_hops", "proactive_moves", "proactive_hops", "accesses", "created", "visits", "scenario_time_ns", "push_moves", "push_hops")
     VISIT_FIELD_NUMBER: _ClassVar[int]
     TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
     FRAMES_BY_VISIT_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +174,10 @@ class SessionStatsResponse(_message.Message):
     PROACTIVE_HOPS_FIELD_NUMBER: _ClassVar[int]
     ACCESSES_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    VISITS_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PUSH_MOVES_FIELD_NUMBER: _ClassVar[int]
+    PUSH_HOPS_FIELD_NUMBER: _ClassVar[int]
     visit: int
     table_pages: _containers.RepeatedScalarFieldContainer[int]
     frames_by_visit: _containers.RepeatedScalarFieldContainer[int]
@@ -177,7 +187,57 @@ class SessionStatsResponse(_message.Message):
     proactive_hops: int
     accesses: int
     created: int
-    def __init__(self, visit: _Optional[int] = ..., table_pages: _Optional[_Iterable[int]] = ..., frames_by_visit: _Optional[_Iterable[int]] = ..., ondemand_moves: _Optional[int] = ..., ondemand_hops: _Optional[int] = ..., proactive_moves: _Optional[int] = ..., proactive_hops: _Optional[int] = ..., accesses: _Optional[int] = ..., created: _Optional[int] = ...) -> None: ...
+    visits: _containers.RepeatedCompositeFieldContainer[Visit]
+    scenario_time_ns: int
+    push_moves: int
+    push_hops: int
+    def __init__(self, visit: _Optional[int] = ..., table_pages: _Optional[_Iterable[int]] = ..., frames_by_visit: _Optional[_Iterable[int]] = ..., ondemand_moves: _Optional[int] = ..., ondemand_hops: _Optional[int] = ..., proactive_moves: _Optional[int] = ..., proactive_hops: _Optional[int] = ..., accesses: _Optional[int] = ..., created: _Optional[int] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., scenario_time_ns: _Optional[int] = ..., push_moves: _Optional[int] = ..., push_hops: _Optional[int] = ...) -> None: ...
+
+class OpenLiveSessionRequest(_message.Message):
+    __slots__ = ("lat_deg", "lon_deg", "strategy")
+    LAT_DEG_FIELD_NUMBER: _ClassVar[int]
+    LON_DEG_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    lat_deg: float
+    lon_deg: float
+    strategy: Strategy
+    def __init__(self, lat_deg: _Optional[float] = ..., lon_deg: _Optional[float] = ..., strategy: _Optional[_Union[Strategy, str]] = ...) -> None: ...
+
+class OpenLiveSessionResponse(_message.Message):
+    __slots__ = ("session_id", "satellite", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    satellite: int
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class ClockRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClockResponse(_message.Message):
+    __slots__ = ("epoch", "speed", "now_ns", "constellation", "ephemeris_end_ns", "step_ns", "policy", "sticky", "min_elevation_deg")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SPEED_FIELD_NUMBER: _ClassVar[int]
+    NOW_NS_FIELD_NUMBER: _ClassVar[int]
+    CONSTELLATION_FIELD_NUMBER: _ClassVar[int]
+    EPHEMERIS_END_NS_FIELD_NUMBER: _ClassVar[int]
+    STEP_NS_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    STICKY_FIELD_NUMBER: _ClassVar[int]
+    MIN_ELEVATION_DEG_FIELD_NUMBER: _ClassVar[int]
+    epoch: str
+    speed: float
+    now_ns: int
+    constellation: str
+    ephemeris_end_ns: int
+    step_ns: int
+    policy: str
+    sticky: bool
+    min_elevation_deg: float
+    def __init__(self, epoch: _Optional[str] = ..., speed: _Optional[float] = ..., now_ns: _Optional[int] = ..., constellation: _Optional[str] = ..., ephemeris_end_ns: _Optional[int] = ..., step_ns: _Optional[int] = ..., policy: _Optional[str] = ..., sticky: _Optional[bool] = ..., min_elevation_deg: _Optional[float] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -261,6 +261,16 @@ class GatewayServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
                 _registered_method=True)
+        self.OpenLiveSession = channel.unary_unary(
+                '/satpage.v1.GatewayService/OpenLiveSession',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
+                _registered_method=True)
+        self.Clock = channel.unary_unary(
+                '/satpage.v1.GatewayService/Clock',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
+                _registered_method=True)
 
 
 class GatewayServiceServicer:
@@ -283,6 +293,24 @@ class GatewayServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenLiveSession(self, request, context):
+        """Live mode (docs/live.md): open a session for a place on the ground. The
+        gateway finds the serving satellite from the ephemeris at the constellation
+        clock's time, opens the page table there, and from then on hands the
+        session over by itself; the session's requests need no scenario time (the
+        gateway uses the clock and returns the time it used).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Clock(self, request, context):
+        """The constellation clock and the ephemeris the gateway holds (live mode).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -295,6 +323,16 @@ def add_GatewayServiceServicer_to_server(servicer, server):
                     servicer.SessionStats,
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.SerializeToString,
+            ),
+            'OpenLiveSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenLiveSession,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.SerializeToString,
+            ),
+            'Clock': grpc.unary_unary_rpc_method_handler(
+                    servicer.Clock,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClockRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ClockResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -352,6 +390,60 @@ class GatewayService:
             '/satpage.v1.GatewayService/SessionStats',
             satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenLiveSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.GatewayService/OpenLiveSession',
+            satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Clock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.GatewayService/Clock',
+            satpage_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
             options,
             channel_credentials,
             insecure,

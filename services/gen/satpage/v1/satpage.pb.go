@@ -98,6 +98,10 @@ const (
 	Strategy_STRATEGY_ON_DEMAND Strategy = 1
 	// Every page moves to the new serving satellite at each handover (the paper's baseline).
 	Strategy_STRATEGY_PROACTIVE Strategy = 2
+	// Live sessions only: at each handover the pages used during the visit that
+	// ends are pushed to the new serving satellite (pager.PushAhead, recent_visits 1);
+	// on-demand for the rest.
+	Strategy_STRATEGY_PUSH_AHEAD Strategy = 3
 )
 
 // Enum value maps for Strategy.
@@ -106,11 +110,13 @@ var (
 		0: "STRATEGY_UNSPECIFIED",
 		1: "STRATEGY_ON_DEMAND",
 		2: "STRATEGY_PROACTIVE",
+		3: "STRATEGY_PUSH_AHEAD",
 	}
 	Strategy_value = map[string]int32{
 		"STRATEGY_UNSPECIFIED": 0,
 		"STRATEGY_ON_DEMAND":   1,
 		"STRATEGY_PROACTIVE":   2,
+		"STRATEGY_PUSH_AHEAD":  3,
 	}
 )
 
@@ -295,8 +301,10 @@ type ReadPageResponse struct {
 	Satellite uint32 `protobuf:"varint,4,opt,name=satellite,proto3" json:"satellite,omitempty"`
 	// The page's owner before the access (the satellite it moved from when moved).
 	PreviousOwner uint32 `protobuf:"varint,5,opt,name=previous_owner,json=previousOwner,proto3" json:"previous_owner,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Scenario time of the access (live sessions: the clock's time the gateway used).
+	ScenarioTimeNs int64 `protobuf:"varint,6,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReadPageResponse) Reset() {
@@ -360,6 +368,13 @@ func (x *ReadPageResponse) GetSatellite() uint32 {
 func (x *ReadPageResponse) GetPreviousOwner() uint32 {
 	if x != nil {
 		return x.PreviousOwner
+	}
+	return 0
+}
+
+func (x *ReadPageResponse) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
 	}
 	return 0
 }
@@ -550,12 +565,14 @@ func (x *WritePageRequest) GetData() []byte {
 }
 
 type WritePageResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Hops          uint32                 `protobuf:"varint,1,opt,name=hops,proto3" json:"hops,omitempty"`
-	Outcome       Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=satpage.v1.Outcome" json:"outcome,omitempty"`
-	Satellite     uint32                 `protobuf:"varint,3,opt,name=satellite,proto3" json:"satellite,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Hops      uint32                 `protobuf:"varint,1,opt,name=hops,proto3" json:"hops,omitempty"`
+	Outcome   Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=satpage.v1.Outcome" json:"outcome,omitempty"`
+	Satellite uint32                 `protobuf:"varint,3,opt,name=satellite,proto3" json:"satellite,omitempty"`
+	// Scenario time of the write (live sessions: the clock's time the gateway used).
+	ScenarioTimeNs int64 `protobuf:"varint,4,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WritePageResponse) Reset() {
@@ -605,6 +622,13 @@ func (x *WritePageResponse) GetOutcome() Outcome {
 func (x *WritePageResponse) GetSatellite() uint32 {
 	if x != nil {
 		return x.Satellite
+	}
+	return 0
+}
+
+func (x *WritePageResponse) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
 	}
 	return 0
 }
@@ -966,8 +990,17 @@ type SessionStatsResponse struct {
 	ProactiveMoves uint64 `protobuf:"varint,6,opt,name=proactive_moves,json=proactiveMoves,proto3" json:"proactive_moves,omitempty"`
 	ProactiveHops  uint64 `protobuf:"varint,7,opt,name=proactive_hops,json=proactiveHops,proto3" json:"proactive_hops,omitempty"`
 	// Accesses served, and pages created.
-	Accesses      uint64 `protobuf:"varint,8,opt,name=accesses,proto3" json:"accesses,omitempty"`
-	Created       uint64 `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"`
+	Accesses uint64 `protobuf:"varint,8,opt,name=accesses,proto3" json:"accesses,omitempty"`
+	Created  uint64 `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"`
+	// The serving satellites so far and from when (the registered visits up to
+	// the current one; for a live session the handovers the gateway performed,
+	// start_ns being the handover step, as in `satpage orbit handovers`).
+	Visits []*Visit `protobuf:"bytes,10,rep,name=visits,proto3" json:"visits,omitempty"`
+	// Scenario time the stats were taken at (live sessions: the clock's).
+	ScenarioTimeNs int64 `protobuf:"varint,11,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	// Page movements pushed ahead (push-ahead strategy) and their hops.
+	PushMoves     uint64 `protobuf:"varint,12,opt,name=push_moves,json=pushMoves,proto3" json:"push_moves,omitempty"`
+	PushHops      uint64 `protobuf:"varint,13,opt,name=push_hops,json=pushHops,proto3" json:"push_hops,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1065,6 +1098,308 @@ func (x *SessionStatsResponse) GetCreated() uint64 {
 	return 0
 }
 
+func (x *SessionStatsResponse) GetVisits() []*Visit {
+	if x != nil {
+		return x.Visits
+	}
+	return nil
+}
+
+func (x *SessionStatsResponse) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+func (x *SessionStatsResponse) GetPushMoves() uint64 {
+	if x != nil {
+		return x.PushMoves
+	}
+	return 0
+}
+
+func (x *SessionStatsResponse) GetPushHops() uint64 {
+	if x != nil {
+		return x.PushHops
+	}
+	return 0
+}
+
+type OpenLiveSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Geodetic latitude (-90..90) and longitude (-180..360) of the client, degrees
+	// (kept to 1e-6 deg: the session id carries them).
+	LatDeg float64 `protobuf:"fixed64,1,opt,name=lat_deg,json=latDeg,proto3" json:"lat_deg,omitempty"`
+	LonDeg float64 `protobuf:"fixed64,2,opt,name=lon_deg,json=lonDeg,proto3" json:"lon_deg,omitempty"`
+	// STRATEGY_ON_DEMAND (default), STRATEGY_PROACTIVE or STRATEGY_PUSH_AHEAD.
+	Strategy      Strategy `protobuf:"varint,3,opt,name=strategy,proto3,enum=satpage.v1.Strategy" json:"strategy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenLiveSessionRequest) Reset() {
+	*x = OpenLiveSessionRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenLiveSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenLiveSessionRequest) ProtoMessage() {}
+
+func (x *OpenLiveSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenLiveSessionRequest.ProtoReflect.Descriptor instead.
+func (*OpenLiveSessionRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *OpenLiveSessionRequest) GetLatDeg() float64 {
+	if x != nil {
+		return x.LatDeg
+	}
+	return 0
+}
+
+func (x *OpenLiveSessionRequest) GetLonDeg() float64 {
+	if x != nil {
+		return x.LonDeg
+	}
+	return 0
+}
+
+func (x *OpenLiveSessionRequest) GetStrategy() Strategy {
+	if x != nil {
+		return x.Strategy
+	}
+	return Strategy_STRATEGY_UNSPECIFIED
+}
+
+type OpenLiveSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's id for every later request (any gateway replica can rebuild
+	// the session from it).
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The serving satellite now, and the clock's time of the open.
+	Satellite      uint32 `protobuf:"varint,2,opt,name=satellite,proto3" json:"satellite,omitempty"`
+	ScenarioTimeNs int64  `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *OpenLiveSessionResponse) Reset() {
+	*x = OpenLiveSessionResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenLiveSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenLiveSessionResponse) ProtoMessage() {}
+
+func (x *OpenLiveSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenLiveSessionResponse.ProtoReflect.Descriptor instead.
+func (*OpenLiveSessionResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *OpenLiveSessionResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *OpenLiveSessionResponse) GetSatellite() uint32 {
+	if x != nil {
+		return x.Satellite
+	}
+	return 0
+}
+
+func (x *OpenLiveSessionResponse) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+type ClockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockRequest) Reset() {
+	*x = ClockRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockRequest) ProtoMessage() {}
+
+func (x *ClockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockRequest.ProtoReflect.Descriptor instead.
+func (*ClockRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{16}
+}
+
+type ClockResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The epoch (t = 0), RFC 3339, and the speed factor over wall time.
+	Epoch string  `protobuf:"bytes,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Speed float64 `protobuf:"fixed64,2,opt,name=speed,proto3" json:"speed,omitempty"`
+	// Scenario time now, ns from the epoch.
+	NowNs int64 `protobuf:"varint,3,opt,name=now_ns,json=nowNs,proto3" json:"now_ns,omitempty"`
+	// The ephemeris: constellation, horizon (last time covered), handover step
+	// and policy.
+	Constellation   string  `protobuf:"bytes,4,opt,name=constellation,proto3" json:"constellation,omitempty"`
+	EphemerisEndNs  int64   `protobuf:"varint,5,opt,name=ephemeris_end_ns,json=ephemerisEndNs,proto3" json:"ephemeris_end_ns,omitempty"`
+	StepNs          int64   `protobuf:"varint,6,opt,name=step_ns,json=stepNs,proto3" json:"step_ns,omitempty"`
+	Policy          string  `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
+	Sticky          bool    `protobuf:"varint,8,opt,name=sticky,proto3" json:"sticky,omitempty"`
+	MinElevationDeg float64 `protobuf:"fixed64,9,opt,name=min_elevation_deg,json=minElevationDeg,proto3" json:"min_elevation_deg,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ClockResponse) Reset() {
+	*x = ClockResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockResponse) ProtoMessage() {}
+
+func (x *ClockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockResponse.ProtoReflect.Descriptor instead.
+func (*ClockResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ClockResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *ClockResponse) GetSpeed() float64 {
+	if x != nil {
+		return x.Speed
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetNowNs() int64 {
+	if x != nil {
+		return x.NowNs
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetConstellation() string {
+	if x != nil {
+		return x.Constellation
+	}
+	return ""
+}
+
+func (x *ClockResponse) GetEphemerisEndNs() int64 {
+	if x != nil {
+		return x.EphemerisEndNs
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetStepNs() int64 {
+	if x != nil {
+		return x.StepNs
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetPolicy() string {
+	if x != nil {
+		return x.Policy
+	}
+	return ""
+}
+
+func (x *ClockResponse) GetSticky() bool {
+	if x != nil {
+		return x.Sticky
+	}
+	return false
+}
+
+func (x *ClockResponse) GetMinElevationDeg() float64 {
+	if x != nil {
+		return x.MinElevationDeg
+	}
+	return 0
+}
+
 type OpenSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -1074,7 +1409,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1421,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1434,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{14}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OpenSessionRequest) GetSessionId() string {
@@ -1117,7 +1452,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1464,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1477,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{15}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{19}
 }
 
 type Page struct {
@@ -1155,7 +1490,7 @@ type Page struct {
 
 func (x *Page) Reset() {
 	*x = Page{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1502,7 @@ func (x *Page) String() string {
 func (*Page) ProtoMessage() {}
 
 func (x *Page) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1515,7 @@ func (x *Page) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Page.ProtoReflect.Descriptor instead.
 func (*Page) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{16}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Page) GetPage() uint32 {
@@ -1208,7 +1543,7 @@ type FetchPagesRequest struct {
 
 func (x *FetchPagesRequest) Reset() {
 	*x = FetchPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1555,7 @@ func (x *FetchPagesRequest) String() string {
 func (*FetchPagesRequest) ProtoMessage() {}
 
 func (x *FetchPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1568,7 @@ func (x *FetchPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchPagesRequest.ProtoReflect.Descriptor instead.
 func (*FetchPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{17}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FetchPagesRequest) GetRoute() *Route {
@@ -1268,7 +1603,7 @@ type FetchPagesResponse struct {
 
 func (x *FetchPagesResponse) Reset() {
 	*x = FetchPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1615,7 @@ func (x *FetchPagesResponse) String() string {
 func (*FetchPagesResponse) ProtoMessage() {}
 
 func (x *FetchPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1628,7 @@ func (x *FetchPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchPagesResponse.ProtoReflect.Descriptor instead.
 func (*FetchPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{18}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FetchPagesResponse) GetPages() []*Page {
@@ -1323,7 +1658,7 @@ type ReleasePagesRequest struct {
 
 func (x *ReleasePagesRequest) Reset() {
 	*x = ReleasePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1670,7 @@ func (x *ReleasePagesRequest) String() string {
 func (*ReleasePagesRequest) ProtoMessage() {}
 
 func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1683,7 @@ func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesRequest.ProtoReflect.Descriptor instead.
 func (*ReleasePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{19}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReleasePagesRequest) GetRoute() *Route {
@@ -1389,7 +1724,7 @@ type ReleasePagesResponse struct {
 
 func (x *ReleasePagesResponse) Reset() {
 	*x = ReleasePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1736,7 @@ func (x *ReleasePagesResponse) String() string {
 func (*ReleasePagesResponse) ProtoMessage() {}
 
 func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1749,7 @@ func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesResponse.ProtoReflect.Descriptor instead.
 func (*ReleasePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{20}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReleasePagesResponse) GetReleased() uint32 {
@@ -1443,7 +1778,7 @@ type HandOverRequest struct {
 
 func (x *HandOverRequest) Reset() {
 	*x = HandOverRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1790,7 @@ func (x *HandOverRequest) String() string {
 func (*HandOverRequest) ProtoMessage() {}
 
 func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1803,7 @@ func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverRequest.ProtoReflect.Descriptor instead.
 func (*HandOverRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{21}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HandOverRequest) GetSessionId() string {
@@ -1504,7 +1839,7 @@ type HandOverResponse struct {
 
 func (x *HandOverResponse) Reset() {
 	*x = HandOverResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1851,7 @@ func (x *HandOverResponse) String() string {
 func (*HandOverResponse) ProtoMessage() {}
 
 func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1864,7 @@ func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverResponse.ProtoReflect.Descriptor instead.
 func (*HandOverResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{22}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HandOverResponse) GetTablePages() uint32 {
@@ -1556,7 +1891,7 @@ type TableEntry struct {
 
 func (x *TableEntry) Reset() {
 	*x = TableEntry{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1903,7 @@ func (x *TableEntry) String() string {
 func (*TableEntry) ProtoMessage() {}
 
 func (x *TableEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1916,7 @@ func (x *TableEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableEntry.ProtoReflect.Descriptor instead.
 func (*TableEntry) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{23}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TableEntry) GetPage() uint32 {
@@ -1609,7 +1944,7 @@ type AcceptTableRequest struct {
 
 func (x *AcceptTableRequest) Reset() {
 	*x = AcceptTableRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1956,7 @@ func (x *AcceptTableRequest) String() string {
 func (*AcceptTableRequest) ProtoMessage() {}
 
 func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1969,7 @@ func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTableRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{24}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AcceptTableRequest) GetRoute() *Route {
@@ -1667,7 +2002,7 @@ type AcceptTableResponse struct {
 
 func (x *AcceptTableResponse) Reset() {
 	*x = AcceptTableResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +2014,7 @@ func (x *AcceptTableResponse) String() string {
 func (*AcceptTableResponse) ProtoMessage() {}
 
 func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +2027,7 @@ func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTableResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{25}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AcceptTableResponse) GetHops() uint32 {
@@ -1712,7 +2047,7 @@ type MovePagesRequest struct {
 
 func (x *MovePagesRequest) Reset() {
 	*x = MovePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +2059,7 @@ func (x *MovePagesRequest) String() string {
 func (*MovePagesRequest) ProtoMessage() {}
 
 func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +2072,7 @@ func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesRequest.ProtoReflect.Descriptor instead.
 func (*MovePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MovePagesRequest) GetSessionId() string {
@@ -1765,7 +2100,7 @@ type MovePagesResponse struct {
 
 func (x *MovePagesResponse) Reset() {
 	*x = MovePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +2112,7 @@ func (x *MovePagesResponse) String() string {
 func (*MovePagesResponse) ProtoMessage() {}
 
 func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2125,7 @@ func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesResponse.ProtoReflect.Descriptor instead.
 func (*MovePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MovePagesResponse) GetMoved() uint32 {
@@ -1816,7 +2151,7 @@ type SessionFramesRequest struct {
 
 func (x *SessionFramesRequest) Reset() {
 	*x = SessionFramesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1828,7 +2163,7 @@ func (x *SessionFramesRequest) String() string {
 func (*SessionFramesRequest) ProtoMessage() {}
 
 func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1841,7 +2176,7 @@ func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesRequest.ProtoReflect.Descriptor instead.
 func (*SessionFramesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SessionFramesRequest) GetSessionId() string {
@@ -1863,7 +2198,7 @@ type SessionFramesResponse struct {
 
 func (x *SessionFramesResponse) Reset() {
 	*x = SessionFramesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2210,7 @@ func (x *SessionFramesResponse) String() string {
 func (*SessionFramesResponse) ProtoMessage() {}
 
 func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2223,7 @@ func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesResponse.ProtoReflect.Descriptor instead.
 func (*SessionFramesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SessionFramesResponse) GetFrames() uint32 {
@@ -1922,7 +2257,7 @@ type DropSessionRequest struct {
 
 func (x *DropSessionRequest) Reset() {
 	*x = DropSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2269,7 @@ func (x *DropSessionRequest) String() string {
 func (*DropSessionRequest) ProtoMessage() {}
 
 func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2282,7 @@ func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionRequest.ProtoReflect.Descriptor instead.
 func (*DropSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DropSessionRequest) GetRoute() *Route {
@@ -1974,7 +2309,7 @@ type DropSessionResponse struct {
 
 func (x *DropSessionResponse) Reset() {
 	*x = DropSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2321,7 @@ func (x *DropSessionResponse) String() string {
 func (*DropSessionResponse) ProtoMessage() {}
 
 func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2334,7 @@ func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionResponse.ProtoReflect.Descriptor instead.
 func (*DropSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DropSessionResponse) GetFramesDeleted() uint32 {
@@ -2032,13 +2367,14 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\rR\x04page\x12(\n" +
-	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\xae\x01\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\xd8\x01\n" +
 	"\x10ReadPageResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\x12-\n" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x13.satpage.v1.OutcomeR\aoutcome\x12\x1c\n" +
 	"\tsatellite\x18\x04 \x01(\rR\tsatellite\x12%\n" +
-	"\x0eprevious_owner\x18\x05 \x01(\rR\rpreviousOwner\"\x8e\x01\n" +
+	"\x0eprevious_owner\x18\x05 \x01(\rR\rpreviousOwner\x12(\n" +
+	"\x10scenario_time_ns\x18\x06 \x01(\x03R\x0escenarioTimeNs\"\x8e\x01\n" +
 	"\x10ReadPagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -2052,11 +2388,12 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\rR\x04page\x12(\n" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"t\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\"\x9e\x01\n" +
 	"\x11WritePageResponse\x12\x12\n" +
 	"\x04hops\x18\x01 \x01(\rR\x04hops\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x13.satpage.v1.OutcomeR\aoutcome\x12\x1c\n" +
-	"\tsatellite\x18\x03 \x01(\rR\tsatellite\"\\\n" +
+	"\tsatellite\x18\x03 \x01(\rR\tsatellite\x12(\n" +
+	"\x10scenario_time_ns\x18\x04 \x01(\x03R\x0escenarioTimeNs\"\\\n" +
 	"\x11EndSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
@@ -2081,7 +2418,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13SessionStatsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
-	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\"\xc7\x02\n" +
+	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\"\xd8\x03\n" +
 	"\x14SessionStatsResponse\x12\x14\n" +
 	"\x05visit\x18\x01 \x01(\rR\x05visit\x12\x1f\n" +
 	"\vtable_pages\x18\x02 \x03(\rR\n" +
@@ -2092,7 +2429,33 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fproactive_moves\x18\x06 \x01(\x04R\x0eproactiveMoves\x12%\n" +
 	"\x0eproactive_hops\x18\a \x01(\x04R\rproactiveHops\x12\x1a\n" +
 	"\baccesses\x18\b \x01(\x04R\baccesses\x12\x18\n" +
-	"\acreated\x18\t \x01(\x04R\acreated\"3\n" +
+	"\acreated\x18\t \x01(\x04R\acreated\x12)\n" +
+	"\x06visits\x18\n" +
+	" \x03(\v2\x11.satpage.v1.VisitR\x06visits\x12(\n" +
+	"\x10scenario_time_ns\x18\v \x01(\x03R\x0escenarioTimeNs\x12\x1d\n" +
+	"\n" +
+	"push_moves\x18\f \x01(\x04R\tpushMoves\x12\x1b\n" +
+	"\tpush_hops\x18\r \x01(\x04R\bpushHops\"|\n" +
+	"\x16OpenLiveSessionRequest\x12\x17\n" +
+	"\alat_deg\x18\x01 \x01(\x01R\x06latDeg\x12\x17\n" +
+	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\x120\n" +
+	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\"\x80\x01\n" +
+	"\x17OpenLiveSessionResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
+	"\tsatellite\x18\x02 \x01(\rR\tsatellite\x12(\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\x0e\n" +
+	"\fClockRequest\"\x97\x02\n" +
+	"\rClockResponse\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\tR\x05epoch\x12\x14\n" +
+	"\x05speed\x18\x02 \x01(\x01R\x05speed\x12\x15\n" +
+	"\x06now_ns\x18\x03 \x01(\x03R\x05nowNs\x12$\n" +
+	"\rconstellation\x18\x04 \x01(\tR\rconstellation\x12(\n" +
+	"\x10ephemeris_end_ns\x18\x05 \x01(\x03R\x0eephemerisEndNs\x12\x17\n" +
+	"\astep_ns\x18\x06 \x01(\x03R\x06stepNs\x12\x16\n" +
+	"\x06policy\x18\a \x01(\tR\x06policy\x12\x16\n" +
+	"\x06sticky\x18\b \x01(\bR\x06sticky\x12*\n" +
+	"\x11min_elevation_deg\x18\t \x01(\x01R\x0fminElevationDeg\"3\n" +
 	"\x12OpenSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -2163,20 +2526,23 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rOUTCOME_LOCAL\x10\x01\x12\x13\n" +
 	"\x0fOUTCOME_CREATED\x10\x02\x12\x11\n" +
-	"\rOUTCOME_MOVED\x10\x03*T\n" +
+	"\rOUTCOME_MOVED\x10\x03*m\n" +
 	"\bStrategy\x12\x18\n" +
 	"\x14STRATEGY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12STRATEGY_ON_DEMAND\x10\x01\x12\x16\n" +
-	"\x12STRATEGY_PROACTIVE\x10\x022\xb5\x02\n" +
+	"\x12STRATEGY_PROACTIVE\x10\x02\x12\x17\n" +
+	"\x13STRATEGY_PUSH_AHEAD\x10\x032\xb5\x02\n" +
 	"\vPageService\x12E\n" +
 	"\bReadPage\x12\x1b.satpage.v1.ReadPageRequest\x1a\x1c.satpage.v1.ReadPageResponse\x12H\n" +
 	"\tReadPages\x12\x1c.satpage.v1.ReadPagesRequest\x1a\x1d.satpage.v1.ReadPagesResponse\x12H\n" +
 	"\tWritePage\x12\x1c.satpage.v1.WritePageRequest\x1a\x1d.satpage.v1.WritePageResponse\x12K\n" +
 	"\n" +
-	"EndSession\x12\x1d.satpage.v1.EndSessionRequest\x1a\x1e.satpage.v1.EndSessionResponse2\xbf\x01\n" +
+	"EndSession\x12\x1d.satpage.v1.EndSessionRequest\x1a\x1e.satpage.v1.EndSessionResponse2\xd9\x02\n" +
 	"\x0eGatewayService\x12Z\n" +
 	"\x0fRegisterSession\x12\".satpage.v1.RegisterSessionRequest\x1a#.satpage.v1.RegisterSessionResponse\x12Q\n" +
-	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse2\x89\x05\n" +
+	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse\x12Z\n" +
+	"\x0fOpenLiveSession\x12\".satpage.v1.OpenLiveSessionRequest\x1a#.satpage.v1.OpenLiveSessionResponse\x12<\n" +
+	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x89\x05\n" +
 	"\x10SatelliteService\x12N\n" +
 	"\vOpenSession\x12\x1e.satpage.v1.OpenSessionRequest\x1a\x1f.satpage.v1.OpenSessionResponse\x12K\n" +
 	"\n" +
@@ -2201,7 +2567,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -2219,24 +2585,28 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*RegisterSessionResponse)(nil), // 13: satpage.v1.RegisterSessionResponse
 	(*SessionStatsRequest)(nil),     // 14: satpage.v1.SessionStatsRequest
 	(*SessionStatsResponse)(nil),    // 15: satpage.v1.SessionStatsResponse
-	(*OpenSessionRequest)(nil),      // 16: satpage.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),     // 17: satpage.v1.OpenSessionResponse
-	(*Page)(nil),                    // 18: satpage.v1.Page
-	(*FetchPagesRequest)(nil),       // 19: satpage.v1.FetchPagesRequest
-	(*FetchPagesResponse)(nil),      // 20: satpage.v1.FetchPagesResponse
-	(*ReleasePagesRequest)(nil),     // 21: satpage.v1.ReleasePagesRequest
-	(*ReleasePagesResponse)(nil),    // 22: satpage.v1.ReleasePagesResponse
-	(*HandOverRequest)(nil),         // 23: satpage.v1.HandOverRequest
-	(*HandOverResponse)(nil),        // 24: satpage.v1.HandOverResponse
-	(*TableEntry)(nil),              // 25: satpage.v1.TableEntry
-	(*AcceptTableRequest)(nil),      // 26: satpage.v1.AcceptTableRequest
-	(*AcceptTableResponse)(nil),     // 27: satpage.v1.AcceptTableResponse
-	(*MovePagesRequest)(nil),        // 28: satpage.v1.MovePagesRequest
-	(*MovePagesResponse)(nil),       // 29: satpage.v1.MovePagesResponse
-	(*SessionFramesRequest)(nil),    // 30: satpage.v1.SessionFramesRequest
-	(*SessionFramesResponse)(nil),   // 31: satpage.v1.SessionFramesResponse
-	(*DropSessionRequest)(nil),      // 32: satpage.v1.DropSessionRequest
-	(*DropSessionResponse)(nil),     // 33: satpage.v1.DropSessionResponse
+	(*OpenLiveSessionRequest)(nil),  // 16: satpage.v1.OpenLiveSessionRequest
+	(*OpenLiveSessionResponse)(nil), // 17: satpage.v1.OpenLiveSessionResponse
+	(*ClockRequest)(nil),            // 18: satpage.v1.ClockRequest
+	(*ClockResponse)(nil),           // 19: satpage.v1.ClockResponse
+	(*OpenSessionRequest)(nil),      // 20: satpage.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),     // 21: satpage.v1.OpenSessionResponse
+	(*Page)(nil),                    // 22: satpage.v1.Page
+	(*FetchPagesRequest)(nil),       // 23: satpage.v1.FetchPagesRequest
+	(*FetchPagesResponse)(nil),      // 24: satpage.v1.FetchPagesResponse
+	(*ReleasePagesRequest)(nil),     // 25: satpage.v1.ReleasePagesRequest
+	(*ReleasePagesResponse)(nil),    // 26: satpage.v1.ReleasePagesResponse
+	(*HandOverRequest)(nil),         // 27: satpage.v1.HandOverRequest
+	(*HandOverResponse)(nil),        // 28: satpage.v1.HandOverResponse
+	(*TableEntry)(nil),              // 29: satpage.v1.TableEntry
+	(*AcceptTableRequest)(nil),      // 30: satpage.v1.AcceptTableRequest
+	(*AcceptTableResponse)(nil),     // 31: satpage.v1.AcceptTableResponse
+	(*MovePagesRequest)(nil),        // 32: satpage.v1.MovePagesRequest
+	(*MovePagesResponse)(nil),       // 33: satpage.v1.MovePagesResponse
+	(*SessionFramesRequest)(nil),    // 34: satpage.v1.SessionFramesRequest
+	(*SessionFramesResponse)(nil),   // 35: satpage.v1.SessionFramesResponse
+	(*DropSessionRequest)(nil),      // 36: satpage.v1.DropSessionRequest
+	(*DropSessionResponse)(nil),     // 37: satpage.v1.DropSessionResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -2244,45 +2614,51 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 2: satpage.v1.WritePageResponse.outcome:type_name -> satpage.v1.Outcome
 	11, // 3: satpage.v1.RegisterSessionRequest.visits:type_name -> satpage.v1.Visit
 	1,  // 4: satpage.v1.RegisterSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	2,  // 5: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
-	18, // 6: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
-	2,  // 7: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
-	2,  // 8: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
-	25, // 9: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
-	2,  // 10: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
-	3,  // 11: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	5,  // 12: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	7,  // 13: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	9,  // 14: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	12, // 15: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	14, // 16: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	16, // 17: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	19, // 18: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	21, // 19: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	23, // 20: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	26, // 21: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	28, // 22: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	30, // 23: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	32, // 24: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	4,  // 25: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	6,  // 26: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	8,  // 27: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	10, // 28: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	13, // 29: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	15, // 30: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	17, // 31: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	20, // 32: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	22, // 33: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	24, // 34: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	27, // 35: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	29, // 36: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	31, // 37: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	33, // 38: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	25, // [25:39] is the sub-list for method output_type
-	11, // [11:25] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	11, // 5: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
+	1,  // 6: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
+	2,  // 7: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
+	22, // 8: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
+	2,  // 9: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
+	2,  // 10: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
+	29, // 11: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
+	2,  // 12: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
+	3,  // 13: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	5,  // 14: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	7,  // 15: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	9,  // 16: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	12, // 17: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	14, // 18: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	16, // 19: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	18, // 20: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	20, // 21: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	23, // 22: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	25, // 23: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	27, // 24: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	30, // 25: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	32, // 26: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	34, // 27: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	36, // 28: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	4,  // 29: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	6,  // 30: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	8,  // 31: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	10, // 32: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	13, // 33: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	15, // 34: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	17, // 35: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	19, // 36: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	21, // 37: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	24, // 38: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	26, // 39: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	28, // 40: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	31, // 41: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	33, // 42: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	35, // 43: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	37, // 44: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	29, // [29:45] is the sub-list for method output_type
+	13, // [13:29] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -2296,7 +2672,7 @@ func file_satpage_v1_satpage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   32,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

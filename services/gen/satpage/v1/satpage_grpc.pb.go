@@ -270,6 +270,8 @@ var PageService_ServiceDesc = grpc.ServiceDesc{
 const (
 	GatewayService_RegisterSession_FullMethodName = "/satpage.v1.GatewayService/RegisterSession"
 	GatewayService_SessionStats_FullMethodName    = "/satpage.v1.GatewayService/SessionStats"
+	GatewayService_OpenLiveSession_FullMethodName = "/satpage.v1.GatewayService/OpenLiveSession"
+	GatewayService_Clock_FullMethodName           = "/satpage.v1.GatewayService/Clock"
 )
 
 // GatewayServiceClient is the client API for GatewayService service.
@@ -284,6 +286,14 @@ type GatewayServiceClient interface {
 	RegisterSession(ctx context.Context, in *RegisterSessionRequest, opts ...grpc.CallOption) (*RegisterSessionResponse, error)
 	// Counts of one session, after performing every handover due by scenario_time_ns.
 	SessionStats(ctx context.Context, in *SessionStatsRequest, opts ...grpc.CallOption) (*SessionStatsResponse, error)
+	// Live mode (docs/live.md): open a session for a place on the ground. The
+	// gateway finds the serving satellite from the ephemeris at the constellation
+	// clock's time, opens the page table there, and from then on hands the
+	// session over by itself; the session's requests need no scenario time (the
+	// gateway uses the clock and returns the time it used).
+	OpenLiveSession(ctx context.Context, in *OpenLiveSessionRequest, opts ...grpc.CallOption) (*OpenLiveSessionResponse, error)
+	// The constellation clock and the ephemeris the gateway holds (live mode).
+	Clock(ctx context.Context, in *ClockRequest, opts ...grpc.CallOption) (*ClockResponse, error)
 }
 
 type gatewayServiceClient struct {
@@ -314,6 +324,26 @@ func (c *gatewayServiceClient) SessionStats(ctx context.Context, in *SessionStat
 	return out, nil
 }
 
+func (c *gatewayServiceClient) OpenLiveSession(ctx context.Context, in *OpenLiveSessionRequest, opts ...grpc.CallOption) (*OpenLiveSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenLiveSessionResponse)
+	err := c.cc.Invoke(ctx, GatewayService_OpenLiveSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *gatewayServiceClient) Clock(ctx context.Context, in *ClockRequest, opts ...grpc.CallOption) (*ClockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClockResponse)
+	err := c.cc.Invoke(ctx, GatewayService_Clock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GatewayServiceServer is the server API for GatewayService service.
 // All implementations must embed UnimplementedGatewayServiceServer
 // for forward compatibility.
@@ -326,6 +356,14 @@ type GatewayServiceServer interface {
 	RegisterSession(context.Context, *RegisterSessionRequest) (*RegisterSessionResponse, error)
 	// Counts of one session, after performing every handover due by scenario_time_ns.
 	SessionStats(context.Context, *SessionStatsRequest) (*SessionStatsResponse, error)
+	// Live mode (docs/live.md): open a session for a place on the ground. The
+	// gateway finds the serving satellite from the ephemeris at the constellation
+	// clock's time, opens the page table there, and from then on hands the
+	// session over by itself; the session's requests need no scenario time (the
+	// gateway uses the clock and returns the time it used).
+	OpenLiveSession(context.Context, *OpenLiveSessionRequest) (*OpenLiveSessionResponse, error)
+	// The constellation clock and the ephemeris the gateway holds (live mode).
+	Clock(context.Context, *ClockRequest) (*ClockResponse, error)
 	mustEmbedUnimplementedGatewayServiceServer()
 }
 
@@ -341,6 +379,12 @@ func (UnimplementedGatewayServiceServer) RegisterSession(context.Context, *Regis
 }
 func (UnimplementedGatewayServiceServer) SessionStats(context.Context, *SessionStatsRequest) (*SessionStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SessionStats not implemented")
+}
+func (UnimplementedGatewayServiceServer) OpenLiveSession(context.Context, *OpenLiveSessionRequest) (*OpenLiveSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenLiveSession not implemented")
+}
+func (UnimplementedGatewayServiceServer) Clock(context.Context, *ClockRequest) (*ClockResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Clock not implemented")
 }
 func (UnimplementedGatewayServiceServer) mustEmbedUnimplementedGatewayServiceServer() {}
 func (UnimplementedGatewayServiceServer) testEmbeddedByValue()                        {}
@@ -399,6 +443,42 @@ func _GatewayService_SessionStats_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _GatewayService_OpenLiveSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenLiveSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GatewayServiceServer).OpenLiveSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GatewayService_OpenLiveSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GatewayServiceServer).OpenLiveSession(ctx, req.(*OpenLiveSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GatewayService_Clock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GatewayServiceServer).Clock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GatewayService_Clock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GatewayServiceServer).Clock(ctx, req.(*ClockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // GatewayService_ServiceDesc is the grpc.ServiceDesc for GatewayService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -413,6 +493,14 @@ var GatewayService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SessionStats",
 			Handler:    _GatewayService_SessionStats_Handler,
+		},
+		{
+			MethodName: "OpenLiveSession",
+			Handler:    _GatewayService_OpenLiveSession_Handler,
+		},
+		{
+			MethodName: "Clock",
+			Handler:    _GatewayService_Clock_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

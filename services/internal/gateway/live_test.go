@@ -1,0 +1,221 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/gateway"
+	"github.com/satpage/satpage/services/internal/sky"
+)
+
+// fakeWall is a wall clock the test moves by hand.
+type fakeWall struct{ t time.Time }
+
+func (w *fakeWall) now() time.Time { return w.t }
+
+// liveCluster is the 150-satellite constellation of the shared vectors with a
+// live gateway whose clock runs at speed 60 on a fake wall clock.
+func liveCluster(t *testing.T, idle time.Duration) (*clustertest.Cluster, *gateway.LiveOptions, *fakeWall) {
+	t.Helper()
+	const spec = "walker-star:150/10/1:500:87"
+	s, _ := constellation.ParseSpec(spec)
+	eph, err := sky.ReadEphemeris("../../testdata/live_ephemeris.bin", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := sky.NewClock(eph.EpochTime, time.Time{}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := &fakeWall{t: eph.EpochTime}
+	clock.SetNow(wall.now)
+	live := &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s, IdleTimeout: idle}
+	return clustertest.New(t, spec, clustertest.Options{Live: live}), live, wall
+}
+
+// osloSchedule is orbit_model's schedule for Oslo (highest, sticky, 10 deg) from the vectors.
+func osloSchedule(t *testing.T) [][2]int64 {
+	raw, err := os.ReadFile("../../testdata/live_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Cases []struct {
+			LatDeg   float64    `json:"lat_deg"`
+			Policy   string     `json:"policy"`
+			Sticky   bool       `json:"sticky"`
+			MinEl    float64    `json:"min_elevation_deg"`
+			Schedule [][2]int64 `json:"schedule"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Cases {
+		if c.LatDeg == 59.9 && c.Policy == "highest" && c.Sticky && c.MinEl == 10 {
+			return c.Schedule
+		}
+	}
+	t.Fatal("no Oslo case in the vectors")
+	return nil
+}
+
+func TestALiveSessionIsHandedOverOnTheClockAndKeepsItsPages(t *testing.T) {
+	for _, strategy := range []satpagev1.Strategy{satpagev1.Strategy_STRATEGY_ON_DEMAND,
+		satpagev1.Strategy_STRATEGY_PROACTIVE, satpagev1.Strategy_STRATEGY_PUSH_AHEAD} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			c, _, wall := liveCluster(t, time.Hour)
+			ctx := context.Background()
+			open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7, Strategy: strategy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := osloSchedule(t)
+			if open.Satellite != uint32(want[0][1]) {
+				t.Fatalf("serving at open: got %d, want %d", open.Satellite, want[0][1])
+			}
+			// 50 minutes of constellation time in 10 s wall steps (10 min each at speed 60).
+			for step := 0; step < 5; step++ {
+				for p := uint32(0); p < 4; p++ {
+					page := uint32(step)*4 + p
+					if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: page, Data: []byte{byte(page), 7}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 0}); err != nil {
+					t.Fatal(err)
+				}
+				wall.t = wall.t.Add(10 * time.Second)
+				c.GatewayImpl.LiveTick(ctx)
+			}
+			for page := uint32(0); page < 20; page++ {
+				r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: page})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(r.Data, []byte{byte(page), 7}) {
+					t.Fatalf("page %d: got %v", page, r.Data)
+				}
+				if r.ScenarioTimeNs != int64(50*time.Minute) {
+					t.Fatalf("page %d read at %d ns, want the clock's %d", page, r.ScenarioTimeNs, int64(50*time.Minute))
+				}
+			}
+			st, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: open.SessionId})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantVisits [][2]int64
+			for _, h := range want {
+				if h[0] <= int64(50*time.Minute) {
+					wantVisits = append(wantVisits, h)
+				}
+			}
+			if len(st.Visits) != len(wantVisits) || len(st.Visits) < 3 {
+				t.Fatalf("visits: got %v, want %v", st.Visits, wantVisits)
+			}
+			for i, v := range st.Visits {
+				if v.Satellite != uint32(wantVisits[i][1]) || v.StartNs != wantVisits[i][0] {
+					t.Fatalf("visit %d: got %d from %d ns, want %d from %d ns", i, v.Satellite, v.StartNs, wantVisits[i][1], wantVisits[i][0])
+				}
+			}
+			switch strategy {
+			case satpagev1.Strategy_STRATEGY_PROACTIVE:
+				if st.ProactiveMoves == 0 || st.PushMoves != 0 {
+					t.Fatalf("proactive: %d proactive and %d pushed moves", st.ProactiveMoves, st.PushMoves)
+				}
+			case satpagev1.Strategy_STRATEGY_PUSH_AHEAD:
+				if st.PushMoves == 0 || st.ProactiveMoves != 0 {
+					t.Fatalf("push-ahead: %d proactive and %d pushed moves", st.ProactiveMoves, st.PushMoves)
+				}
+			default:
+				if st.OndemandMoves == 0 || st.ProactiveMoves+st.PushMoves != 0 {
+					t.Fatalf("on-demand: %+v", st)
+				}
+			}
+		})
+	}
+}
+
+func TestAnotherGatewayRebuildsALiveSessionFromItsID(t *testing.T) {
+	c, live, wall := liveCluster(t, time.Hour)
+	ctx := context.Background()
+	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: -6.2, LonDeg: 106.8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: 3, Data: []byte("kept")}); err != nil {
+		t.Fatal(err)
+	}
+	wall.t = wall.t.Add(15 * time.Second) // 15 minutes: handovers the first gateway performs
+	c.GatewayImpl.LiveTick(ctx)
+	before, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: open.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall.t = wall.t.Add(5 * time.Second) // and more, which the replica must perform
+	_, conn := c.AddGateway(t, "replica", live)
+	replica := satpagev1.NewPageServiceClient(conn)
+	r, err := replica.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Data) != "kept" {
+		t.Fatalf("page 3 through the replica: got %q", r.Data)
+	}
+	st, err := satpagev1.NewGatewayServiceClient(conn).SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: open.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Visits) < 2 || st.Visits[0].Satellite != before.Visits[len(before.Visits)-1].Satellite {
+		t.Fatalf("the replica picked the session up at %v, the first gateway left it at %v", st.Visits, before.Visits)
+	}
+	if r.Satellite != st.Visits[len(st.Visits)-1].Satellite {
+		t.Fatalf("read served by %d, the replica's serving satellite is %d", r.Satellite, st.Visits[len(st.Visits)-1].Satellite)
+	}
+}
+
+func TestAnIdleLiveSessionEndsAndItsPagesAreReleased(t *testing.T) {
+	c, _, wall := liveCluster(t, 30*time.Second)
+	ctx := context.Background()
+	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page := uint32(0); page < 5; page++ {
+		if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: page, Data: []byte{1}}); err != nil {
+			t.Fatal(err)
+		}
+		wall.t = wall.t.Add(4 * time.Second) // pages spread over the trail
+		c.GatewayImpl.LiveTick(ctx)
+	}
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 0}); err != nil {
+		t.Fatal(err)
+	}
+	wall.t = wall.t.Add(20 * time.Second) // idle, but not for long enough
+	c.GatewayImpl.LiveTick(ctx)
+	wall.t = wall.t.Add(11 * time.Second)
+	c.GatewayImpl.LiveTick(ctx)
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 0}); status.Code(err) != codes.NotFound {
+		t.Fatalf("a read after 31 s idle (timeout 30 s): got %v, want NotFound", err)
+	}
+	for i := range c.Nodes {
+		_, sc := c.Satellite(t, i)
+		f, err := sc.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: open.SessionId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Frames != 0 || f.Serving {
+			t.Fatalf("satellite %d still holds %d frames (serving %v) of the ended session", i, f.Frames, f.Serving)
+		}
+	}
+}
