@@ -11,7 +11,7 @@ import sys
 import typer
 
 from satpage import __version__
-from satpage.commands import cluster, compare, deploy, orbit, paper, population, sweep, view
+from satpage.commands import cluster, compare, deploy, live, orbit, paper, population, sweep, view
 from satpage.console import stderr
 
 app = typer.Typer(
@@ -30,6 +30,7 @@ app.add_typer(orbit.app, name="orbit")
 app.add_typer(population.app, name="population")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(deploy.app, name="deploy")
+app.add_typer(live.app, name="live")
 
 
 def _version(value: bool) -> None:

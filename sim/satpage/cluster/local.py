@@ -102,6 +102,8 @@ class ClusterState:
     isl_schedule: str | None = None  # the satnodes' --isl-schedule (None: time-invariant +Grid)
     isl_schedule_sha256: str | None = None
     tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
+    #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s"}; None: replay only
+    live: dict | None = None
 
     @property
     def satellites(self) -> int:
@@ -229,7 +231,7 @@ def _grpc_serving(addrs: list[str], timeout_s: float, tls_dir: str | None = None
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
                isl_schedule: Path | None = None, timeout_s: float = 120.0,
-               insecure: bool = False) -> ClusterState:
+               insecure: bool = False, live: dict | None = None) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -240,7 +242,12 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
 
     Raises OSError when a cluster is already recorded in state_dir and running, when
     a port is taken, or when a process does not come up (the ones started are
-    stopped again)."""
+    stopped again).
+
+    live puts the gateway in live mode: ``{"ephemeris": PATH, "speed": FACTOR,
+    "idle_timeout_s": S}`` (``satpage.live.live_up`` writes the ephemeris); the
+    clock runs in real time from the ephemeris' epoch until the gateway starts, and
+    at ``speed`` from there (``clock_start`` is recorded)."""
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
@@ -280,7 +287,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),
-                         isl_schedule_sha256=digest, tls_dir=tls_dir)
+                         isl_schedule_sha256=digest, tls_dir=tls_dir, live=dict(live) if live else None)
     records = state.processes
     try:
         _save(state)
@@ -316,6 +323,13 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                 "--metrics-listen", f"127.0.0.1:{port_base + 1}",
                 "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
                 "--log-level", "warn", "--stop-timeout", "5s", *security_args]
+        if live:
+            import datetime as dt
+
+            start = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            state.live["clock_start"] = start
+            argv += ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),
+                     "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s"]
         gw_env = {k: v for k, v in env.items() if k != "GOMAXPROCS"}  # the gateway fans out
         records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
         _save(state)

@@ -1,0 +1,198 @@
+"""`satpage live up|down|demo|ephemeris`: the service in live mode (docs/live.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from satpage.cluster import (
+    DEFAULT_CONSTELLATION,
+    DEFAULT_PORT_BASE,
+    cluster_down,
+    default_state_dir,
+    load_state,
+)
+from satpage.console import fail, print_json, setup_logging, stdout
+
+app = typer.Typer(help="Live mode: the cluster on a constellation clock, sessions opened by location.",
+                  no_args_is_help=True)
+
+StateDir = Annotated[Path | None, typer.Option(
+    "--state-dir", help="Where the cluster records what it started (default $SATPAGE_CLUSTER_DIR or .cluster).")]
+
+
+def _epoch(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    from orbit_model import parse_epoch
+
+    try:
+        return parse_epoch(value)
+    except ValueError as exc:
+        fail(f"--epoch: {exc}")
+
+
+def _check(speed: float, hours: float, policy: str, min_elevation: float) -> None:
+    if not 0 < speed <= 1e6:
+        fail(f"--speed {speed} must be above 0 and at most 1e6")
+    if not 0 < hours <= 24 * 31:
+        fail(f"--hours {hours} must be above 0 and at most 744 (31 days)")
+    if policy not in ("highest", "nearest"):
+        fail(f"--policy {policy!r}: live mode applies highest or nearest")
+    if not -90 <= min_elevation < 90:
+        fail(f"--min-elevation {min_elevation} is outside -90..90")
+
+
+@app.command("up")
+def up(
+    speed: Annotated[float, typer.Option("--speed", help="Constellation seconds per wall second.")] = 1.0,
+    epoch: Annotated[str | None, typer.Option("--epoch", help="Constellation epoch, ISO 8601 UTC "
+                                              "(default: now).")] = None,
+    constellation: Annotated[str, typer.Option("--constellation", help="Walker spec.")] = DEFAULT_CONSTELLATION,
+    hours: Annotated[float, typer.Option("--hours", help="Ephemeris horizon, hours of constellation time.")] = 24.0,
+    policy: Annotated[str, typer.Option("--policy", help="highest | nearest")] = "highest",
+    sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
+    min_elevation: Annotated[float, typer.Option("--min-elevation", help="Degrees.")] = 10.0,
+    idle_timeout_s: Annotated[float, typer.Option("--idle-timeout-s", help="End sessions idle this long "
+                                                  "(wall seconds).")] = 600.0,
+    port_base: Annotated[int, typer.Option("--port-base")] = DEFAULT_PORT_BASE,
+    store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
+    state_dir: StateDir = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Start the local cluster with a live gateway (writes its ephemeris first)."""
+    from satpage.live import live_up
+
+    setup_logging(verbose)
+    _check(speed, hours, policy, min_elevation)
+    if store not in ("redis", "memory"):
+        fail(f"--store must be redis or memory, got {store!r}")
+    try:
+        st = live_up(constellation, state_dir=state_dir, port_base=port_base, speed=speed, epoch=_epoch(epoch),
+                     hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
+                     idle_timeout_s=idle_timeout_s)
+    except ValueError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(str(exc), 1)
+    if json_out:
+        print_json({"gateway": st.gateway, "satellites": st.satellites, "state_dir": st.state_dir, **st.live})
+    else:
+        stdout.print(f"live cluster up: {st.satellites} satellites ({st.constellation}), gateway "
+                     f"[bold]{st.gateway}[/], epoch {st.live['epoch']}, speed {st.live['speed']:g}x; "
+                     f"state in {st.state_dir}")
+
+
+@app.command("down")
+def down(state_dir: StateDir = None) -> None:
+    """Stop the live cluster (exactly the processes `live up` recorded)."""
+    setup_logging(False)
+    n = cluster_down(state_dir)
+    stdout.print(f"live cluster down: stopped {n} processes recorded in "
+                 f"{(state_dir or default_state_dir()).resolve()}")
+
+
+@app.command("ephemeris")
+def ephemeris(
+    out: Annotated[Path, typer.Argument(help="File to write (satpage-ephemeris/1), atomically.")],
+    epoch: Annotated[str, typer.Option("--epoch", help="Constellation epoch, ISO 8601 UTC.")],
+    constellation: Annotated[str, typer.Option("--constellation")] = DEFAULT_CONSTELLATION,
+    hours: Annotated[float, typer.Option("--hours", help="Horizon from the epoch.")] = 24.0,
+    policy: Annotated[str, typer.Option("--policy", help="highest | nearest")] = "highest",
+    sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
+    min_elevation: Annotated[float, typer.Option("--min-elevation")] = 10.0,
+) -> None:
+    """Write (or refresh, keeping the epoch) a gateway's ephemeris file."""
+    from satpage.live import write_live_ephemeris
+
+    _check(1.0, hours, policy, min_elevation)
+    try:
+        size = write_live_ephemeris(out, constellation, _epoch(epoch), hours, policy=policy, sticky=sticky,
+                                    min_elevation_deg=min_elevation)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    stdout.print(f"wrote {out}: {hours:g} h of {constellation}, {size} bytes")
+
+
+@app.command("demo")
+def demo(
+    lat: Annotated[list[float], typer.Option("--lat", help="Client latitude (repeat for more clients).")],
+    lon: Annotated[list[float], typer.Option("--lon", help="Client longitude (one per --lat).")],
+    minutes: Annotated[float, typer.Option("--minutes", help="Constellation minutes to run.")] = 30.0,
+    speed: Annotated[float, typer.Option("--speed", help="Clock speed of the cluster started for the demo.")]
+    = 60.0,
+    strategy: Annotated[str, typer.Option("--strategy", help="on-demand | proactive | push-ahead")] = "on-demand",
+    pages: Annotated[int, typer.Option("--pages", help="Pages per session (Zipf s = 1).")] = 64,
+    seed: Annotated[int, typer.Option("--seed")] = 1,
+    gateway: Annotated[str | None, typer.Option("--gateway", help="Use this live gateway (host:port) "
+                                                "instead of starting a cluster; --speed is then its own.")]
+    = None,
+    constellation: Annotated[str, typer.Option("--constellation")] = DEFAULT_CONSTELLATION,
+    port_base: Annotated[int, typer.Option("--port-base")] = 0,
+    store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run a bounded workload of clients at the given places; print the handovers each saw and
+    the costs (movements, page-hops, fault latency on the wire)."""
+    from satpage.cluster.driver import _free_port_base
+    from satpage.live import live_up, run_demo
+
+    setup_logging(verbose)
+    if len(lat) != len(lon):
+        fail(f"{len(lat)} --lat but {len(lon)} --lon: give one --lon per --lat")
+    for a, b in zip(lat, lon, strict=True):
+        if not -90 <= a <= 90 or not -180 <= b <= 360:
+            fail(f"place {a}, {b}: latitude must lie in -90..90 and longitude in -180..360")
+    if not 0 < minutes <= 24 * 60:
+        fail(f"--minutes {minutes} must be above 0 and at most 1440")
+    if strategy not in ("on-demand", "proactive", "push-ahead"):
+        fail(f"--strategy {strategy!r} is not on-demand, proactive or push-ahead")
+    if not 1 <= pages <= 100_000:
+        fail(f"--pages {pages} must lie in 1..100000")
+    _check(speed, 1.0, "highest", 10.0)
+    places = list(zip(lat, lon, strict=True))
+    try:
+        if gateway:
+            head, clients = run_demo(gateway, places, minutes=minutes, strategy=strategy, n_pages=pages, seed=seed)
+        else:
+            with tempfile.TemporaryDirectory(prefix="satpage-live-") as tmp:
+                base = port_base or _free_port_base(constellation)
+                hours = max(1.0, minutes / 60 + 0.5)
+                live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store)
+                try:
+                    gw = load_state(Path(tmp)).gateway
+                    head, clients = run_demo(gw, places, minutes=minutes, strategy=strategy, n_pages=pages,
+                                             seed=seed)
+                finally:
+                    cluster_down(Path(tmp))
+    except ValueError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(str(exc), 1)
+    result = {**head, "clients": [c.to_json() for c in clients]}
+    failed = [c for c in clients if c.error]
+    if json_out:
+        print_json(result)
+    else:
+        table = Table(title=f"live demo: {minutes:g} constellation minutes at {head['speed']:g}x, {strategy}, "
+                            f"{head['constellation']} ({head['policy']}, min elevation {head['min_elevation_deg']:g} deg)")
+        for col in ("place", "handovers (time s: satellite)", "written", "read back", "moves", "page-hops",
+                    "fault ms p50", "local ms p50"):
+            table.add_column(col)
+        for c in result["clients"]:
+            sched = " ".join(f"{h['time_s']:g}:{h['satellite']}" for h in c.get("schedule", []))
+            table.add_row(f"{c['lat_deg']:g}, {c['lon_deg']:g}", sched, str(c["pages_written"]),
+                          str(c["pages_read_back_ok"]), str(c.get("movements", "-")), str(c.get("page_hops", "-")),
+                          str(c["fault_latency_ms"].get("p50", "-")), str(c["local_latency_ms"].get("p50", "-")))
+        stdout.print(table)
+        for c in failed:
+            stdout.print(f"[red]client at {c.lat_deg}, {c.lon_deg}: {c.error}[/]")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,263 @@
+"""Live mode from the simulator's side (docs/live.md): the local cluster in live
+mode, the bounded demo workload, and the two checks that tie a live run to the
+models: its handovers against orbit_model's schedule, and its recorded accesses
+replayed in the engine (pager) against the movements and page-hops the relays
+counted.
+
+sim only joins here: geometry and handovers come from orbit_model, replay from
+pager, the service from the cluster; nothing is re-implemented.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from satpage.client import Access, Gateway, Session, SessionStats
+
+__all__ = ["DemoClient", "live_up", "run_demo", "reference_schedule", "trace_of", "engine_counts",
+           "write_live_ephemeris"]
+
+log = logging.getLogger(__name__)
+
+NS_PER_S = 1_000_000_000
+EPHEMERIS_FILE = "ephemeris.bin"
+
+
+def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hours: float, *,
+                         policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
+                         step_s: float = 10.0) -> int:
+    """Write the gateway's ephemeris (orbit_model.write_ephemeris); returns its size in bytes."""
+    from orbit_model import Constellation, write_ephemeris
+
+    const = Constellation.from_spec(constellation, epoch=epoch)
+    write_ephemeris(path, const, int(round(hours * 3600 * NS_PER_S)), policy=policy, sticky=sticky,
+                    min_elevation_deg=min_elevation_deg, step_ns=int(round(step_s * NS_PER_S)))
+    return Path(path).stat().st_size
+
+
+def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int, speed: float,
+            epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
+            policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
+            idle_timeout_s: float = 600.0):
+    """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
+    state directory and start the local cluster with a live gateway."""
+    from satpage.cluster import cluster_up, default_state_dir
+
+    if not 0 < speed <= 1e6:
+        raise ValueError(f"speed {speed} must be above 0 and at most 1e6")
+    if not 0 < hours <= 24 * 31:
+        raise ValueError(f"ephemeris horizon {hours} h must be above 0 and at most 31 days")
+    sdir = Path(state_dir or default_state_dir()).resolve()
+    sdir.mkdir(parents=True, exist_ok=True)
+    if epoch is None:
+        epoch = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    path = sdir / EPHEMERIS_FILE
+    size = write_live_ephemeris(path, constellation, epoch, hours, policy=policy, sticky=sticky,
+                                min_elevation_deg=min_elevation_deg)
+    log.info("ephemeris: %s, %.1f h from %s, %d bytes", path, hours, epoch.isoformat(), size)
+    return cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store,
+                      live={"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
+                            "idle_timeout_s": float(idle_timeout_s), "hours": float(hours)})
+
+
+@dataclass
+class DemoClient:
+    """One demo client: where it is, what it saw and what it cost."""
+
+    lat_deg: float
+    lon_deg: float
+    session_id: str = ""
+    stats: SessionStats | None = None
+    accesses: list[Access] | None = None
+    pages_written: int = 0
+    pages_read_back_ok: int = 0
+    read_mismatches: int = 0
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        st = self.stats
+        acc = self.accesses or []
+        faults = np.array([a.latency_s for a in acc if a.outcome == "moved"]) * 1e3
+        local = np.array([a.latency_s for a in acc if a.outcome == "local"]) * 1e3
+
+        def summary(x: np.ndarray) -> dict:
+            if x.size == 0:
+                return {"n": 0}
+            return {"n": int(x.size), "mean": round(float(x.mean()), 3),
+                    "p50": round(float(np.percentile(x, 50)), 3), "p99": round(float(np.percentile(x, 99)), 3)}
+
+        out = {"lat_deg": self.lat_deg, "lon_deg": self.lon_deg, "session_id": self.session_id,
+               "pages_written": self.pages_written, "pages_read_back_ok": self.pages_read_back_ok,
+               "read_mismatches": self.read_mismatches, "accesses": len(acc),
+               "fault_latency_ms": summary(faults), "local_latency_ms": summary(local)}
+        if st is not None:
+            out.update({"schedule": [{"time_s": h.time_ns / NS_PER_S, "satellite": h.satellite}
+                                     for h in st.schedule],
+                        "handovers": len(st.schedule) - 1, "movements": st.movements,
+                        "page_hops": st.page_hops, "ondemand_moves": st.ondemand_moves,
+                        "ondemand_hops": st.ondemand_hops, "proactive_moves": st.proactive_moves,
+                        "proactive_hops": st.proactive_hops, "push_moves": st.push_moves,
+                        "push_hops": st.push_hops, "end_time_s": st.scenario_time_ns / NS_PER_S})
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def _zipf_cdf(n_pages: int, s: float = 1.0) -> np.ndarray:
+    from pager import zipf_probabilities
+
+    return np.cumsum(zipf_probabilities(n_pages, s))
+
+
+def _client(gw: Gateway, c: DemoClient, index: int, *, strategy: str, minutes: float, n_pages: int,
+            seed: int, interval_s: float, max_accesses: int) -> None:
+    rng = np.random.default_rng([seed, index])
+    cdf = _zipf_cdf(n_pages)
+    try:
+        s = Session.open(gw, lat_deg=c.lat_deg, lon_deg=c.lon_deg, strategy=strategy, record=True)
+    except Exception as exc:  # reported per client
+        c.error = str(exc)
+        return
+    c.session_id = s.id
+    written: dict[int, bytes] = {}
+    end_ns = s.opened_ns + int(minutes * 60 * NS_PER_S)
+    try:
+        n = 0
+        last_ns = s.opened_ns
+        while last_ns < end_ns and n < max_accesses:
+            page = int(np.searchsorted(cdf, rng.random() * cdf[-1]))
+            page = min(page, n_pages - 1)
+            if page not in written or rng.random() < 0.3:
+                data = f"{index}:{page}:{n}".encode()
+                a = s.write(page, data)
+                written[page] = data
+            else:
+                got, a = s.read_access(page)
+                if got != written[page]:
+                    c.read_mismatches += 1
+            last_ns = a.scenario_time_ns
+            n += 1
+            time.sleep(interval_s)
+        c.pages_written = len(written)
+        for page, data in sorted(written.items()):
+            if s.read(page) == data:
+                c.pages_read_back_ok += 1
+        c.stats = s.stats()
+    except Exception as exc:
+        c.error = str(exc)
+    finally:
+        c.accesses = list(s.accesses)
+        try:
+            s.close()
+        except Exception as exc:
+            c.error = c.error or f"close: {exc}"
+
+
+def run_demo(target: str, places: list[tuple[float, float]], *, minutes: float, strategy: str = "on-demand",
+             n_pages: int = 64, seed: int = 1, interval_s: float = 0.01, max_accesses: int = 20_000,
+             tls_dir: str | None = None) -> tuple[dict, list[DemoClient]]:
+    """Run one client per place against the live gateway at target for ``minutes`` of
+    constellation time; returns the demo's JSON (without per-client detail) and the clients."""
+    with Gateway(target, tls_dir=tls_dir) as gw:
+        clock = gw.clock()
+        clients = [DemoClient(lat, lon) for lat, lon in places]
+        threads = [threading.Thread(target=_client, args=(gw, c, i),
+                                    kwargs={"strategy": strategy, "minutes": minutes, "n_pages": n_pages,
+                                            "seed": seed, "interval_s": interval_s,
+                                            "max_accesses": max_accesses}, daemon=True)
+                   for i, c in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    head = {"epoch": clock.epoch, "constellation": clock.constellation, "policy": clock.policy,
+            "sticky": clock.sticky, "min_elevation_deg": clock.min_elevation_deg, "speed": clock.speed,
+            "step_s": clock.step_ns / NS_PER_S, "minutes": minutes, "strategy": strategy, "seed": seed,
+            "n_pages": n_pages}
+    return head, clients
+
+
+def reference_schedule(constellation: str, epoch: str | dt.datetime, lat_deg: float, lon_deg: float,
+                       end_ns: int, *, policy: str, sticky: bool, min_elevation_deg: float,
+                       step_ns: int = 10 * NS_PER_S) -> list[tuple[int, int]]:
+    """orbit_model's schedule for a place from the epoch to ``end_ns`` (what ``satpage orbit
+    handovers --start EPOCH --json`` prints), as (time_ns, satellite) pairs."""
+    from orbit_model import (
+        Constellation,
+        GroundPoints,
+        handover_schedule,
+        parse_epoch,
+        step_times_ns,
+    )
+
+    const = Constellation.from_spec(constellation, epoch=parse_epoch(epoch))
+    end_ns = -(-int(end_ns) // step_ns) * step_ns
+    sched = handover_schedule(const, GroundPoints.from_degrees(lat_deg, lon_deg),
+                              step_times_ns(max(end_ns, step_ns), step_ns),
+                              min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky)
+    times, sats = sched.for_client(0)
+    return [(int(t), int(s)) for t, s in zip(times, sats, strict=True)]
+
+
+def trace_of(clients: list[DemoClient], n_pages: int):
+    """A ``pager.Trace`` of what the live clients did: one session per client, its visits the
+    handovers the gateway performed, its accesses in order at the clock's times."""
+    from pager import Trace
+
+    vo, vsat, vstart, ao, page, times = [0], [], [], [0], [], []
+    for c in clients:
+        sched = c.stats.schedule
+        starts = np.array([h.time_ns for h in sched], np.int64)
+        acc = c.accesses or []
+        t = np.array([a.scenario_time_ns for a in acc], np.int64)
+        visit = np.searchsorted(starts, t, side="right") - 1
+        served = np.array([a.satellite for a in acc], np.int64)
+        want = np.array([sched[v].satellite for v in visit], np.int64) if acc else served
+        if (visit < 0).any() or (served != want).any():
+            bad = int(np.flatnonzero((visit < 0) | (served != want))[0])
+            raise ValueError(f"session {c.session_id}: access {bad} at {int(t[bad])} ns was served by satellite "
+                             f"{int(served[bad])}, not by the schedule's")
+        for k, h in enumerate(sched):
+            vsat.append(h.satellite)
+            vstart.append(h.time_ns)
+            sel = visit == k
+            page.extend(a.page for a, x in zip(acc, sel, strict=True) if x)
+            times.extend(t[sel].tolist())
+            ao.append(len(page))
+        vo.append(len(vsat))
+    return Trace(n_pages=n_pages, visit_offsets=np.array(vo, np.int64),
+                 visit_satellite=np.array(vsat, np.int32), visit_start_ns=np.array(vstart, np.int64),
+                 access_offsets=np.array(ao, np.int64), access_page=np.array(page, np.int32),
+                 access_time_ns=np.array(times, np.int64))
+
+
+def engine_counts(trace, strategy: str, constellation: str, epoch: str) -> dict[str, int]:
+    """Replay ``trace`` in the engine and price every movement with orbit_model's ISL hops
+    between the two satellites at the movement's time: the counts the relays should report."""
+    import pager
+    from orbit_model import Constellation, IslNetwork, parse_epoch
+    from pager.strategies_extra import PushAhead
+
+    strat = {"on-demand": pager.OnDemand(), "proactive": pager.Proactive(),
+             "push-ahead": PushAhead(recent_visits=1, lead_ns=0)}[strategy]
+    r = pager.replay(trace, strat, events=True)
+    net = IslNetwork(Constellation.from_spec(constellation, epoch=parse_epoch(epoch)))
+    ev = r.events
+    out = {"fault_moves": r.total("fault_moves"), "handover_moves": r.total("handover_moves"),
+           "push_moves": r.total("push_moves"), "fault_hops": 0, "handover_hops": 0, "push_hops": 0}
+    kinds = {int(pager.EventKind.FAULT): "fault_hops", int(pager.EventKind.HANDOVER): "handover_hops",
+             int(pager.EventKind.PUSH): "push_hops"}
+    for e in ev:
+        key = kinds.get(int(e["kind"]))
+        if key is None or e["from_visit"] < 0:
+            continue
+        a, b = int(trace.visit_satellite[e["from_visit"]]), int(trace.visit_satellite[e["to_visit"]])
+        out[key] += int(net.route(a, b, int(e["time_ns"])).hops)
+    return out

@@ -1,0 +1,112 @@
+"""Live mode end to end (docs/live.md): a local cluster whose gateway runs on a
+constellation clock at 240x, clients that open sessions by location. Checked
+against the authorities: orbit_model's handover schedule for the same place and
+policy, and the engine (pager) replaying the run's recorded accesses, priced with
+orbit_model's ISL hops. Bounded: about 40 s of wall time in all."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from satpage.client import InvalidArgument, Session, SessionExpired
+from satpage.cluster.driver import _free_port_base
+from satpage.cluster.local import find_binary
+from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
+
+SPEC = "walker-star:150/10/1:500:87"
+SPEED = 240.0
+PLACES = [(59.9, 10.7), (-6.2, 106.8)]
+NS = 1_000_000_000
+SATPAGE = str(Path(sys.executable).with_name("satpage"))
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    try:
+        find_binary("satnode"), find_binary("gateway")
+    except OSError:
+        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+    sdir = tmp_path_factory.mktemp("live")
+    # through the CLI, as a user would (and the processes are not this test's children)
+    up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "2", "--idle-timeout-s", "2",
+                         "--state-dir", str(sdir), "--port-base", str(_free_port_base(SPEC)), "--json"],
+                        capture_output=True, text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr[-2000:]
+        yield json.loads(up.stdout)["gateway"]
+    finally:
+        subprocess.run([SATPAGE, "live", "down", "--state-dir", str(sdir)], capture_output=True, timeout=120)
+
+
+def _check_against_the_models(head, clients, strategy):
+    for c in clients:
+        assert c.error is None, c.error
+        assert len(c.stats.schedule) >= 2, f"no handover at {c.lat_deg}, {c.lon_deg}: {c.stats.schedule}"
+        assert c.pages_written > 0 and c.pages_read_back_ok == c.pages_written
+        assert c.read_mismatches == 0
+        # orbit_model's schedule for the place from the epoch, cut to the session's window
+        ref = reference_schedule(head["constellation"], head["epoch"], c.lat_deg, c.lon_deg,
+                                 c.stats.scenario_time_ns, policy=head["policy"], sticky=head["sticky"],
+                                 min_elevation_deg=head["min_elevation_deg"])
+        opened = c.stats.schedule[0].time_ns
+        want = [(t, s) for t, s in ref if opened <= t <= c.stats.scenario_time_ns]
+        got = [(h.time_ns, h.satellite) for h in c.stats.schedule]
+        assert [s for _, s in got] == [s for _, s in want], (got, want)
+        step = int(head["step_s"] * NS)
+        assert all(abs(a - b) <= step for (a, _), (b, _) in zip(got, want, strict=True)), (got, want)
+    # the accesses replayed in the engine: the relays' movements and page-hops
+    trace = trace_of(clients, head["n_pages"])
+    eng = engine_counts(trace, strategy, head["constellation"], head["epoch"])
+    relays = {"fault_moves": sum(c.stats.ondemand_moves for c in clients),
+              "fault_hops": sum(c.stats.ondemand_hops for c in clients),
+              "handover_moves": sum(c.stats.proactive_moves for c in clients),
+              "handover_hops": sum(c.stats.proactive_hops for c in clients),
+              "push_moves": sum(c.stats.push_moves for c in clients),
+              "push_hops": sum(c.stats.push_hops for c in clients)}
+    assert eng == relays
+    return eng
+
+
+@pytest.mark.parametrize("strategy", ["on-demand", "push-ahead", "proactive"])
+def test_live_handovers_and_costs_match_orbit_model_and_the_engine(gateway, strategy):
+    head, clients = run_demo(gateway, PLACES, minutes=16.0, strategy=strategy, n_pages=48, seed=3)
+    eng = _check_against_the_models(head, clients, strategy)
+    moved = {"on-demand": "fault_moves", "push-ahead": "push_moves", "proactive": "handover_moves"}[strategy]
+    assert eng[moved] > 0
+
+
+def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gateway):
+    out = subprocess.run([SATPAGE, "live", "demo", "--gateway", gateway, "--lat", "40.4",
+                          "--lon", "-3.7", "--minutes", "6", "--pages", "8", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    for key in ("epoch", "constellation", "policy", "sticky", "min_elevation_deg"):
+        assert key in doc
+    (c,) = doc["clients"]
+    assert (c["lat_deg"], c["lon_deg"]) == (40.4, -3.7)
+    assert c["pages_written"] == c["pages_read_back_ok"] > 0
+    assert c["schedule"][0].keys() == {"time_s", "satellite"}
+    assert c["fault_latency_ms"]["n"] <= c["movements"]
+
+
+def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
+    import time
+
+    s = Session.open(gateway, lat_deg=10.0, lon_deg=20.0)
+    s.write(1, b"x")
+    time.sleep(3.5)  # the cluster's idle timeout is 2 s
+    with pytest.raises(SessionExpired):
+        s.read(1)
+    with pytest.raises(InvalidArgument, match="latitude 95"):
+        Session.open(gateway, lat_deg=95.0, lon_deg=0.0)
+    with pytest.raises(InvalidArgument, match="strategy"):
+        Session.open(gateway, lat_deg=0.0, lon_deg=0.0, strategy="teleport")
