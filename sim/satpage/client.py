@@ -9,10 +9,12 @@ by itself (docs/live.md). Pages are numbered; a page holds up to 4 KiB.
 ...     s.write(7, b"hello")
 ...     assert s.read(7) == b"hello"
 
-TLS: pass ``tls_dir`` (a directory with ``ca.pem``, ``client.pem`` and
-``client-key.pem``; default ``$SATPAGE_TLS_DIR``), without it the channel is
-plaintext. The session token the gateway returns at open (gRPC metadata
-``satpage-token``) goes with every later call of the session.
+TLS (docs/security.md): pass ``tls_dir`` (a directory with ``ca.pem``,
+``client.pem`` and ``client-key.pem``; default ``$SATPAGE_TLS_DIR``, else the
+recorded local cluster's); the gateway must present ``gateway.satpage``. Without
+one the channel is plaintext (a gateway started ``--insecure``). The session
+token the gateway returns at open goes with every later call of the session in
+gRPC metadata ``satpage-token``.
 
 Errors are typed: ``SessionExpired`` (the session ended, for example idle past
 the gateway's timeout), ``Unavailable`` (no gateway, satellite or ephemeris
@@ -22,7 +24,6 @@ failure is a ``SatpageError``.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,38 +132,20 @@ class ClockInfo:
     min_elevation_deg: float
 
 
-def _credentials(tls_dir: Path):
-    import grpc
-
-    def read(name: str) -> bytes:
-        path = tls_dir / name
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise InvalidArgument(f"TLS material {path}: {exc.strerror}", "INVALID_ARGUMENT") from None
-
-    return grpc.ssl_channel_credentials(root_certificates=read("ca.pem"), private_key=read("client-key.pem"),
-                                        certificate_chain=read("client.pem"))
-
-
 class Gateway:
     """A connection to a satpage gateway (a gRPC channel); cheap to share between sessions."""
 
-    def __init__(self, target: str, *, tls_dir: str | Path | None = None, server_name: str | None = None,
-                 timeout_s: float = 30.0):
-        import grpc
-
+    def __init__(self, target: str, *, tls_dir: str | Path | None = None, timeout_s: float = 30.0):
+        from satpage.cluster.channel import open_channel, tls_dir_for
         from satpage.rpc import satpage_pb2_grpc as pbg
 
-        if tls_dir is None and os.environ.get("SATPAGE_TLS_DIR"):
-            tls_dir = os.environ["SATPAGE_TLS_DIR"]
+        if tls_dir is None:
+            tls_dir = tls_dir_for(target)  # $SATPAGE_TLS_DIR, or the recorded local cluster's
         opts = [("grpc.max_receive_message_length", 64 << 20)]
-        if server_name:
-            opts.append(("grpc.ssl_target_name_override", server_name))
-        if tls_dir is not None:
-            self._channel = grpc.secure_channel(target, _credentials(Path(tls_dir)), options=opts)
-        else:
-            self._channel = grpc.insecure_channel(target, options=opts)
+        try:
+            self._channel = open_channel(target, Path(tls_dir) if tls_dir else None, options=opts)
+        except OSError as exc:
+            raise InvalidArgument(str(exc), "INVALID_ARGUMENT") from None
         self.target = target
         self.timeout_s = timeout_s
         self.pages = pbg.PageServiceStub(self._channel)

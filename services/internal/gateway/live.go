@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -225,25 +226,17 @@ func (g *Gateway) pushAhead(ctx context.Context, s *session, to uint32, at int64
 		pages = append(pages, p)
 	}
 	clear(s.live.used)
-	// A read at the new serving satellite moves each page there (local ones stay).
-	c, err := g.peers.Page(to)
+	sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
+	c, err := g.peers.Satellite(to)
 	if err != nil {
 		return err
 	}
-	times := make([]int64, len(pages))
-	for i := range times {
-		times[i] = at
-	}
-	r, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: s.id, Pages: pages, ScenarioTimeNs: times, OmitData: true})
+	m, err := c.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at, Pages: pages})
 	if err != nil {
 		return fmt.Errorf("push-ahead of session %q to satellite %d: %w", s.id, to, err)
 	}
-	for _, x := range r.Results {
-		if x.Outcome == satpagev1.Outcome_OUTCOME_MOVED {
-			s.stats.PushMoves++
-			s.stats.PushHops += uint64(x.Hops)
-		}
-	}
+	s.stats.PushMoves += uint64(m.Moved)
+	s.stats.PushHops += m.PageHops
 	return nil
 }
 

@@ -232,7 +232,14 @@ func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableR
 
 func (s *satServer) MovePages(ctx context.Context, req *satpagev1.MovePagesRequest) (*satpagev1.MovePagesResponse, error) {
 	start := time.Now()
-	k, hops, err := s.n.MovePages(ctx, req.SessionId, req.ScenarioTimeNs)
+	if len(req.Pages) > MaxReadPages {
+		return nil, s.n.observe(ctx, "MovePages", start, fmt.Errorf("%d pages in one MovePages exceed %d: %w", len(req.Pages), MaxReadPages, errs.ErrInvalid))
+	}
+	var only []uint32
+	if len(req.Pages) > 0 {
+		only = req.Pages
+	}
+	k, hops, err := s.n.MovePages(ctx, req.SessionId, req.ScenarioTimeNs, only)
 	if err != nil {
 		return nil, s.n.observe(ctx, "MovePages", start, err)
 	}

@@ -92,10 +92,10 @@ func (n *Node) AcceptTable(ctx context.Context, session string, table store.Tabl
 }
 
 // MovePages moves every page of the session owned elsewhere to this (serving)
-// satellite. The counts include the pages that failed attempts at the same
-// scenario time moved (partialMoves), so that the attempt that succeeds reports
-// the whole handover's move.
-func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved int, pageHops uint64, err error) {
+// satellite; with only, just those of them (push-ahead). The counts include the
+// pages that failed attempts at the same scenario time moved (partialMoves), so
+// that the attempt that succeeds reports the whole handover's move.
+func (n *Node) MovePages(ctx context.Context, session string, tNs int64, only []uint32) (moved int, pageHops uint64, err error) {
 	if err := checkSession(session); err != nil {
 		return 0, 0, err
 	}
@@ -117,9 +117,19 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64) (moved 
 		return 0, 0, n.unknownHere(session, err)
 	}
 	byOwner := map[uint32][]uint32{}
-	for p, o := range table {
-		if o != n.self {
-			byOwner[o] = append(byOwner[o], p)
+	if only == nil {
+		for p, o := range table {
+			if o != n.self {
+				byOwner[o] = append(byOwner[o], p)
+			}
+		}
+	} else {
+		seen := map[uint32]bool{}
+		for _, p := range only {
+			if o, ok := table[p]; ok && o != n.self && !seen[p] {
+				seen[p] = true
+				byOwner[o] = append(byOwner[o], p)
+			}
 		}
 	}
 	for _, owner := range slices.Sorted(maps.Keys(byOwner)) {

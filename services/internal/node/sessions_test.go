@@ -54,6 +54,38 @@ func TestProactiveMovesBringEveryPageToTheServingSatellite(t *testing.T) {
 	}
 }
 
+func TestMovePagesWithAPageListMovesOnlyThosePages(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{})
+	ctx := context.Background()
+	p0, s0 := c.Satellite(t, 0)
+	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for pg := range uint32(10) {
+		if _, err := p0.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: pg, Data: []byte{byte(pg)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 17}); err != nil {
+		t.Fatal(err)
+	}
+	_, s17 := c.Satellite(t, 17)
+	// 2 and 5 twice, 99 never written: two pages move, three hops each
+	m, err := s17.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: "s", Pages: []uint32{5, 2, 99, 5}})
+	if err != nil || m.Moved != 2 || m.PageHops != 6 {
+		t.Fatalf("MovePages of [5 2 99 5]: got %v, %v, want 2 pages, 6 page-hops", m, err)
+	}
+	if _, err := s17.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil { // flushes the releases
+		t.Fatal(err)
+	}
+	if n, _ := c.Stores[17].CountFrames(ctx, "s"); n != 2 {
+		t.Errorf("frames at the new satellite: got %d, want 2", n)
+	}
+	if n, _ := c.Stores[0].CountFrames(ctx, "s"); n != 8 {
+		t.Errorf("frames left at the old satellite: got %d, want 8", n)
+	}
+}
+
 // failDeleteTable is a memory store whose next `fails` DeleteTable calls fail
 // as an unreachable Redis would.
 type failDeleteTable struct {

@@ -204,14 +204,18 @@ class OpenLiveSessionRequest(_message.Message):
     def __init__(self, lat_deg: _Optional[float] = ..., lon_deg: _Optional[float] = ..., strategy: _Optional[_Union[Strategy, str]] = ...) -> None: ...
 
 class OpenLiveSessionResponse(_message.Message):
-    __slots__ = ("session_id", "satellite", "scenario_time_ns")
+    __slots__ = ("session_id", "satellite", "scenario_time_ns", "token", "token_expires_unix_s")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SATELLITE_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_UNIX_S_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     satellite: int
     scenario_time_ns: int
-    def __init__(self, session_id: _Optional[str] = ..., satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+    token: str
+    token_expires_unix_s: int
+    def __init__(self, session_id: _Optional[str] = ..., satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., token: _Optional[str] = ..., token_expires_unix_s: _Optional[int] = ...) -> None: ...
 
 class ClockRequest(_message.Message):
     __slots__ = ()
@@ -338,12 +342,14 @@ class AcceptTableResponse(_message.Message):
     def __init__(self, hops: _Optional[int] = ...) -> None: ...
 
 class MovePagesRequest(_message.Message):
-    __slots__ = ("session_id", "scenario_time_ns")
+    __slots__ = ("session_id", "scenario_time_ns", "pages")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     scenario_time_ns: int
-    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class MovePagesResponse(_message.Message):
     __slots__ = ("moved", "page_hops")

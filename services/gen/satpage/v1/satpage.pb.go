@@ -1197,8 +1197,13 @@ type OpenLiveSessionResponse struct {
 	// The serving satellite now, and the clock's time of the open.
 	Satellite      uint32 `protobuf:"varint,2,opt,name=satellite,proto3" json:"satellite,omitempty"`
 	ScenarioTimeNs int64  `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The session's capability token (docs/security.md): every later request of
+	// the session carries it in gRPC metadata `satpage-token`. Empty when the
+	// gateway runs --insecure.
+	Token             string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	TokenExpiresUnixS int64  `protobuf:"varint,5,opt,name=token_expires_unix_s,json=tokenExpiresUnixS,proto3" json:"token_expires_unix_s,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *OpenLiveSessionResponse) Reset() {
@@ -1248,6 +1253,20 @@ func (x *OpenLiveSessionResponse) GetSatellite() uint32 {
 func (x *OpenLiveSessionResponse) GetScenarioTimeNs() int64 {
 	if x != nil {
 		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+func (x *OpenLiveSessionResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *OpenLiveSessionResponse) GetTokenExpiresUnixS() int64 {
+	if x != nil {
+		return x.TokenExpiresUnixS
 	}
 	return 0
 }
@@ -2041,8 +2060,11 @@ type MovePagesRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ScenarioTimeNs int64                  `protobuf:"varint,2,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Only these pages (push-ahead: the pages used during the visit that ended);
+	// empty: every page of the session. Pages not in the table, or held here, are skipped.
+	Pages         []uint32 `protobuf:"varint,3,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MovePagesRequest) Reset() {
@@ -2087,6 +2109,13 @@ func (x *MovePagesRequest) GetScenarioTimeNs() int64 {
 		return x.ScenarioTimeNs
 	}
 	return 0
+}
+
+func (x *MovePagesRequest) GetPages() []uint32 {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
 }
 
 type MovePagesResponse struct {
@@ -2439,12 +2468,14 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x16OpenLiveSessionRequest\x12\x17\n" +
 	"\alat_deg\x18\x01 \x01(\x01R\x06latDeg\x12\x17\n" +
 	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\x120\n" +
-	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\"\x80\x01\n" +
+	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\"\xc7\x01\n" +
 	"\x17OpenLiveSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
 	"\tsatellite\x18\x02 \x01(\rR\tsatellite\x12(\n" +
-	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\x0e\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12/\n" +
+	"\x14token_expires_unix_s\x18\x05 \x01(\x03R\x11tokenExpiresUnixS\"\x0e\n" +
 	"\fClockRequest\"\x97\x02\n" +
 	"\rClockResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\tR\x05epoch\x12\x14\n" +
@@ -2499,11 +2530,12 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x120\n" +
 	"\aentries\x18\x03 \x03(\v2\x16.satpage.v1.TableEntryR\aentries\")\n" +
 	"\x13AcceptTableResponse\x12\x12\n" +
-	"\x04hops\x18\x01 \x01(\rR\x04hops\"[\n" +
+	"\x04hops\x18\x01 \x01(\rR\x04hops\"q\n" +
 	"\x10MovePagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
-	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\"F\n" +
+	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
+	"\x05pages\x18\x03 \x03(\rR\x05pages\"F\n" +
 	"\x11MovePagesResponse\x12\x14\n" +
 	"\x05moved\x18\x01 \x01(\rR\x05moved\x12\x1b\n" +
 	"\tpage_hops\x18\x02 \x01(\x04R\bpageHops\"5\n" +
