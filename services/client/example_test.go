@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/satpage/satpage/services/client"
 	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/sky"
+	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
 )
 
 // gw is a live gateway in front of an in-process 150-satellite constellation,
@@ -43,7 +46,7 @@ func TestMain(m *testing.M) {
 	clock.SetNow(func() time.Time { return eph.EpochTime.Add(time.Since(began)) })
 	h := &harness{}
 	c := clustertest.New(h, spec, clustertest.Options{})
-	_, conn := c.AddGateway(h, "live-gateway", &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s, IdleTimeout: time.Minute})
+	_, conn := c.AddGateway(h, "live-gateway", &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s})
 	gw = client.NewGateway(conn, 10*time.Second)
 	code := m.Run()
 	for i := len(h.cleanups) - 1; i >= 0; i-- {
@@ -126,5 +129,56 @@ func TestErrorsAreTyped(t *testing.T) {
 	defer g.Close()
 	if _, err := g.Open(ctx, 0, 0, client.OnDemand); !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("no gateway: got %v, want ErrUnavailable", err)
+	}
+}
+
+// Over mutual TLS the gateway issues the session's token at open and every
+// request carries it: the satellites refuse page requests without one.
+func TestOverTLSTheSessionCarriesItsToken(t *testing.T) {
+	const spec = "walker-star:150/10/1:500:87"
+	s, _ := constellation.ParseSpec(spec)
+	eph, err := sky.ReadEphemeris("../testdata/live_ephemeris.bin", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := sky.NewClock(eph.EpochTime, time.Time{}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	clock.SetNow(func() time.Time { return eph.EpochTime.Add(time.Since(began)) })
+	dir := t.TempDir()
+	tlstest.Write(t, dir, 150)
+	c := clustertest.New(t, spec, clustertest.Options{TLSDir: dir, Live: &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s}})
+	g, err := client.Dial("passthrough:///gateway", client.Options{TLSDir: dir, DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	sess, err := g.Open(ctx, 59.9, 10.7, client.Proactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Write(ctx, 3, []byte("over TLS")); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := sess.Read(ctx, 3); err != nil || string(data) != "over TLS" {
+		t.Fatalf("read back: got %q, %v", data, err)
+	}
+	if _, err := sess.Stats(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Without the client certificate the gateway refuses to open a session.
+	plain, err := client.Dial("passthrough:///gateway", client.Options{DialOptions: []grpc.DialOption{grpc.WithContextDialer(c.Dialer())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Open(ctx, 59.9, 10.7, client.OnDemand); err == nil {
+		t.Fatal("a plain-text client opened a session at a TLS gateway")
 	}
 }

@@ -45,9 +45,10 @@ def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hou
 def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int, speed: float,
             epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
-            idle_timeout_s: float = 600.0):
+            idle_timeout_s: float = 3600.0, insecure: bool = False):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
-    state directory and start the local cluster with a live gateway."""
+    state directory and start the local cluster with a live gateway (mutual TLS unless
+    ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``."""
     from satpage.cluster import cluster_up, default_state_dir
 
     if not 0 < speed <= 1e6:
@@ -62,7 +63,7 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     size = write_live_ephemeris(path, constellation, epoch, hours, policy=policy, sticky=sticky,
                                 min_elevation_deg=min_elevation_deg)
     log.info("ephemeris: %s, %.1f h from %s, %d bytes", path, hours, epoch.isoformat(), size)
-    return cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store,
+    return cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure,
                       live={"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
                             "idle_timeout_s": float(idle_timeout_s), "hours": float(hours)})
 

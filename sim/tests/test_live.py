@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from satpage.client import InvalidArgument, Session, SessionExpired
+from satpage.client import InvalidArgument, SatpageError, Session, SessionExpired
 from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import find_binary
 from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
@@ -36,12 +36,17 @@ def gateway(tmp_path_factory):
         pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
     sdir = tmp_path_factory.mktemp("live")
     # through the CLI, as a user would (and the processes are not this test's children)
-    up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "2", "--idle-timeout-s", "2",
-                         "--state-dir", str(sdir), "--port-base", str(_free_port_base(SPEC)), "--json"],
-                        capture_output=True, text=True, timeout=300)
+    for _ in range(3):  # a port of the range may be taken between the check and the start
+        up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "12", "--idle-timeout-s", "2",
+                             "--state-dir", str(sdir), "--port-base", str(_free_port_base(SPEC)), "--json"],
+                            capture_output=True, text=True, timeout=300)
+        if "in use" not in up.stderr:
+            break
     try:
         assert up.returncode == 0, up.stderr[-2000:]
-        yield json.loads(up.stdout)["gateway"]
+        doc = json.loads(up.stdout)
+        assert doc["tls_dir"], "a live cluster is secure by default"
+        yield doc["gateway"], doc["tls_dir"]
     finally:
         subprocess.run([SATPAGE, "live", "down", "--state-dir", str(sdir)], capture_output=True, timeout=120)
 
@@ -77,14 +82,16 @@ def _check_against_the_models(head, clients, strategy):
 
 @pytest.mark.parametrize("strategy", ["on-demand", "push-ahead", "proactive"])
 def test_live_handovers_and_costs_match_orbit_model_and_the_engine(gateway, strategy):
-    head, clients = run_demo(gateway, PLACES, minutes=16.0, strategy=strategy, n_pages=48, seed=3)
+    target, tls_dir = gateway
+    head, clients = run_demo(target, PLACES, minutes=16.0, strategy=strategy, n_pages=48, seed=3, tls_dir=tls_dir)
     eng = _check_against_the_models(head, clients, strategy)
     moved = {"on-demand": "fault_moves", "push-ahead": "push_moves", "proactive": "handover_moves"}[strategy]
     assert eng[moved] > 0
 
 
 def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gateway):
-    out = subprocess.run([SATPAGE, "live", "demo", "--gateway", gateway, "--lat", "40.4",
+    target, tls_dir = gateway
+    out = subprocess.run([SATPAGE, "live", "demo", "--gateway", target, "--tls-dir", tls_dir, "--lat", "40.4",
                           "--lon", "-3.7", "--minutes", "6", "--pages", "8", "--json"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -101,12 +108,15 @@ def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gatewa
 def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
     import time
 
-    s = Session.open(gateway, lat_deg=10.0, lon_deg=20.0)
+    target, tls_dir = gateway
+    s = Session.open(target, lat_deg=10.0, lon_deg=20.0, tls_dir=tls_dir)
     s.write(1, b"x")
-    time.sleep(3.5)  # the cluster's idle timeout is 2 s
+    time.sleep(4.0)  # the gateway's --session-idle is 2 s, checked every second
     with pytest.raises(SessionExpired):
         s.read(1)
     with pytest.raises(InvalidArgument, match="latitude 95"):
-        Session.open(gateway, lat_deg=95.0, lon_deg=0.0)
+        Session.open(target, lat_deg=95.0, lon_deg=0.0, tls_dir=tls_dir)
     with pytest.raises(InvalidArgument, match="strategy"):
-        Session.open(gateway, lat_deg=0.0, lon_deg=0.0, strategy="teleport")
+        Session.open(target, lat_deg=0.0, lon_deg=0.0, strategy="teleport", tls_dir=tls_dir)
+    with pytest.raises(SatpageError, match="UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED"):
+        Session.open(target, lat_deg=0.0, lon_deg=0.0, tls_dir=None, timeout_s=3.0)  # plain text to a TLS gateway

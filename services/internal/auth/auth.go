@@ -43,6 +43,8 @@ var rules = map[string]rule{
 	"/satpage.v1.PageService/EndSession":         session,
 	"/satpage.v1.GatewayService/RegisterSession": register,
 	"/satpage.v1.GatewayService/SessionStats":    session,
+	"/satpage.v1.GatewayService/OpenLiveSession": register, // live mode: like RegisterSession
+	"/satpage.v1.GatewayService/Clock":           anyCert,  // live mode: the clock is no secret
 	"/satpage.v1.SatelliteService/FetchPages":    satellite,
 	"/satpage.v1.SatelliteService/ReleasePages":  satellite,
 	"/satpage.v1.SatelliteService/AcceptTable":   satellite,

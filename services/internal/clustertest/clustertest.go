@@ -219,6 +219,14 @@ func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
 	return l.DialContext(ctx)
 }
 
+// Dialer connects to the in-process listeners ("gateway", "sat-<i>", added
+// gateways) for a grpc.WithContextDialer of one's own.
+func (c *Cluster) Dialer() func(context.Context, string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		return c.dialer(ctx, strings.TrimPrefix(addr, "passthrough:///"))
+	}
+}
+
 func (c *Cluster) addr(i uint32) string { return "passthrough:///sat-" + strconv.Itoa(int(i)) }
 
 // security is satellite i's (or the gateway's) security: insecure without a TLS dir.

@@ -55,7 +55,7 @@ type session struct {
 	tables   []uint32 // page-table size handed over at each handover done
 	stats    satpagev1.SessionStatsResponse
 	ended    bool
-	used     time.Time // last request (idle expiry)
+	used     time.Time    // last request (idle expiry)
 	live     *liveSession // nil for a replay session
 }
 
@@ -72,7 +72,7 @@ type Options struct {
 	MaxTablePages uint32
 	// SessionIdle: ExpireIdle ends sessions idle this long (0: never).
 	SessionIdle time.Duration
-	Live       *LiveOptions // nil: replay only
+	Live        *LiveOptions // nil: replay only
 }
 
 // New builds a gateway (the caller closes Peers).

@@ -43,8 +43,8 @@ type live struct {
 
 // liveSession is what a live session adds to a session (guarded by the session's mu).
 type liveSession struct {
-	place   *sky.Place
-	synced  int   // entries of place.Schedule already turned into visits
+	place  *sky.Place
+	synced int                 // entries of place.Schedule already turned into visits
 	lastNs int64               // latest scenario time used (times never go back within a session)
 	used   map[uint32]struct{} // pages used during the current visit (push-ahead)
 }

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -25,7 +22,7 @@ func (w *fakeWall) now() time.Time { return w.t }
 
 // liveCluster is the 150-satellite constellation of the shared vectors with a
 // live gateway whose clock runs at speed 60 on a fake wall clock.
-func liveCluster(t *testing.T, idle time.Duration) (*clustertest.Cluster, *gateway.LiveOptions, *fakeWall) {
+func liveCluster(t *testing.T) (*clustertest.Cluster, *gateway.LiveOptions, *fakeWall) {
 	t.Helper()
 	const spec = "walker-star:150/10/1:500:87"
 	s, _ := constellation.ParseSpec(spec)
@@ -39,7 +36,7 @@ func liveCluster(t *testing.T, idle time.Duration) (*clustertest.Cluster, *gatew
 	}
 	wall := &fakeWall{t: eph.EpochTime}
 	clock.SetNow(wall.now)
-	live := &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s, IdleTimeout: idle}
+	live := &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s}
 	return clustertest.New(t, spec, clustertest.Options{Live: live}), live, wall
 }
 
@@ -74,7 +71,7 @@ func TestALiveSessionIsHandedOverOnTheClockAndKeepsItsPages(t *testing.T) {
 	for _, strategy := range []satpagev1.Strategy{satpagev1.Strategy_STRATEGY_ON_DEMAND,
 		satpagev1.Strategy_STRATEGY_PROACTIVE, satpagev1.Strategy_STRATEGY_PUSH_AHEAD} {
 		t.Run(strategy.String(), func(t *testing.T) {
-			c, _, wall := liveCluster(t, time.Hour)
+			c, _, wall := liveCluster(t)
 			ctx := context.Background()
 			open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7, Strategy: strategy})
 			if err != nil {
@@ -147,7 +144,7 @@ func TestALiveSessionIsHandedOverOnTheClockAndKeepsItsPages(t *testing.T) {
 }
 
 func TestAnotherGatewayRebuildsALiveSessionFromItsID(t *testing.T) {
-	c, live, wall := liveCluster(t, time.Hour)
+	c, live, wall := liveCluster(t)
 	ctx := context.Background()
 	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: -6.2, LonDeg: 106.8})
 	if err != nil {
@@ -181,41 +178,5 @@ func TestAnotherGatewayRebuildsALiveSessionFromItsID(t *testing.T) {
 	}
 	if r.Satellite != st.Visits[len(st.Visits)-1].Satellite {
 		t.Fatalf("read served by %d, the replica's serving satellite is %d", r.Satellite, st.Visits[len(st.Visits)-1].Satellite)
-	}
-}
-
-func TestAnIdleLiveSessionEndsAndItsPagesAreReleased(t *testing.T) {
-	c, _, wall := liveCluster(t, 30*time.Second)
-	ctx := context.Background()
-	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for page := uint32(0); page < 5; page++ {
-		if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: page, Data: []byte{1}}); err != nil {
-			t.Fatal(err)
-		}
-		wall.t = wall.t.Add(4 * time.Second) // pages spread over the trail
-		c.GatewayImpl.LiveTick(ctx)
-	}
-	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 0}); err != nil {
-		t.Fatal(err)
-	}
-	wall.t = wall.t.Add(20 * time.Second) // idle, but not for long enough
-	c.GatewayImpl.LiveTick(ctx)
-	wall.t = wall.t.Add(11 * time.Second)
-	c.GatewayImpl.LiveTick(ctx)
-	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 0}); status.Code(err) != codes.NotFound {
-		t.Fatalf("a read after 31 s idle (timeout 30 s): got %v, want NotFound", err)
-	}
-	for i := range c.Nodes {
-		_, sc := c.Satellite(t, i)
-		f, err := sc.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: open.SessionId})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Frames != 0 || f.Serving {
-			t.Fatalf("satellite %d still holds %d frames (serving %v) of the ended session", i, f.Frames, f.Serving)
-		}
 	}
 }

@@ -59,7 +59,9 @@ def up(
     sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
     min_elevation: Annotated[float, typer.Option("--min-elevation", help="Degrees.")] = 10.0,
     idle_timeout_s: Annotated[float, typer.Option("--idle-timeout-s", help="End sessions idle this long "
-                                                  "(wall seconds).")] = 600.0,
+                                                  "(wall seconds; the gateway's --session-idle).")] = 3600.0,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Plain text, no access control "
+                                           "(debugging only).")] = False,
     port_base: Annotated[int, typer.Option("--port-base")] = DEFAULT_PORT_BASE,
     store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
     state_dir: StateDir = None,
@@ -76,13 +78,14 @@ def up(
     try:
         st = live_up(constellation, state_dir=state_dir, port_base=port_base, speed=speed, epoch=_epoch(epoch),
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
-                     idle_timeout_s=idle_timeout_s)
+                     idle_timeout_s=idle_timeout_s, insecure=insecure)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(str(exc), 1)
     if json_out:
-        print_json({"gateway": st.gateway, "satellites": st.satellites, "state_dir": st.state_dir, **st.live})
+        print_json({"gateway": st.gateway, "satellites": st.satellites, "state_dir": st.state_dir,
+                    "tls_dir": st.tls_dir, "insecure": st.tls_dir is None, **st.live})
     else:
         stdout.print(f"live cluster up: {st.satellites} satellites ({st.constellation}), gateway "
                      f"[bold]{st.gateway}[/], epoch {st.live['epoch']}, speed {st.live['speed']:g}x; "
@@ -135,6 +138,8 @@ def demo(
     = None,
     constellation: Annotated[str, typer.Option("--constellation")] = DEFAULT_CONSTELLATION,
     port_base: Annotated[int, typer.Option("--port-base")] = 0,
+    tls_dir: Annotated[str | None, typer.Option("--tls-dir", help="TLS material for --gateway (default "
+                                                "$SATPAGE_TLS_DIR or the recorded cluster's).")] = None,
     store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -160,16 +165,17 @@ def demo(
     places = list(zip(lat, lon, strict=True))
     try:
         if gateway:
-            head, clients = run_demo(gateway, places, minutes=minutes, strategy=strategy, n_pages=pages, seed=seed)
+            head, clients = run_demo(gateway, places, minutes=minutes, strategy=strategy, n_pages=pages, seed=seed,
+                                     tls_dir=tls_dir)
         else:
             with tempfile.TemporaryDirectory(prefix="satpage-live-") as tmp:
                 base = port_base or _free_port_base(constellation)
                 hours = max(1.0, minutes / 60 + 0.5)
                 live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store)
                 try:
-                    gw = load_state(Path(tmp)).gateway
-                    head, clients = run_demo(gw, places, minutes=minutes, strategy=strategy, n_pages=pages,
-                                             seed=seed)
+                    st = load_state(Path(tmp))
+                    head, clients = run_demo(st.gateway, places, minutes=minutes, strategy=strategy,
+                                             n_pages=pages, seed=seed, tls_dir=st.tls_dir)
                 finally:
                     cluster_down(Path(tmp))
     except ValueError as exc:
