@@ -82,8 +82,13 @@ class PositionCache:
         if sats.n_sats * self.n_steps <= max_cached_values:
             self._all = sats.positions_km(np.arange(self.n_steps, dtype=np.int64) * self.step_ns)
         elif store_dir is not None:
+            # the name says which positions these are: a store shared by sweep points or by
+            # Dask workers must never hand one constellation's file to another of its size
+            import hashlib
             import pathlib
-            self.path = pathlib.Path(store_dir) / f"positions-{self.n_steps}x{sats.n_sats}.f32"
+            what = f"{sats.spec}|{sats.epoch.isoformat()}|{self.step_ns}".encode()
+            self.path = pathlib.Path(store_dir) / (
+                f"positions-{self.n_steps}x{sats.n_sats}-{hashlib.sha256(what).hexdigest()[:16]}.f32")
             shape = (sats.n_sats, self.n_steps, 3)
             if not self.path.exists():
                 tmp = self.path.with_suffix(".tmp")
