@@ -1,0 +1,78 @@
+package auth_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/auth"
+	"github.com/satpage/satpage/services/internal/config"
+	"github.com/satpage/satpage/services/internal/limits"
+	"github.com/satpage/satpage/services/internal/token"
+)
+
+func TestAClientOverItsRateGetsResourceExhaustedAndNothingRuns(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	tok, _ := token.NewIssuer(k, time.Hour).Issue("s", 10)
+	p := &auth.Policy{Verifier: token.NewVerifier(k.Public().(ed25519.PublicKey)), Rate: limits.NewRate(1, 3), Denied: auth.Counter()}
+	ran := 0
+	h := func(ctx context.Context, req any) (any, error) { ran++; return nil, nil }
+	info := &grpc.UnaryServerInfo{FullMethod: "/satpage.v1.PageService/ReadPage"}
+	call := func(ip string) error {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP(ip), Port: 5000}})
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(token.MetadataKey, tok))
+		_, err := p.Unary()(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 1}, info, h)
+		return err
+	}
+	var exhausted int
+	for range 10 {
+		if err := call("10.0.0.1"); status.Code(err) == codes.ResourceExhausted {
+			exhausted++
+		} else if err != nil {
+			t.Fatalf("got %v, want OK or ResourceExhausted", err)
+		}
+	}
+	if exhausted != 7 || ran != 3 {
+		t.Errorf("10 calls at a burst of 3: got %d refused and %d run, want 7 and 3", exhausted, ran)
+	}
+	if err := call("10.0.0.2"); err != nil {
+		t.Errorf("another caller: got %v, want its own bucket", err)
+	}
+}
+
+func TestInsecureWarnsAtEveryStart(t *testing.T) {
+	for range 2 {
+		var buf bytes.Buffer
+		cfg := config.DefaultConfig()
+		cfg.Insecure, cfg.Index = true, 0
+		sec, err := auth.Load(cfg, config.Satnode, slog.New(slog.NewTextHandler(&buf, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "INSECURE") || sec.Material != nil {
+			t.Errorf("got log %q, want an INSECURE warning and no TLS", buf.String())
+		}
+	}
+}
+
+func TestSecureByDefaultWithoutMaterialFailsNamingTheFile(t *testing.T) {
+	cfg := config.DefaultConfig()
+	cfg.Index, cfg.TLSDir = 3, t.TempDir()
+	_, err := auth.Load(cfg, config.Satnode, slog.New(slog.DiscardHandler), nil)
+	if err == nil || !strings.Contains(err.Error(), "ca.pem") {
+		t.Errorf("got %v, want an error naming ca.pem", err)
+	}
+}
