@@ -62,6 +62,10 @@ view-check: view  ## fail when the committed view.js differs from what sim/web b
 bench-view:  ## satpage view at Starlink scale (4,408 satellites, 10,000 sessions) in headless chromium: redraw times vs the baseline renderer
 	$(PY) bench/bench_view.py
 
+.PHONY: bench-strategies
+bench-strategies:  ## default compare: all ten strategies vs the five of before, wall and CPU (issue 20: < 60 s)
+	$(PY) bench/bench_strategies.py
+
 .PHONY: bench-population
 bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy
 	$(PY) bench/bench_population.py
