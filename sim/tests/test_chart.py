@@ -392,3 +392,49 @@ def test_a_user_secret_replaces_the_generated_material(helm):
     assert all("-tls" in c and "-tls-ca-cert=/etc/satpage-tls/ca.pem" in c for c in cmds)
     assert [c[-1] for c in cmds] == ["-tls-server-name=satellite-0.satpage",
                                       "-tls-server-name=satellite-149.satpage", "-tls-server-name=gateway.satpage"]
+
+
+
+# --- Live mode (docs/live.md) ---------------------------------------------------------
+
+def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
+    import base64
+    import datetime as dt
+
+    from orbit_model import read_ephemeris
+    from satpage.live import write_live_ephemeris
+
+    eph = tmp_path / "eph.bin"
+    write_live_ephemeris(eph, "walker-star:150/10/1:500:87", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 1.0)
+    b64 = tmp_path / "eph.b64"
+    b64.write_text(base64.b64encode(eph.read_bytes()).decode())
+    plain = render(helm)
+    objs = render(helm, "--set", "live.enabled=true", "--set", "live.speed=60",
+                  "--set", "live.clockStart=2026-01-01T00:00:00Z", "--set-file", f"live.ephemerisBase64={b64}")
+    cms = {c["metadata"]["name"]: c for c in objs["ConfigMap"]}
+    (config,) = [c for n, c in cms.items() if not n.endswith("-ephemeris")]
+    (ephcm,) = [c for n, c in cms.items() if n.endswith("-ephemeris")]
+    back = tmp_path / "back.bin"
+    back.write_bytes(base64.b64decode(ephcm["binaryData"]["ephemeris.bin"]))
+    assert read_ephemeris(back).constellation == "walker-star:150/10/1:500:87"
+    assert config["data"]["SATPAGE_SPEED"] == "60"
+    assert config["data"]["SATPAGE_CLOCK_START"] == "2026-01-01T00:00:00Z"
+    path = config["data"]["SATPAGE_EPHEMERIS"]
+    (gw,) = objs["Deployment"]
+    pod = gw["spec"]["template"]
+    (c,) = pod["spec"]["containers"]
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == "ephemeris"]
+    assert path == mount["mountPath"] + "/ephemeris.bin" and mount["readOnly"] is True
+    vol = next(v for v in pod["spec"]["volumes"] if v["name"] == "ephemeris")
+    assert vol["configMap"]["name"] == ephcm["metadata"]["name"]
+    old = plain["Deployment"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    assert pod["metadata"]["annotations"]["checksum/config"] != old
+    assert "SATPAGE_EPHEMERIS" not in plain["ConfigMap"][0]["data"]
+    lint = run_helm(helm, "lint", str(CHART), "--kube-version", KUBE, "--set", "live.enabled=true",
+                    "--set-file", f"live.ephemerisBase64={b64}")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_live_mode_without_an_ephemeris_or_with_a_bad_speed_is_refused(helm):
+    assert "ephemerisBase64" in reject(helm, "--set", "live.enabled=true")
+    assert "speed" in reject(helm, "--set", "live.speed=0")

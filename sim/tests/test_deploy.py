@@ -282,3 +282,19 @@ def test_the_swarm_stack_gives_each_task_only_its_own_key_as_docker_secrets(tmp_
     gw = {s["target"] for s in services["gateway"]["secrets"]}
     assert gw == {"ca.pem", "token-verify-keys.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem"}
     assert "127.0.0.1:7001" in " ".join(services["sat-0"]["healthcheck"]["test"])
+
+
+def test_a_live_swarm_stack_gives_the_gateway_its_ephemeris_and_clock():
+    stack = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=60,
+                                               live_clock_start="2026-01-01T00:00:00Z"))
+    gw = stack["services"]["gateway"]
+    env = gw["environment"]
+    assert env["SATPAGE_SPEED"] == "60" and env["SATPAGE_CLOCK_START"] == "2026-01-01T00:00:00Z"
+    (cfg,) = gw["configs"]
+    assert env["SATPAGE_EPHEMERIS"] == cfg["target"] and cfg["source"] in stack["configs"]
+    assert stack["configs"][cfg["source"]]["file"] == "./ephemeris.bin"
+    assert "SATPAGE_EPHEMERIS" not in stack["services"]["sat-0"]["environment"]
+    plain = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet()))
+    assert "configs" not in plain and "SATPAGE_SPEED" not in plain["services"]["gateway"]["environment"]
+    with pytest.raises(ValueError, match="live speed 0"):
+        deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=0)
