@@ -80,7 +80,9 @@ type Policy struct {
 	// Forward puts the caller's token on the outgoing context (the gateway
 	// passes it on to the serving satellite).
 	Forward bool
-	Logger  *slog.Logger
+	// MaxPages bounds the pages (accesses, table entries) of one request (0: no bound here).
+	MaxPages int
+	Logger   *slog.Logger
 	// Denied counts refusals by RPC and reason (Counter).
 	Denied *prometheus.CounterVec
 }
@@ -115,6 +117,9 @@ func short(method string) string { return method[strings.LastIndexByte(method, '
 // admit runs every check of one request and returns the context the handler gets.
 func (p *Policy) admit(ctx context.Context, method string, req any) (context.Context, error) {
 	if err := Take(req); err != nil {
+		return ctx, err
+	}
+	if err := p.size(req); err != nil {
 		return ctx, err
 	}
 	if p.Insecure {
@@ -177,6 +182,28 @@ func (p *Policy) session(ctx context.Context, method string, req any) (context.C
 		ctx = metadata.AppendToOutgoingContext(ctx, token.MetadataKey, tok)
 	}
 	return ctx, nil
+}
+
+// size refuses a request with more pages (accesses, table entries) than MaxPages.
+func (p *Policy) size(req any) error {
+	if p.MaxPages <= 0 {
+		return nil
+	}
+	n, field := 0, ""
+	switch r := req.(type) {
+	case *satpagev1.ReadPagesRequest:
+		n, field = len(r.Pages), "pages"
+	case *satpagev1.FetchPagesRequest:
+		n, field = len(r.Pages), "pages"
+	case *satpagev1.ReleasePagesRequest:
+		n, field = len(r.Pages), "pages"
+	case *satpagev1.AcceptTableRequest:
+		n, field = len(r.Entries), "entries"
+	}
+	if n > p.MaxPages {
+		return fmt.Errorf("%s: %d in one request exceed --max-pages-per-request %d: %w", field, n, p.MaxPages, errs.ErrInvalid)
+	}
+	return nil
 }
 
 // sender checks that a relayed request comes from the satellite its route

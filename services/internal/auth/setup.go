@@ -34,7 +34,7 @@ func Load(cfg config.Config, role config.Role, log *slog.Logger, reg prometheus.
 		reg.MustRegister(denied)
 	}
 	s := &Security{cfg: cfg, Policy: &Policy{Insecure: cfg.Insecure, Logger: log, Denied: denied,
-		Forward: role == config.Gateway}}
+		Forward: role == config.Gateway, MaxPages: cfg.MaxPagesPerRequest}}
 	if cfg.Insecure {
 		log.Warn("INSECURE: plain-text gRPC and no access control (--insecure); anyone who can reach this port can read, change and delete every session's pages; use it for debugging only")
 		return s, nil

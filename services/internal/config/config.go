@@ -46,21 +46,22 @@ type Config struct {
 	LogFormat     string        // json | text
 
 	// Security (docs/security.md).
-	TLSDir        string        // TLS material: ca.pem, <role>.pem, <role>-key.pem, token keys
-	Insecure      bool          // plain text, no checks: debugging only (warns at every start)
-	Reflection    bool          // serve gRPC reflection (to callers with a certificate)
-	Pprof         bool          // serve /debug/pprof on the metrics port
-	HealthListen  string        // plain-text gRPC health only (kubelet probes); "" or "off": none
-	TokenTTL      time.Duration // lifetime of the session tokens the gateway issues
-	SigningKey    string        // gateway: token signing key ("": <tls-dir>/token-signing-key.pem)
-	VerifyKeys    string        // token verification keys ("": <tls-dir>/token-verify-keys.pem)
-	MaxTablePages int           // largest page table a session may register (and the default)
-	MaxMessageMiB int           // largest gRPC message received or sent
-	MaxStreams    int           // concurrent RPCs per connection
-	RateLimit     float64       // requests/s per caller (clients; satellites and gateway exempt); 0: off
-	RateBurst     int           // token-bucket depth of RateLimit
-	SessionIdle   time.Duration // gateway: a session idle this long is ended; 0: never
-	StoreQuota    float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
+	TLSDir             string        // TLS material: ca.pem, <role>.pem, <role>-key.pem, token keys
+	Insecure           bool          // plain text, no checks: debugging only (warns at every start)
+	Reflection         bool          // serve gRPC reflection (to callers with a certificate)
+	Pprof              bool          // serve /debug/pprof on the metrics port
+	HealthListen       string        // plain-text gRPC health only (kubelet probes); "" or "off": none
+	TokenTTL           time.Duration // lifetime of the session tokens the gateway issues
+	SigningKey         string        // gateway: token signing key ("": <tls-dir>/token-signing-key.pem)
+	VerifyKeys         string        // token verification keys ("": <tls-dir>/token-verify-keys.pem)
+	MaxTablePages      int           // largest page table a session may register (and the default)
+	MaxPagesPerRequest int           // pages (accesses, table entries) in one request
+	MaxMessageMiB      int           // largest gRPC message received or sent
+	MaxStreams         int           // concurrent RPCs per connection
+	RateLimit          float64       // requests/s per caller (clients; satellites and gateway exempt); 0: off
+	RateBurst          int           // token-bucket depth of RateLimit
+	SessionIdle        time.Duration // gateway: a session idle this long is ended; 0: never
+	StoreQuota         float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
 
 	// Live mode (docs/live.md); the gateway is live when Ephemeris is set.
 	Ephemeris  string  // satpage-ephemeris/1 file from orbit_model ("": replay only)
@@ -72,30 +73,31 @@ type Config struct {
 // DefaultConfig is the documented defaults (services/README.md).
 func DefaultConfig() Config {
 	return Config{
-		Index:         -1,
-		Constellation: "walker-star:150/10/1:500:87",
-		Listen:        ":7000",
-		MetricsListen: ":9100",
-		RedisAddr:     "127.0.0.1:6379",
-		Store:         "redis",
-		PeerTemplate:  "127.0.0.1:{port}",
-		PeerPortBase:  7000,
-		PageBytes:     4096,
-		StopTimeout:   10 * time.Second,
-		RPCTimeout:    30 * time.Second,
-		LogLevel:      "info",
-		LogFormat:     "json",
-		TLSDir:        "/etc/satpage/tls",
-		HealthListen:  "off",
-		TokenTTL:      24 * time.Hour,
-		MaxTablePages: 4096,
-		MaxMessageMiB: 32,
-		MaxStreams:    256,
-		RateLimit:     2000,
-		RateBurst:     400,
-		SessionIdle:   time.Hour,
-		StoreQuota:    0.8,
-		Speed:         1,
+		Index:              -1,
+		Constellation:      "walker-star:150/10/1:500:87",
+		Listen:             ":7000",
+		MetricsListen:      ":9100",
+		RedisAddr:          "127.0.0.1:6379",
+		Store:              "redis",
+		PeerTemplate:       "127.0.0.1:{port}",
+		PeerPortBase:       7000,
+		PageBytes:          4096,
+		StopTimeout:        10 * time.Second,
+		RPCTimeout:         30 * time.Second,
+		LogLevel:           "info",
+		LogFormat:          "json",
+		TLSDir:             "/etc/satpage/tls",
+		HealthListen:       "off",
+		TokenTTL:           24 * time.Hour,
+		MaxTablePages:      4096,
+		MaxPagesPerRequest: 65536,
+		MaxMessageMiB:      32,
+		MaxStreams:         256,
+		RateLimit:          2000,
+		RateBurst:          400,
+		SessionIdle:        time.Hour,
+		StoreQuota:         0.8,
+		Speed:              1,
 	}
 }
 
@@ -155,6 +157,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.MaxTablePages < 1 || c.MaxTablePages > 1<<24 {
 		bad("--max-table-pages %d outside [1, %d]", c.MaxTablePages, 1<<24)
+	}
+	if c.MaxPagesPerRequest < 1 || c.MaxPagesPerRequest > 1<<20 {
+		bad("--max-pages-per-request %d outside [1, %d]", c.MaxPagesPerRequest, 1<<20)
 	}
 	if c.MaxMessageMiB < 1 || c.MaxMessageMiB > 1024 {
 		bad("--max-message-mib %d outside [1, 1024]", c.MaxMessageMiB)
@@ -317,6 +322,7 @@ var settings = []setting{
 	{"token-signing-key", "SATPAGE_TOKEN_SIGNING_KEY", "gateway: Ed25519 token signing key (default <tls-dir>/token-signing-key.pem)", str(func(c *Config) *string { return &c.SigningKey })},
 	{"token-verify-keys", "SATPAGE_TOKEN_VERIFY_KEYS", "Ed25519 token verification keys, PEM (default <tls-dir>/token-verify-keys.pem)", str(func(c *Config) *string { return &c.VerifyKeys })},
 	{"max-table-pages", "SATPAGE_MAX_TABLE_PAGES", "largest page table a session may register (and the default)", num(func(c *Config) *int { return &c.MaxTablePages })},
+	{"max-pages-per-request", "SATPAGE_MAX_PAGES_PER_REQUEST", "pages (ReadPages accesses, FetchPages/ReleasePages pages, AcceptTable entries) in one request", num(func(c *Config) *int { return &c.MaxPagesPerRequest })},
 	{"max-message-mib", "SATPAGE_MAX_MESSAGE_MIB", "largest gRPC message received or sent, MiB", num(func(c *Config) *int { return &c.MaxMessageMiB })},
 	{"max-streams", "SATPAGE_MAX_STREAMS", "concurrent RPCs per connection", num(func(c *Config) *int { return &c.MaxStreams })},
 	{"rate-limit", "SATPAGE_RATE_LIMIT", "requests/s per client (token bucket; satellites and gateway exempt; 0 off)", float(func(c *Config) *float64 { return &c.RateLimit })},
