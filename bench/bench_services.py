@@ -24,6 +24,13 @@ one (mutual TLS 1.3, session tokens on every request). A second cluster started
 ``--insecure`` in the same run measures the same one-hop throughput at 64 pages
 per request and the same latency series; targets: secure >= 70 % of insecure,
 and the secure p99 added per hop < 1 ms. ``--no-insecure`` skips it.
+
+Live mode (issue 17, docs/live.md): the main cluster's gateway is live (an
+ephemeris from orbit_model, clock at real time), and the same closed-loop load
+goes through the gateway twice in the same run: sessions registered with a
+schedule and scenario times (replay mode), and sessions opened by location on
+the gateway's clock (live mode); 64 pages per ReadPages. Target: live >= 80 % of
+replay. ``--only-gateway`` runs just this comparison.
 """
 
 from __future__ import annotations
@@ -87,6 +94,19 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
+def satload_gateway(st, mode: str, *, workers: int, duration: float, batch: int = 64) -> dict:
+    """Closed-loop reads through the gateway: sessions in replay or live mode."""
+    out = subprocess.run(
+        [str(find_binary("satload")), "--gateway", st.gateway, "--mode", mode, "--constellation", st.constellation,
+         "--workers", str(workers), "--pages", "64", "--page-bytes", "4096", "--batch", str(batch),
+         "--duration", f"{duration}s", "--max-accesses", "10000000",
+         *(["--tls-dir", st.tls_dir] if st.tls_dir else ["--insecure"])],
+        capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"satload --gateway --mode {mode} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
 def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, list[dict]]:
     """One-hop throughput at 64 pages per request, and the latency series, on a
     cluster started --insecure (plain text, no tokens)."""
@@ -113,6 +133,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="latency: offered requests/s (open loop, 4 sessions)")
     ap.add_argument("--quick", action="store_true", help="1.5 s per throughput run, 4 s per latency run")
     ap.add_argument("--no-insecure", action="store_true", help="skip the --insecure comparison cluster")
+    ap.add_argument("--only-gateway", action="store_true", help="only the live-vs-replay gateway comparison")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
@@ -120,10 +141,35 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="satpage-bench-") as tmp:
         base = _free_port_base(args.constellation)
         t0 = time.perf_counter()
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base)
+        import datetime as dt
+
+        from satpage.live import write_live_ephemeris
+
+        eph = Path(tmp) / "ephemeris.bin"
+        write_live_ephemeris(eph, args.constellation, dt.datetime.now(dt.UTC).replace(microsecond=0), 2.0)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base,
+                        live={"ephemeris": str(eph), "speed": 1.0})
         print(f"cluster up: {st.satellites} satellites, {len(st.processes)} processes "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         try:
+            gw = {}
+            for mode in ("replay", "live", "replay", "live"):  # interleaved: drift on a shared machine hits both
+                print(f"gateway: {mode} mode, {args.workers} sessions, 64 pages per request", file=sys.stderr)
+                r = satload_gateway(st, mode, workers=args.workers, duration=dur)
+                gw.setdefault(mode, []).append(r)
+            gw_rate = {m: sum(r["accesses_per_s"] for r in rs) / len(rs) for m, rs in gw.items()}
+            gw_ratio = gw_rate["live"] / gw_rate["replay"]
+            print(f"\nlive mode (issue 17): page reads/s through the gateway, {args.workers} sessions, 64 pages "
+                  f"per ReadPages, closed loop, two interleaved runs each")
+            print(f"{'mode':>8} {'reads/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'moved':>6} {'rate-limited':>12}")
+            for m, rs in gw.items():
+                for r in rs:
+                    print(f"{m:>8} {r['accesses_per_s']:>10,.0f} {r['p50_ms']:>8.3f} {r['p99_ms']:>8.3f} {r['moved']:>6} "
+                          f"{r['limited']:>12}")
+            print(f"  live / replay = {gw_ratio:.3f} (target >= 0.80)")
+            if args.only_gateway:
+                print(json.dumps({"gateway_modes": gw, "live_vs_replay": gw_ratio}))
+                return 0 if gw_ratio >= 0.8 else 1
             rates = redis_benchmark(Path(tmp) / "redis" / "0.sock", 100_000 if not args.quick else 30_000, 16)
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
@@ -197,7 +243,9 @@ def main() -> int:
             print(f"{a['hops']:>4} {a['p99_ms']:>11.3f} {b['p99_ms']:>13.3f}")
         sec_out = {"insecure_one_hop_64": ins_tp, "insecure_latency": ins_lat, "secure_vs_insecure_64": ratio,
                    "insecure_per_hop_p99_ms": ins_slope}
-    print(json.dumps({**sec_out, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
+    print(f"\nlive mode (issue 17): live / replay through the gateway = {gw_ratio:.3f} (target >= 0.80): "
+          + ", ".join(f"{m} {v:,.0f}/s" for m, v in gw_rate.items()))
+    print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
                       "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
                       "per_hop_p99_vs_local_ms": vs_local,

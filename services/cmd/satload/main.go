@@ -16,11 +16,16 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/load"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 func main() {
@@ -40,6 +45,8 @@ func main() {
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "TLS material of a secure cluster: satload acts with the gateway's certificate and token signing key (docs/security.md)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "plain text (a cluster started --insecure)")
+	gatewayAddr := fs.String("gateway", "", "load the gateway at this address instead of the satellites (--mode, --workers, --pages, --batch, --duration)")
+	mode := fs.String("mode", "replay", "with --gateway: replay (RegisterSession, scenario times) or live (OpenLiveSession by location, the gateway's clock)")
 	_ = fs.Parse(os.Args[1:])
 	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
 		fmt.Fprintln(os.Stderr, "satload: --duration <= 2m, 1 <= --workers <= 512, --pages >= 1, --page-bytes <= 1 MiB")
@@ -66,6 +73,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *gatewayAddr != "" {
+		if *mode != "replay" && *mode != "live" {
+			fmt.Fprintf(os.Stderr, "satload: --mode %q is not replay or live\n", *mode)
+			os.Exit(2)
+		}
+		os.Exit(runGateway(ctx, *gatewayAddr, c, load.GatewayOptions{Live: *mode == "live", Workers: *workers,
+			Pages: *pages, PageBytes: *pageBytes, Batch: *batch, Duration: *duration, MaxAccesses: *maxFaults,
+			Satellites: spec.Satellites}))
+	}
 	var tok func(string) string
 	pool := peers.NewPool(c.PeerAddr)
 	if !c.Insecure {
@@ -102,4 +118,31 @@ func main() {
 		}
 		_ = enc.Encode(res)
 	}
+}
+
+// runGateway loads the gateway at addr as a client would (its certificate from
+// the TLS directory) and prints one JSON object.
+func runGateway(ctx context.Context, addr string, c config.Config, o load.GatewayOptions) int {
+	creds := insecure.NewCredentials()
+	if !c.Insecure {
+		m, err := tlsconf.LoadClient(c.TLSDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "satload:", err)
+			return 2
+		}
+		creds = credentials.NewTLS(m.Client(tlsconf.GatewayName()))
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "satload:", err)
+		return 2
+	}
+	defer conn.Close()
+	res, err := load.Gateway(ctx, conn, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "satload:", err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+	return 0
 }
