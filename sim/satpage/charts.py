@@ -138,7 +138,8 @@ def utilisation_map(res, path: Path) -> Path:
     names = list(res.costs)
     cols = 2 if len(names) > 1 else 1
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 3.4 * rows + 0.6), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 3.3 * rows + 0.8), squeeze=False,
+                             layout="constrained")
     utils = {n: res.costs[n].utilisation(w.links, exists) for n in names}
     vmax = max(float(u.max(initial=0.0)) for u in utils.values())
     pos = [u[u > 0] for u in utils.values()]
@@ -159,9 +160,11 @@ def utilisation_map(res, path: Path) -> Path:
         keep = (np.abs(lon[lo] - lon[hi]) < 180) & np.isfinite(seg).all(axis=(1, 2))
         order = np.argsort(u[keep])                  # the hottest links drawn last, on top
         _population_backdrop(ax, sc.clients.source)
+        uk = u[keep][order]
+        hot = (uk > 0) & (uk >= np.percentile(u, 90))
         lc = LineCollection(seg[keep][order], cmap="inferno", norm=norm,
-                            linewidths=0.6 + 2.4 * (u[keep][order] >= np.percentile(u, 90)))
-        lc.set_array(np.maximum(u[keep][order], norm.vmin))
+                            linewidths=0.6 + 2.4 * hot)
+        lc.set_array(np.maximum(uk, norm.vmin))
         ax.add_collection(lc)
         ax.set_xlim(-180, 180)
         ax.set_ylim(-90, 90)
