@@ -223,6 +223,14 @@ def test_selecting_a_session_shows_its_trail_and_pages_per_strategy(browser, ser
     cols = browser.find_elements("css selector", "#session .col")
     assert [c.find_element("css selector", ".sn").text for c in cols] == names
     assert " → ".join(f"#{x}" for x in dict.fromkeys(want_trail)) in cols[s_od].text
+    # side by side: one small map per strategy, on-demand's with its holders' discs
+    minis = browser.find_elements("css selector", "#session canvas.mini")
+    assert len(minis) == len(names)
+    r = minis[s_od].rect
+    img, _ = _screenshot(browser)
+    crop = img[int(r["y"]):int(r["y"] + r["height"]), int(r["x"]):int(r["x"] + r["width"])]
+    crop = crop.reshape(-1, 3).astype(int)
+    assert ((crop[:, 0] > 200) & (crop[:, 1] < 140) & (crop[:, 2] > 150)).sum() > 20
     # the trail is drawn: magenta (#ff5ac8) holder rings on the map near the holders
     img, rect = _screenshot(browser)
     (tmp_path / "session.png").write_bytes(browser.get_screenshot_as_png())

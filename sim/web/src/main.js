@@ -601,6 +601,7 @@ function updatePanels(w) {
     const c = (name) => a.sess_counters[(s * K + k) * C + counters.indexOf(name)];
     const moves = c('fault_moves') + c('handover_moves') + c('push_moves');
     html += `<div class="col${s === st.strategy ? ' sel' : ''}" data-s="${s}"><div class="sn" style="border-color:${STRATEGY_COLOURS[s % 8]}">${n}</div>`
+      + `<canvas class="mini" width="${MINI_W}" height="${MINI_H}"></canvas>`
       + `<div class="small">${info.serving >= 0 ? 'serving #' + info.serving : ''} (${info.phase})<br>trail ${[...new Set(info.trail)].map((x) => '#' + x).join(' → ')}</div>`;
     for (const h of info.holders) {
       const wpx = total ? Math.max(2, Math.round((90 * h.pages) / total)) : 0;
@@ -611,6 +612,87 @@ function updatePanels(w) {
   });
   box.innerHTML = html + '</div>';
   box.querySelectorAll('.col').forEach((el) => { el.onclick = () => setStrategy(Number(el.dataset.s)); });
+  drawMinis(k, box);
+}
+
+// One small map per strategy, side by side: the session's client, trail and holders
+// (disc area ~ pages) over the same crop of the backdrop.
+const MINI_W = 200;
+const MINI_H = 120;
+function drawMinis(k, box) {
+  const v = st.v;
+  const a = v.a;
+  const names = v.meta.strategies;
+  const infos = names.map((_, s) => sessionInfo(k, s, st.frame));
+  const cx = px(a.sess_latlon_cdeg[2 * k + 1] / 100);
+  const cy = py(a.sess_latlon_cdeg[2 * k] / 100);
+  const xs = [cx];
+  const ys = [cy];
+  for (const info of infos) {
+    for (const sat of info.trail) { xs.push(st.X[sat]); ys.push(st.Y[sat]); }
+    for (const h of info.holders) if (h.sat >= 0) { xs.push(st.X[h.sat]); ys.push(st.Y[h.sat]); }
+  }
+  // the crop: the bounding box plus a margin, at the minis' aspect ratio; the whole map
+  // when the trail wraps around the date line
+  let x0 = Math.min(...xs);
+  let x1 = Math.max(...xs);
+  let y0 = Math.min(...ys);
+  let y1 = Math.max(...ys);
+  if (x1 - x0 > st.W / 2) { x0 = 0; x1 = st.W; y0 = 0; y1 = st.H; }
+  const pad = 0.08 * st.W;
+  let w = Math.max(x1 - x0 + 2 * pad, (y1 - y0 + 2 * pad) * (MINI_W / MINI_H), st.W / 8);
+  w = Math.min(w, st.W);
+  const h = w * (MINI_H / MINI_W);
+  const ox = Math.max(0, Math.min(st.W - w, (x0 + x1) / 2 - w / 2));
+  // taller than the map (a wide crop): centred, letterboxed
+  const oy = h > st.H ? (st.H - h) / 2 : Math.max(0, Math.min(st.H - h, (y0 + y1) / 2 - h / 2));
+  const sc = MINI_W / w;
+  const bg = $('bgmap');
+  const tx = (x) => (x - ox) * sc;
+  const ty = (y) => (y - oy) * sc;
+  box.querySelectorAll('canvas.mini').forEach((c, s) => {
+    const g = c.getContext('2d');
+    g.fillStyle = '#07101c';
+    g.fillRect(0, 0, MINI_W, MINI_H);
+    const sy0 = Math.max(0, oy);
+    const sy1 = Math.min(st.H, oy + h);
+    g.drawImage(bg, ox * st.dpr, sy0 * st.dpr, w * st.dpr, (sy1 - sy0) * st.dpr,
+      0, ty(sy0), MINI_W, (sy1 - sy0) * sc);
+    const info = infos[s];
+    const uniq = [...new Set(info.trail)];
+    g.setLineDash([3, 2]);
+    g.strokeStyle = 'rgba(255,90,200,0.9)';
+    g.lineWidth = 1;
+    g.beginPath();
+    uniq.forEach((sat, i) => {
+      const x = tx(st.X[sat]);
+      const y = ty(st.Y[sat]);
+      if (i && Math.abs(st.X[sat] - st.X[uniq[i - 1]]) < st.W / 2) g.lineTo(x, y); else g.moveTo(x, y);
+    });
+    g.stroke();
+    g.setLineDash([]);
+    for (const hd of info.holders) {
+      const x = hd.sat === GROUND ? tx(cx) : tx(st.X[hd.sat]);
+      const y = hd.sat === GROUND ? ty(cy) + 10 : ty(st.Y[hd.sat]);
+      g.beginPath();
+      g.arc(x, y, 2 + 1.6 * Math.sqrt(hd.pages / 10), 0, 2 * Math.PI);
+      g.fillStyle = 'rgba(255,90,200,0.45)';
+      g.fill();
+      g.strokeStyle = '#ff5ac8';
+      g.stroke();
+    }
+    if (info.serving >= 0) {
+      g.beginPath();
+      g.moveTo(tx(cx), ty(cy));
+      g.lineTo(tx(st.X[info.serving]), ty(st.Y[info.serving]));
+      g.strokeStyle = '#7fffd4';
+      g.stroke();
+    }
+    g.beginPath();
+    g.arc(tx(cx), ty(cy), 3, 0, 2 * Math.PI);
+    g.fillStyle = '#7fffd4';
+    g.fill();
+  });
 }
 
 // -- controls ------------------------------------------------------------------------
