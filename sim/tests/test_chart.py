@@ -438,3 +438,31 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
 def test_live_mode_without_an_ephemeris_or_with_a_bad_speed_is_refused(helm):
     assert "ephemerisBase64" in reject(helm, "--set", "live.enabled=true")
     assert "speed" in reject(helm, "--set", "live.speed=0")
+
+
+def test_cert_manager_issues_the_material_when_the_cluster_has_it(helm):
+    spec = ("--set", "constellation.spec=walker-star:6/2/0:500:87")
+    objs = render(helm, *spec, "--api-versions", "cert-manager.io/v1")
+    assert "Secret" not in objs
+    certs = {c["metadata"]["name"]: c["spec"] for c in objs["Certificate"]}
+    assert certs["t-satpage-ca"]["isCA"] is True
+    for i in range(6):
+        c = certs[f"t-satpage-sat-{i}"]
+        assert c["dnsNames"][:2] == [f"satellite-{i}.satpage", f"t-satpage-{i}.t-satpage-headless"]
+        assert c["issuerRef"]["name"] == "t-satpage-ca" and c["privateKey"]["algorithm"] == "ECDSA"
+    assert certs["t-satpage-token"]["privateKey"] == {"algorithm": "Ed25519", "encoding": "PKCS8"}
+    assert {i["metadata"]["name"]: list(i["spec"]) for i in objs["Issuer"]} == {
+        "t-satpage-selfsigned": ["selfSigned"], "t-satpage-ca": ["ca"]}
+
+    def files(workload):
+        (vol,) = [v for v in workload["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
+        return {it["path"]: s["secret"]["name"] for s in vol["projected"]["sources"] for it in s["secret"]["items"]}
+
+    sat = files(objs["StatefulSet"][0])
+    assert sat["ca.pem"] == "t-satpage-ca" and sat["satellite-5-key.pem"] == "t-satpage-sat-5"
+    assert "token-signing-key.pem" not in sat and sat["token-verify-keys.pem"] == "t-satpage-token"
+    gw = files(objs["Deployment"][0])
+    assert set(gw) == {"ca.pem", "gateway.pem", "gateway-key.pem", "token-verify-keys.pem", "token-signing-key.pem"}
+    # Asked for Helm's own material, the chart makes it even where cert-manager is.
+    helm_made = render(helm, *spec, "--api-versions", "cert-manager.io/v1", "--set", "tls.source=helm")
+    assert "Certificate" not in helm_made and len(helm_made["Secret"]) == 1

@@ -220,10 +220,28 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
 /etc/satpage-tls
 {{- end }}
 
+{{/* Where the TLS material comes from: "secret" (tls.existingSecret),
+"cert-manager" or "helm" (generated). */}}
+{{- define "satpage.tlsSource" -}}
+{{- if .Values.tls.existingSecret }}secret
+{{- else if eq .Values.tls.source "cert-manager" }}cert-manager
+{{- else if and (eq .Values.tls.source "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}cert-manager
+{{- else }}helm
+{{- end }}
+{{- end }}
+
 {{/* Checksum of the TLS material: pods roll when it changes (generated, or the
-user's Secret as the cluster holds it; its name when it cannot be read). */}}
+user's or cert-manager's Secrets as the cluster holds them; names when they cannot be read). */}}
 {{- define "satpage.tlsChecksum" -}}
-{{- if .Values.tls.existingSecret }}
+{{- if eq (include "satpage.tlsSource" .) "cert-manager" }}
+{{- $full := include "satpage.fullname" . }}
+{{- $all := list }}
+{{- range $n := list "ca" "gateway" "token" "sat-0" }}
+{{- $s := lookup "v1" "Secret" $.Release.Namespace (printf "%s-%s" $full $n) }}
+{{- $all = append $all (dig "data" (dict) (default (dict) $s)) }}
+{{- end }}
+{{- $all | toJson | sha256sum }}
+{{- else if .Values.tls.existingSecret }}
 {{- $s := lookup "v1" "Secret" .Release.Namespace .Values.tls.existingSecret }}
 {{- if $s }}{{ $s.data | toJson | sha256sum }}{{ else }}{{ .Values.tls.existingSecret | sha256sum }}{{ end }}
 {{- else }}
@@ -231,12 +249,46 @@ user's Secret as the cluster holds it; its name when it cannot be read). */}}
 {{- end }}
 {{- end }}
 
-{{/* The TLS volume of a pod, and its mount. */}}
+{{/* The TLS volume of a pod (role: satellite, gateway or test), and its mount.
+With cert-manager the files of docs/security.md's layout are projected from its
+Secrets (tls.crt, tls.key, ca.crt of one Certificate each). */}}
 {{- define "satpage.tlsVolume" -}}
+{{- $root := .root }}
+{{- if eq (include "satpage.tlsSource" $root) "cert-manager" }}
+{{- $full := include "satpage.fullname" $root }}
+- name: tls
+  projected:
+    defaultMode: 0440
+    sources:
+      - secret:
+          name: {{ $full }}-ca
+          items: [{key: tls.crt, path: ca.pem}]
+      {{- if ne .role "test" }}
+      - secret:
+          name: {{ $full }}-token
+          items:
+            - {key: tls.key, path: token-verify-keys.pem}
+            {{- if eq .role "gateway" }}
+            - {key: tls.key, path: token-signing-key.pem}
+            {{- end }}
+      {{- end }}
+      {{- if eq .role "gateway" }}
+      - secret:
+          name: {{ $full }}-gateway
+          items: [{key: tls.crt, path: gateway.pem}, {key: tls.key, path: gateway-key.pem}]
+      {{- else if eq .role "satellite" }}
+      {{- range $i := until (include "satpage.satellites" $root | int) }}
+      - secret:
+          name: {{ $full }}-sat-{{ $i }}
+          items: [{key: tls.crt, path: satellite-{{ $i }}.pem}, {key: tls.key, path: satellite-{{ $i }}-key.pem}]
+      {{- end }}
+      {{- end }}
+{{- else }}
 - name: tls
   secret:
-    secretName: {{ include "satpage.tlsSecretName" . }}
+    secretName: {{ include "satpage.tlsSecretName" $root }}
     defaultMode: 0440
+{{- end }}
 {{- end }}
 {{- define "satpage.tlsMount" -}}
 - name: tls
