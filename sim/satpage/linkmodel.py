@@ -258,7 +258,13 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
     ring_head = np.zeros(n_sats if custody_pages > 0 else 1, np.int64)
     ring_sess = np.full(n_sats if custody_pages > 0 else 1, -1, np.int64)
     has = np.zeros((n_sats if custody_pages > 0 else 1, n_pages if custody_pages > 0 else 1),
-                   np.int64)
+                   np.int32)
+    # and per page the satellites holding a copy in this session (unordered), so a fault
+    # looks at its page's holders only, not at every satellite
+    hold = np.empty((n_pages if custody_pages > 0 else 1, n_sats if custody_pages > 0 else 1),
+                    np.int32)
+    hold_n = np.zeros(n_pages if custody_pages > 0 else 1, np.int64)
+    hold_sess = np.full(n_pages if custody_pages > 0 else 1, -1, np.int64)
     for e in range(ev.size):
         rec = ev[e]
         k = np.int64(rec.kind)
@@ -294,14 +300,19 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
             best_h = _hops(pred, tbl, src, dst) if src != dst else 0
             if best_h < 0:
                 best_h = n_sats + 1
-            s1 = s_e + 1
             p = p_e
-            for c in range(n_sats):
-                if has[c, p] == s1 and c != src:
-                    hc = 0 if c == dst else _hops(pred, tbl, c, dst)
-                    if hc >= 0 and hc < best_h:
-                        best_h = hc
-                        best = c
+            if hold_sess[p] != s_e:
+                hold_sess[p] = s_e
+                hold_n[p] = 0
+            for i in range(hold_n[p]):
+                c = np.int64(hold[p, i])
+                if c == src:
+                    continue
+                hc = 0 if c == dst else _hops(pred, tbl, c, dst)
+                # fewest hops; ties: the owner, else the lowest satellite index
+                if hc >= 0 and (hc < best_h or (hc == best_h and best != src and c < best)):
+                    best_h = hc
+                    best = c
             if best != src:
                 out[9] += 1
                 if best == dst:
@@ -387,6 +398,9 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
             # the relays (not the ends) keep a copy; oldest evicted when the ring is full
             s1 = s_e + 1
             p = p_e
+            if hold_sess[p] != s_e:
+                hold_sess[p] = s_e
+                hold_n[p] = 0
             for i in range(1, h):
                 r = nodes[i]
                 if ring_sess[r] != s_e:
@@ -398,6 +412,11 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
                 if ring_n[r] == custody_pages:
                     old = ring[r, ring_head[r]]
                     has[r, old] = 0
+                    for q in range(hold_n[old]):             # r no longer holds old
+                        if hold[old, q] == r:
+                            hold_n[old] -= 1
+                            hold[old, q] = hold[old, hold_n[old]]
+                            break
                     ring[r, ring_head[r]] = p
                     ring_head[r] = (ring_head[r] + 1) % custody_pages
                 else:
@@ -405,6 +424,8 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
                     ring_n[r] += 1
                     out[15] += 1
                 has[r, p] = s1
+                hold[p, hold_n[p]] = r
+                hold_n[p] += 1
                 out[10] += 1
 
 
