@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -63,9 +64,66 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     size = write_live_ephemeris(path, constellation, epoch, hours, policy=policy, sticky=sticky,
                                 min_elevation_deg=min_elevation_deg)
     log.info("ephemeris: %s, %.1f h from %s, %d bytes", path, hours, epoch.isoformat(), size)
-    return cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure,
-                      live={"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
-                            "idle_timeout_s": float(idle_timeout_s), "hours": float(hours)})
+    live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
+            "idle_timeout_s": float(idle_timeout_s), "hours": float(hours), "policy": policy,
+            "sticky": bool(sticky), "min_elevation_deg": float(min_elevation_deg)}
+    st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live)
+    return _start_refresher(st)
+
+
+def _start_refresher(st):
+    """The process that keeps the ephemeris ahead of the clock (``refresh_loop``), recorded
+    with the cluster so ``down`` stops it too."""
+    import sys
+
+    from satpage.cluster.local import _save, _spawn
+
+    argv = [sys.executable, "-m", "satpage.live", "--state-dir", st.state_dir]
+    st.processes.append(_spawn("refresher", -1, argv, Path(st.state_dir) / "logs"))
+    _save(st)
+    return st
+
+
+def clock_now_ns(live: dict, now: dt.datetime | None = None) -> int:
+    """The cluster's constellation clock (docs/live.md): real time from the epoch up to
+    ``clock_start``, ``speed`` times faster from there."""
+    from orbit_model import parse_epoch
+
+    now = now or dt.datetime.now(dt.UTC)
+    epoch, start = parse_epoch(live["epoch"]), parse_epoch(live["clock_start"])
+    return int(round(((start - epoch).total_seconds() + (now - start).total_seconds() * live["speed"]) * NS_PER_S))
+
+
+def refresh_once(constellation: str, live: dict, now: dt.datetime | None = None) -> float | None:
+    """Rewrite the ephemeris with a longer horizon when the clock has passed half of the
+    current one (same epoch, knots and policy: the gateway re-reads it in place); returns
+    the new horizon in hours, or None when nothing was due."""
+    from orbit_model import parse_epoch, read_ephemeris
+
+    t_h = clock_now_ns(live, now) / NS_PER_S / 3600
+    current_h = read_ephemeris(live["ephemeris"]).end_ns / NS_PER_S / 3600
+    if t_h < current_h / 2:
+        return None
+    hours = math.ceil(t_h + live["hours"])
+    write_live_ephemeris(Path(live["ephemeris"]), constellation, parse_epoch(live["epoch"]), hours,
+                         policy=live.get("policy", "highest"), sticky=live.get("sticky", True),
+                         min_elevation_deg=live.get("min_elevation_deg", 10.0))
+    return float(hours)
+
+
+def refresh_loop(state_dir: Path) -> None:
+    """Keep the local live cluster's ephemeris ahead of its clock until stopped."""
+    from satpage.cluster import load_state
+
+    st = load_state(state_dir)
+    live = st.live
+    # check several times per half horizon of wall time, at most every 5 s
+    period_s = min(5.0, live["hours"] * 3600 / live["speed"] / 8)
+    while True:
+        hours = refresh_once(st.constellation, live)
+        if hours is not None:
+            log.info("ephemeris refreshed: %g h from the epoch", hours)
+        time.sleep(period_s)
 
 
 @dataclass
@@ -262,3 +320,12 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str) -> dict[
         a, b = int(trace.visit_satellite[e["from_visit"]]), int(trace.visit_satellite[e["to_visit"]])
         out[key] += int(net.route(a, b, int(e["time_ns"])).hops)
     return out
+
+
+if __name__ == "__main__":  # the refresher process `satpage live up` starts
+    import argparse
+
+    ap = argparse.ArgumentParser(description="keep a local live cluster's ephemeris ahead of its clock")
+    ap.add_argument("--state-dir", type=Path, required=True)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    refresh_loop(ap.parse_args().state_dir)

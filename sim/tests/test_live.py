@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from satpage.client import InvalidArgument, SatpageError, Session, SessionExpired
+from satpage.cluster import load_state
 from satpage.cluster.driver import _free_port_base
-from satpage.cluster.local import find_binary
+from satpage.cluster.local import _alive, find_binary
 from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
 
 SPEC = "walker-star:150/10/1:500:87"
@@ -48,7 +49,13 @@ def gateway(tmp_path_factory):
         assert doc["tls_dir"], "a live cluster is secure by default"
         yield doc["gateway"], doc["tls_dir"]
     finally:
+        st = subprocess.run([SATPAGE, "cluster", "status", "--state-dir", str(sdir), "--json"],
+                            capture_output=True, text=True, timeout=120)
+        recorded = load_state(sdir).processes if load_state(sdir) else []
         subprocess.run([SATPAGE, "live", "down", "--state-dir", str(sdir)], capture_output=True, timeout=120)
+        # everything live up started is stopped, the ephemeris refresher included
+        assert json.loads(st.stdout)["alive"].get("refresher") == 1, st.stdout
+        assert not [p for p in recorded if _alive(p)]
 
 
 def _check_against_the_models(head, clients, strategy):
@@ -103,6 +110,17 @@ def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gatewa
     assert c["pages_written"] == c["pages_read_back_ok"] > 0
     assert c["schedule"][0].keys() == {"time_s", "satellite"}
     assert c["fault_latency_ms"]["n"] <= c["movements"]
+    # the schedule the live service followed is `satpage orbit handovers` for the place, cut to the window
+    hours = (int(c["end_time_s"] // 60) + 1) / 60
+    ref = subprocess.run([SATPAGE, "orbit", "handovers", "--constellation", doc["constellation"], "--start",
+                          doc["epoch"], "--hours", str(hours), "--lat", "40.4", "--lon", "-3.7", "--min-elevation",
+                          str(doc["min_elevation_deg"]), "--policy", doc["policy"], "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert ref.returncode == 0, ref.stderr
+    want = [h for h in json.loads(ref.stdout)["schedule"]
+            if c["schedule"][0]["time_s"] <= h["time_s"] <= c["end_time_s"]]
+    assert [h["satellite"] for h in c["schedule"]] == [h["satellite"] for h in want]
+    assert all(abs(a["time_s"] - b["time_s"]) <= doc["step_s"] for a, b in zip(c["schedule"], want, strict=True))
 
 
 def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
@@ -120,3 +138,24 @@ def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
         Session.open(target, lat_deg=0.0, lon_deg=0.0, strategy="teleport", tls_dir=tls_dir)
     with pytest.raises(SatpageError, match="UNAVAILABLE|UNAUTHENTICATED|PERMISSION_DENIED"):
         Session.open(target, lat_deg=0.0, lon_deg=0.0, tls_dir=None, timeout_s=3.0)  # plain text to a TLS gateway
+
+
+def test_the_refresher_extends_the_ephemeris_once_the_clock_passes_half_of_it(tmp_path):
+    import datetime as dt
+
+    from orbit_model import read_ephemeris
+    from satpage.live import clock_now_ns, refresh_once, write_live_ephemeris
+
+    epoch = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    path = tmp_path / "ephemeris.bin"
+    write_live_ephemeris(path, SPEC, epoch, 1.0)
+    before = read_ephemeris(path)
+    live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "clock_start": "2026-01-01T00:00:10Z",
+            "speed": 60.0, "hours": 1.0}
+    # real time for 10 s, then 60x: 10 s + 20 s x 60 = 20 min 10 s
+    assert clock_now_ns(live, epoch + dt.timedelta(seconds=30)) == (10 + 20 * 60) * NS
+    assert refresh_once(SPEC, live, epoch + dt.timedelta(seconds=30)) is None
+    assert refresh_once(SPEC, live, epoch + dt.timedelta(seconds=40)) == 2.0  # 30 min 10 s: past half
+    after = read_ephemeris(path)
+    assert after.end_ns == 2 * 3600 * NS and after.epoch == before.epoch and after.knot_ns == before.knot_ns
+    assert (after.position_km[: before.position_km.shape[0]] == before.position_km).all()

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,9 @@ type live struct {
 	eph   atomic.Pointer[sky.Ephemeris]
 	path  string
 	spec  constellation.Spec
+
+	mu   sync.Mutex // guards seen (reloads run one at a time)
+	seen time.Time  // modification time of the file last read
 }
 
 // liveSession is what a live session adds to a session (guarded by the session's mu).
@@ -64,6 +68,9 @@ func newLive(o *LiveOptions) (*live, error) {
 	}
 	l := &live{clock: o.Clock, path: o.EphemerisPath, spec: o.Spec}
 	l.eph.Store(o.Ephemeris)
+	if fi, err := os.Stat(o.EphemerisPath); o.EphemerisPath != "" && err == nil {
+		l.seen = fi.ModTime()
+	}
 	return l, nil
 }
 
@@ -299,7 +306,8 @@ func (g *Gateway) Clock(_ context.Context, _ *satpagev1.ClockRequest) (*satpagev
 		Policy: e.Policy, Sticky: e.Sticky, MinElevationDeg: e.MinElevationDeg}, nil
 }
 
-// RunLive performs live sessions' handovers when they are due and re-reads the ephemeris file when it changes, until ctx ends.
+// RunLive performs live sessions' handovers when they are due and re-reads
+// the ephemeris file when it changes (checked every 5 s), until ctx ends.
 func (g *Gateway) RunLive(ctx context.Context) {
 	if g.live == nil {
 		return
@@ -309,10 +317,6 @@ func (g *Gateway) RunLive(ctx context.Context) {
 	tick := min(max(time.Duration(float64(e.StepNs)/g.live.clock.Speed), 10*time.Millisecond), time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var mtime time.Time
-	if fi, err := os.Stat(g.live.path); err == nil {
-		mtime = fi.ModTime()
-	}
 	lastCheck := time.Now()
 	for {
 		select {
@@ -323,7 +327,9 @@ func (g *Gateway) RunLive(ctx context.Context) {
 		g.LiveTick(ctx)
 		if g.live.path != "" && time.Since(lastCheck) > 5*time.Second {
 			lastCheck = time.Now()
-			mtime = g.reloadEphemeris(ctx, mtime)
+			if _, err := g.ReloadEphemeris(ctx); err != nil {
+				g.log.ErrorContext(ctx, "ephemeris not reloaded", "path", g.live.path, "err", err)
+			}
 		}
 	}
 }
@@ -364,24 +370,35 @@ func (g *Gateway) LiveTick(ctx context.Context) {
 	}
 }
 
-// reloadEphemeris swaps in the file when its modification time changed and it
-// still describes the same clock and policy; returns the time seen.
-func (g *Gateway) reloadEphemeris(ctx context.Context, seen time.Time) time.Time {
+// ReloadEphemeris re-reads the ephemeris file when its modification time
+// changed since the last read, and swaps it in when it still describes the
+// same epoch, knots and policy (live sessions depend on them); it reports
+// whether it swapped. A refreshed file extends the horizon (docs/live.md).
+func (g *Gateway) ReloadEphemeris(ctx context.Context) (bool, error) {
+	if g.live == nil || g.live.path == "" {
+		return false, nil
+	}
 	fi, err := os.Stat(g.live.path)
-	if err != nil || !fi.ModTime().After(seen) {
-		return seen
-	}
-	e, err := sky.ReadEphemeris(g.live.path, g.live.spec)
-	old := g.live.eph.Load()
-	if err == nil && (e.EpochTime != old.EpochTime || e.T0Ns != old.T0Ns || e.KnotNs != old.KnotNs || e.StepNs != old.StepNs ||
-		e.Policy != old.Policy || e.Sticky != old.Sticky || e.MinElevationDeg != old.MinElevationDeg) {
-		err = fmt.Errorf("it changes the epoch, t0, steps or policy, which live sessions depend on")
-	}
 	if err != nil {
-		g.log.ErrorContext(ctx, "ephemeris not reloaded", "path", g.live.path, "err", err)
-		return fi.ModTime()
+		return false, fmt.Errorf("ephemeris %s: %w", g.live.path, err)
+	}
+	g.live.mu.Lock()
+	defer g.live.mu.Unlock()
+	if !fi.ModTime().After(g.live.seen) {
+		return false, nil
+	}
+	g.live.seen = fi.ModTime()
+	e, err := sky.ReadEphemeris(g.live.path, g.live.spec)
+	if err != nil {
+		return false, err
+	}
+	old := g.live.eph.Load()
+	if e.EpochTime != old.EpochTime || e.T0Ns != old.T0Ns || e.KnotNs != old.KnotNs || e.StepNs != old.StepNs ||
+		e.Policy != old.Policy || e.Sticky != old.Sticky || e.MinElevationDeg != old.MinElevationDeg {
+		return false, fmt.Errorf("ephemeris %s changes the epoch, t0, steps or policy, which live sessions depend on: %w",
+			g.live.path, errs.ErrInvalid)
 	}
 	g.live.eph.Store(e)
 	g.log.InfoContext(ctx, "ephemeris reloaded", "path", g.live.path, "end_ns", e.EndNs())
-	return fi.ModTime()
+	return true, nil
 }

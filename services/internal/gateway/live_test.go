@@ -5,8 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
@@ -178,5 +183,87 @@ func TestAnotherGatewayRebuildsALiveSessionFromItsID(t *testing.T) {
 	}
 	if r.Satellite != st.Visits[len(st.Visits)-1].Satellite {
 		t.Fatalf("read served by %d, the replica's serving satellite is %d", r.Satellite, st.Visits[len(st.Visits)-1].Satellite)
+	}
+}
+
+// truncated is the shared test ephemeris cut to its first knots (a shorter horizon).
+func truncated(t *testing.T, knots int) []byte {
+	raw, err := os.ReadFile("../../testdata/live_ephemeris.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(raw, '\n')
+	var h map[string]any
+	if err := json.Unmarshal(raw[:nl], &h); err != nil {
+		t.Fatal(err)
+	}
+	sats := int(h["satellites"].(float64))
+	h["knots"] = knots
+	head, _ := json.Marshal(h)
+	return append(append(head, '\n'), raw[nl+1:nl+1+knots*sats*12]...)
+}
+
+func TestPastTheHorizonIsUnavailableUntilTheRefreshedEphemerisIsRead(t *testing.T) {
+	const spec = "walker-star:150/10/1:500:87"
+	s, _ := constellation.ParseSpec(spec)
+	path := filepath.Join(t.TempDir(), "ephemeris.bin")
+	if err := os.WriteFile(path, truncated(t, 21), 0o644); err != nil { // 20 minutes
+		t.Fatal(err)
+	}
+	eph, err := sky.ReadEphemeris(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := sky.NewClock(eph.EpochTime, time.Time{}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall := &fakeWall{t: eph.EpochTime}
+	clock.SetNow(wall.now)
+	c := clustertest.New(t, spec, clustertest.Options{Live: &gateway.LiveOptions{Clock: clock, Ephemeris: eph, EphemerisPath: path, Spec: s}})
+	ctx := context.Background()
+	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: 1, Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	wall.t = wall.t.Add(25 * time.Second) // 25 constellation minutes: past the horizon
+	_, err = c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 1})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "horizon") {
+		t.Fatalf("past the horizon: got %v, want Unavailable naming the horizon", err)
+	}
+	// the refresh: the same epoch and knots, a longer horizon, written by rename
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, truncated(t, 61), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	_ = os.Chtimes(tmp, later, later)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.GatewayImpl.ReloadEphemeris(ctx); !ok || err != nil {
+		t.Fatalf("reload: got %v, %v", ok, err)
+	}
+	r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 1})
+	if err != nil || string(r.Data) != "x" {
+		t.Fatalf("after the refresh: got %v, %v", r, err)
+	}
+	// a file for another epoch is refused and the loaded one kept
+	other := truncated(t, 61)
+	other = bytes.Replace(other, []byte(eph.Epoch), []byte("2027-01-01T00:00:00.000000Z"), 1)
+	later = later.Add(time.Second)
+	if err := os.WriteFile(tmp, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(tmp, later, later)
+	_ = os.Rename(tmp, path)
+	if ok, err := c.GatewayImpl.ReloadEphemeris(ctx); ok || err == nil || !strings.Contains(err.Error(), "epoch") {
+		t.Fatalf("a file for another epoch: got %v, %v, want it refused naming the epoch", ok, err)
+	}
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 1}); err != nil {
+		t.Fatal(err)
 	}
 }

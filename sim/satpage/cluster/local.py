@@ -363,7 +363,7 @@ def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) 
     dead = []
     for p in state.processes:
         if _alive(p):
-            alive[p.role] += 1
+            alive[p.role] = alive.get(p.role, 0) + 1  # redis, satnode, gateway, refresher (live)
         else:
             dead.append({"role": p.role, "index": p.index, "pid": p.pid})
     out = {"running": bool(sum(alive.values())) and not dead, "state_dir": state.state_dir,
@@ -386,8 +386,9 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
     state = load_state(sdir)
     if state is None:
         return 0
-    # Gateway first, then nodes, then their Redis: nothing is left talking to a dead store.
-    order = {"gateway": 0, "satnode": 1, "redis": 2}
+    # Gateway (and a live cluster's ephemeris refresher) first, then nodes, then their
+    # Redis: nothing is left talking to a dead store.
+    order = {"refresher": 0, "gateway": 0, "satnode": 1, "redis": 2}
     procs = sorted(state.processes, key=lambda p: order.get(p.role, 3))
     running = 0
     for group in (0, 1, 2):
