@@ -102,6 +102,7 @@ SESSION = dict(zip(CALLERS, [U, N, OK, P, U, U, U, U], strict=True))
 PEER = dict(zip(CALLERS, [U, N, U, U, U, P, OK, P], strict=True))
 PEER_OR_GATEWAY = {**PEER, "gateway": OK}
 REGISTER = dict(zip(CALLERS, [U, N, U, U, U, OK, P, OK], strict=True))
+ANY_CERT = dict(zip(CALLERS, [U, N, U, U, U, OK, OK, OK], strict=True))
 ROUTE = pb.Route(origin=1, destination=0, hops=1, path=[1])
 
 RPCS = [  # (target, service, method, request(session), expectations)
@@ -113,6 +114,9 @@ RPCS = [  # (target, service, method, request(session), expectations)
     ("gateway", "GatewayService", "RegisterSession",
      lambda s: pb.RegisterSessionRequest(session_id=s + "-reg", visits=[pb.Visit(satellite=2)]), REGISTER),
     ("gateway", "GatewayService", "SessionStats", lambda s: pb.SessionStatsRequest(session_id=s), SESSION),
+    ("gateway", "GatewayService", "OpenLiveSession",
+     lambda s: pb.OpenLiveSessionRequest(lat_deg=59.9, lon_deg=10.7), REGISTER),
+    ("gateway", "GatewayService", "Clock", lambda s: pb.ClockRequest(), ANY_CERT),
     ("0", "SatelliteService", "OpenSession", lambda s: pb.OpenSessionRequest(session_id=s + "-new"),
      PEER_OR_GATEWAY),
     ("0", "SatelliteService", "FetchPages",

@@ -262,6 +262,22 @@ func gatewayRPCs() []rpc {
 			_, err := gw(c).SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: id})
 			return err
 		}, nil},
+		{"OpenLiveSession", "gateway", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := gw(c).OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7})
+			return err
+		}, map[string]codes.Code{
+			"none": codes.Unauthenticated, "plain text": codes.Unavailable, "client with token": codes.Unauthenticated,
+			"client with another session's token": codes.Unauthenticated, "expired token": codes.Unauthenticated,
+			"client certificate": pass, "satellite": codes.PermissionDenied, "gateway": pass,
+		}},
+		{"Clock", "gateway", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := gw(c).Clock(ctx, &satpagev1.ClockRequest{})
+			return err
+		}, map[string]codes.Code{
+			"none": codes.Unauthenticated, "plain text": codes.Unavailable, "client with token": codes.Unauthenticated,
+			"client with another session's token": codes.Unauthenticated, "expired token": codes.Unauthenticated,
+			"client certificate": pass, "satellite": pass, "gateway": pass,
+		}},
 	}
 }
 
