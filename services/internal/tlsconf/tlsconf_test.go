@@ -45,13 +45,11 @@ func handshake(t *testing.T, server, client *tls.Config) error {
 	a, b := net.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		s := tls.Server(a, server)
-		errc <- s.Handshake()
-		s.Close()
+		errc <- tls.Server(a, server).Handshake()
+		a.Close() // the raw pipe: a TLS close_notify would wait for a reader that is gone
 	}()
-	c := tls.Client(b, client)
-	err := c.Handshake()
-	c.Close()
+	err := tls.Client(b, client).Handshake()
+	b.Close()
 	if serr := <-errc; err == nil {
 		err = serr
 	}
