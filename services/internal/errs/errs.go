@@ -42,6 +42,9 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 	// ErrResourceExhausted: a quota or rate limit is reached; nothing was changed.
 	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrNotSynced: this satellite holds no in-sync copy of another satellite's
+	// state (it restarted empty, or the primary moved on); the primary sends a snapshot.
+	ErrNotSynced = errors.New("replica not in sync")
 )
 
 // Code maps an error to its gRPC status code. Errors that already carry a
@@ -65,7 +68,7 @@ func Code(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, ErrRelayLoop):
 		return codes.Aborted
-	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned):
+	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned), errors.Is(err, ErrNotSynced):
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
 		return codes.Unavailable
@@ -128,7 +131,7 @@ func Retryable(err error) bool {
 func isSentinel(err error) bool {
 	for _, s := range []error{ErrNotFound, ErrUnknownSession, ErrSessionExists, ErrOutOfRange,
 		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrStillOwned, ErrUnavailable,
-		ErrUnauthenticated, ErrPermissionDenied, ErrResourceExhausted,
+		ErrUnauthenticated, ErrPermissionDenied, ErrResourceExhausted, ErrNotSynced,
 		context.DeadlineExceeded, context.Canceled} {
 		if errors.Is(err, s) {
 			return true

@@ -30,3 +30,18 @@ func TestRedisAtAWrongAddressFailsAtStart(t *testing.T) {
 		t.Fatal("got nil error, want unavailable")
 	}
 }
+
+func TestMemorySnapshotConforms(t *testing.T) {
+	storetest.RunSnapshot(t, func(t *testing.T) store.PageStore { return store.NewMemory() })
+}
+
+func TestRedisSnapshotConforms(t *testing.T) {
+	storetest.RunSnapshot(t, func(t *testing.T) store.PageStore {
+		r, err := store.NewRedis(context.Background(), storetest.RedisServer(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	})
+}

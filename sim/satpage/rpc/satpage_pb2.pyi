@@ -44,14 +44,16 @@ class Route(_message.Message):
     def __init__(self, origin: _Optional[int] = ..., destination: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., hops: _Optional[int] = ..., path: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReadPageRequest(_message.Message):
-    __slots__ = ("session_id", "page", "scenario_time_ns")
+    __slots__ = ("session_id", "page", "scenario_time_ns", "request_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     page: int
     scenario_time_ns: int
-    def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ReadPageResponse(_message.Message):
     __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner", "scenario_time_ns")
@@ -70,16 +72,18 @@ class ReadPageResponse(_message.Message):
     def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class ReadPagesRequest(_message.Message):
-    __slots__ = ("session_id", "pages", "scenario_time_ns", "omit_data")
+    __slots__ = ("session_id", "pages", "scenario_time_ns", "omit_data", "request_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PAGES_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     OMIT_DATA_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     pages: _containers.RepeatedScalarFieldContainer[int]
     scenario_time_ns: _containers.RepeatedScalarFieldContainer[int]
     omit_data: bool
-    def __init__(self, session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ..., scenario_time_ns: _Optional[_Iterable[int]] = ..., omit_data: _Optional[bool] = ...) -> None: ...
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ..., scenario_time_ns: _Optional[_Iterable[int]] = ..., omit_data: _Optional[bool] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ReadPagesResponse(_message.Message):
     __slots__ = ("results",)
@@ -88,16 +92,18 @@ class ReadPagesResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[ReadPageResponse, _Mapping]]] = ...) -> None: ...
 
 class WritePageRequest(_message.Message):
-    __slots__ = ("session_id", "page", "scenario_time_ns", "data")
+    __slots__ = ("session_id", "page", "scenario_time_ns", "data", "request_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     page: int
     scenario_time_ns: int
     data: bytes
-    def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., data: _Optional[bytes] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class WritePageResponse(_message.Message):
     __slots__ = ("hops", "outcome", "satellite", "scenario_time_ns")
@@ -262,14 +268,16 @@ class Page(_message.Message):
     def __init__(self, page: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class FetchPagesRequest(_message.Message):
-    __slots__ = ("route", "session_id", "pages")
+    __slots__ = ("route", "session_id", "pages", "replica_of")
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PAGES_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_OF_FIELD_NUMBER: _ClassVar[int]
     route: Route
     session_id: str
     pages: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
+    replica_of: int
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., pages: _Optional[_Iterable[int]] = ..., replica_of: _Optional[int] = ...) -> None: ...
 
 class FetchPagesResponse(_message.Message):
     __slots__ = ("pages", "hops")
@@ -390,3 +398,153 @@ class DropSessionResponse(_message.Message):
     frames_deleted: int
     hops: int
     def __init__(self, frames_deleted: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
+
+class StoreOp(_message.Message):
+    __slots__ = ("kind", "session_id", "frames", "pages", "owner", "table")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[StoreOp.Kind]
+        KIND_PING: _ClassVar[StoreOp.Kind]
+        KIND_OPEN_TABLE: _ClassVar[StoreOp.Kind]
+        KIND_PUT_TABLE: _ClassVar[StoreOp.Kind]
+        KIND_SET_OWNER: _ClassVar[StoreOp.Kind]
+        KIND_DELETE_TABLE: _ClassVar[StoreOp.Kind]
+        KIND_PUT_FRAMES: _ClassVar[StoreOp.Kind]
+        KIND_DELETE_FRAMES: _ClassVar[StoreOp.Kind]
+        KIND_DROP_FRAMES: _ClassVar[StoreOp.Kind]
+        KIND_ADOPT_FRAMES: _ClassVar[StoreOp.Kind]
+        KIND_RELEASE_FRAMES: _ClassVar[StoreOp.Kind]
+    KIND_UNSPECIFIED: StoreOp.Kind
+    KIND_PING: StoreOp.Kind
+    KIND_OPEN_TABLE: StoreOp.Kind
+    KIND_PUT_TABLE: StoreOp.Kind
+    KIND_SET_OWNER: StoreOp.Kind
+    KIND_DELETE_TABLE: StoreOp.Kind
+    KIND_PUT_FRAMES: StoreOp.Kind
+    KIND_DELETE_FRAMES: StoreOp.Kind
+    KIND_DROP_FRAMES: StoreOp.Kind
+    KIND_ADOPT_FRAMES: StoreOp.Kind
+    KIND_RELEASE_FRAMES: StoreOp.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    kind: StoreOp.Kind
+    session_id: str
+    frames: _containers.RepeatedCompositeFieldContainer[Page]
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    owner: int
+    table: _containers.RepeatedCompositeFieldContainer[TableEntry]
+    def __init__(self, kind: _Optional[_Union[StoreOp.Kind, str]] = ..., session_id: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., pages: _Optional[_Iterable[int]] = ..., owner: _Optional[int] = ..., table: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ...) -> None: ...
+
+class ReplicaVersion(_message.Message):
+    __slots__ = ("incarnation", "seq")
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    incarnation: int
+    seq: int
+    def __init__(self, incarnation: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ReplicateRequest(_message.Message):
+    __slots__ = ("route", "namespace", "sync_id", "version", "op")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SYNC_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    namespace: int
+    sync_id: int
+    version: ReplicaVersion
+    op: StoreOp
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., namespace: _Optional[int] = ..., sync_id: _Optional[int] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., op: _Optional[_Union[StoreOp, _Mapping]] = ...) -> None: ...
+
+class ReplicateResponse(_message.Message):
+    __slots__ = ("hops",)
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    hops: int
+    def __init__(self, hops: _Optional[int] = ...) -> None: ...
+
+class SessionState(_message.Message):
+    __slots__ = ("session_id", "has_table", "table", "frames")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    HAS_TABLE_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    has_table: bool
+    table: _containers.RepeatedCompositeFieldContainer[TableEntry]
+    frames: _containers.RepeatedCompositeFieldContainer[Page]
+    def __init__(self, session_id: _Optional[str] = ..., has_table: _Optional[bool] = ..., table: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ..., frames: _Optional[_Iterable[_Union[Page, _Mapping]]] = ...) -> None: ...
+
+class InstallSnapshotRequest(_message.Message):
+    __slots__ = ("route", "namespace", "sync_id", "version", "first", "last", "sessions")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SYNC_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    FIRST_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    namespace: int
+    sync_id: int
+    version: ReplicaVersion
+    first: bool
+    last: bool
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionState]
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., namespace: _Optional[int] = ..., sync_id: _Optional[int] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., first: _Optional[bool] = ..., last: _Optional[bool] = ..., sessions: _Optional[_Iterable[_Union[SessionState, _Mapping]]] = ...) -> None: ...
+
+class InstallSnapshotResponse(_message.Message):
+    __slots__ = ("hops",)
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    hops: int
+    def __init__(self, hops: _Optional[int] = ...) -> None: ...
+
+class ReplicaStateRequest(_message.Message):
+    __slots__ = ("namespace", "snapshot")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    namespace: int
+    snapshot: bool
+    def __init__(self, namespace: _Optional[int] = ..., snapshot: _Optional[bool] = ...) -> None: ...
+
+class ReplicaStateResponse(_message.Message):
+    __slots__ = ("synced", "version", "sessions")
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    synced: bool
+    version: ReplicaVersion
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionState]
+    def __init__(self, synced: _Optional[bool] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., sessions: _Optional[_Iterable[_Union[SessionState, _Mapping]]] = ...) -> None: ...
+
+class RequestSyncRequest(_message.Message):
+    __slots__ = ("replica",)
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
+    replica: int
+    def __init__(self, replica: _Optional[int] = ...) -> None: ...
+
+class RequestSyncResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Link(_message.Message):
+    __slots__ = ("a", "b")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    a: int
+    b: int
+    def __init__(self, a: _Optional[int] = ..., b: _Optional[int] = ...) -> None: ...
+
+class SetFaultsRequest(_message.Message):
+    __slots__ = ("cut",)
+    CUT_FIELD_NUMBER: _ClassVar[int]
+    cut: _containers.RepeatedCompositeFieldContainer[Link]
+    def __init__(self, cut: _Optional[_Iterable[_Union[Link, _Mapping]]] = ...) -> None: ...
+
+class SetFaultsResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

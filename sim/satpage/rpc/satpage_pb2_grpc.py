@@ -507,6 +507,31 @@ class SatelliteServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
                 _registered_method=True)
+        self.Replicate = channel.unary_unary(
+                '/satpage.v1.SatelliteService/Replicate',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.InstallSnapshot = channel.unary_unary(
+                '/satpage.v1.SatelliteService/InstallSnapshot',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
+                _registered_method=True)
+        self.ReplicaState = channel.unary_unary(
+                '/satpage.v1.SatelliteService/ReplicaState',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
+                _registered_method=True)
+        self.RequestSync = channel.unary_unary(
+                '/satpage.v1.SatelliteService/RequestSync',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
+                _registered_method=True)
+        self.SetFaults = channel.unary_unary(
+                '/satpage.v1.SatelliteService/SetFaults',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
+                _registered_method=True)
 
 
 class SatelliteServiceServicer:
@@ -573,6 +598,50 @@ class SatelliteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Replicate(self, request, context):
+        """Replication (docs/faults.md). The state of satellite s (its frames and the
+        page tables it serves) is also held by the R-1 live satellites behind s in
+        its plane; s sends every change to them and acknowledges its own request
+        only when all have stored it.
+
+        Apply one change of namespace (the primary satellite) at route.destination,
+        relayed. FailedPrecondition when the destination does not hold an in-sync
+        copy of the namespace (the primary then sends a snapshot).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def InstallSnapshot(self, request, context):
+        """Replace the destination's copy of namespace with a snapshot (in chunks), relayed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicaState(self, request, context):
+        """The copy of a namespace held here: its version, and with snapshot the whole
+        state (a restarted primary pulls its state back from its replicas).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequestSync(self, request, context):
+        """Ask the primary (this satellite) to send its namespace to satellite replica
+        now (a replica that restarted empty asks for its copies back).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetFaults(self, request, context):
+        """Set the ISLs that are cut (the link layer's report; `satpage cluster chaos`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SatelliteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -615,6 +684,31 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
                     servicer.DropSession,
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.SerializeToString,
+            ),
+            'Replicate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Replicate,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'InstallSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.InstallSnapshot,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.SerializeToString,
+            ),
+            'ReplicaState': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicaState,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.SerializeToString,
+            ),
+            'RequestSync': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestSync,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.SerializeToString,
+            ),
+            'SetFaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetFaults,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -836,6 +930,141 @@ class SatelliteService:
             '/satpage.v1.SatelliteService/DropSession',
             satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Replicate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/Replicate',
+            satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InstallSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/InstallSnapshot',
+            satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicaState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/ReplicaState',
+            satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestSync(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/RequestSync',
+            satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetFaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/SetFaults',
+            satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -147,6 +147,80 @@ func (Strategy) EnumDescriptor() ([]byte, []int) {
 	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{1}
 }
 
+type StoreOp_Kind int32
+
+const (
+	StoreOp_KIND_UNSPECIFIED StoreOp_Kind = 0
+	// No change: checks that the replica is in sync.
+	StoreOp_KIND_PING           StoreOp_Kind = 1
+	StoreOp_KIND_OPEN_TABLE     StoreOp_Kind = 2
+	StoreOp_KIND_PUT_TABLE      StoreOp_Kind = 3
+	StoreOp_KIND_SET_OWNER      StoreOp_Kind = 4
+	StoreOp_KIND_DELETE_TABLE   StoreOp_Kind = 5
+	StoreOp_KIND_PUT_FRAMES     StoreOp_Kind = 6
+	StoreOp_KIND_DELETE_FRAMES  StoreOp_Kind = 7
+	StoreOp_KIND_DROP_FRAMES    StoreOp_Kind = 8
+	StoreOp_KIND_ADOPT_FRAMES   StoreOp_Kind = 9
+	StoreOp_KIND_RELEASE_FRAMES StoreOp_Kind = 10
+)
+
+// Enum value maps for StoreOp_Kind.
+var (
+	StoreOp_Kind_name = map[int32]string{
+		0:  "KIND_UNSPECIFIED",
+		1:  "KIND_PING",
+		2:  "KIND_OPEN_TABLE",
+		3:  "KIND_PUT_TABLE",
+		4:  "KIND_SET_OWNER",
+		5:  "KIND_DELETE_TABLE",
+		6:  "KIND_PUT_FRAMES",
+		7:  "KIND_DELETE_FRAMES",
+		8:  "KIND_DROP_FRAMES",
+		9:  "KIND_ADOPT_FRAMES",
+		10: "KIND_RELEASE_FRAMES",
+	}
+	StoreOp_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":    0,
+		"KIND_PING":           1,
+		"KIND_OPEN_TABLE":     2,
+		"KIND_PUT_TABLE":      3,
+		"KIND_SET_OWNER":      4,
+		"KIND_DELETE_TABLE":   5,
+		"KIND_PUT_FRAMES":     6,
+		"KIND_DELETE_FRAMES":  7,
+		"KIND_DROP_FRAMES":    8,
+		"KIND_ADOPT_FRAMES":   9,
+		"KIND_RELEASE_FRAMES": 10,
+	}
+)
+
+func (x StoreOp_Kind) Enum() *StoreOp_Kind {
+	p := new(StoreOp_Kind)
+	*p = x
+	return p
+}
+
+func (x StoreOp_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StoreOp_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_satpage_v1_satpage_proto_enumTypes[2].Descriptor()
+}
+
+func (StoreOp_Kind) Type() protoreflect.EnumType {
+	return &file_satpage_v1_satpage_proto_enumTypes[2]
+}
+
+func (x StoreOp_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StoreOp_Kind.Descriptor instead.
+func (StoreOp_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36, 0}
+}
+
 // Where a satellite-to-satellite request is going and how far it has come.
 type Route struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -236,8 +310,12 @@ type ReadPageRequest struct {
 	Page      uint32                 `protobuf:"varint,2,opt,name=page,proto3" json:"page,omitempty"`
 	// Scenario time in nanoseconds from the scenario epoch.
 	ScenarioTimeNs int64 `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Client-chosen id that makes the request exactly-once: a retry with the
+	// same id (after a timeout or a crash) returns the first outcome instead of
+	// acting again (docs/faults.md). Empty: no deduplication.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadPageRequest) Reset() {
@@ -289,6 +367,13 @@ func (x *ReadPageRequest) GetScenarioTimeNs() int64 {
 		return x.ScenarioTimeNs
 	}
 	return 0
+}
+
+func (x *ReadPageRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type ReadPageResponse struct {
@@ -387,7 +472,11 @@ type ReadPagesRequest struct {
 	Pages          []uint32 `protobuf:"varint,2,rep,packed,name=pages,proto3" json:"pages,omitempty"`
 	ScenarioTimeNs []int64  `protobuf:"varint,3,rep,packed,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
 	// Leave data out of the results (replay drivers need only the counts).
-	OmitData      bool `protobuf:"varint,4,opt,name=omit_data,json=omitData,proto3" json:"omit_data,omitempty"`
+	OmitData bool `protobuf:"varint,4,opt,name=omit_data,json=omitData,proto3" json:"omit_data,omitempty"`
+	// Client-chosen id that makes the request exactly-once: a retry with the
+	// same id (after a timeout or a crash) returns the first outcome instead of
+	// acting again (docs/faults.md). Empty: no deduplication.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -450,6 +539,13 @@ func (x *ReadPagesRequest) GetOmitData() bool {
 	return false
 }
 
+func (x *ReadPagesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 type ReadPagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One result per access, in order.
@@ -501,7 +597,11 @@ type WritePageRequest struct {
 	Page           uint32                 `protobuf:"varint,2,opt,name=page,proto3" json:"page,omitempty"`
 	ScenarioTimeNs int64                  `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
 	// At most the configured page size (4 KiB by default).
-	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	Data []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// Client-chosen id that makes the request exactly-once: a retry with the
+	// same id (after a timeout or a crash) returns the first outcome instead of
+	// acting again (docs/faults.md). Empty: no deduplication.
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -562,6 +662,13 @@ func (x *WritePageRequest) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *WritePageRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type WritePageResponse struct {
@@ -1552,10 +1659,13 @@ func (x *Page) GetData() []byte {
 }
 
 type FetchPagesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Pages         []uint32               `protobuf:"varint,3,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Pages     []uint32               `protobuf:"varint,3,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	// Read the destination's replica of satellite replica_of's namespace instead
+	// of its own frames (the owner is dead).
+	ReplicaOf     *uint32 `protobuf:"varint,4,opt,name=replica_of,json=replicaOf,proto3,oneof" json:"replica_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1609,6 +1719,13 @@ func (x *FetchPagesRequest) GetPages() []uint32 {
 		return x.Pages
 	}
 	return nil
+}
+
+func (x *FetchPagesRequest) GetReplicaOf() uint32 {
+	if x != nil && x.ReplicaOf != nil {
+		return *x.ReplicaOf
+	}
+	return 0
 }
 
 type FetchPagesResponse struct {
@@ -2380,6 +2497,801 @@ func (x *DropSessionResponse) GetHops() uint32 {
 	return 0
 }
 
+// One change of a satellite's store, as the primary applied it.
+type StoreOp struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Kind      StoreOp_Kind           `protobuf:"varint,1,opt,name=kind,proto3,enum=satpage.v1.StoreOp_Kind" json:"kind,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Frames    []*Page                `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
+	Pages     []uint32               `protobuf:"varint,4,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	// SET_OWNER, ADOPT_FRAMES: the owner; RELEASE_FRAMES: the primary (self).
+	Owner         uint32        `protobuf:"varint,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	Table         []*TableEntry `protobuf:"bytes,6,rep,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreOp) Reset() {
+	*x = StoreOp{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreOp) ProtoMessage() {}
+
+func (x *StoreOp) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreOp.ProtoReflect.Descriptor instead.
+func (*StoreOp) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *StoreOp) GetKind() StoreOp_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return StoreOp_KIND_UNSPECIFIED
+}
+
+func (x *StoreOp) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StoreOp) GetFrames() []*Page {
+	if x != nil {
+		return x.Frames
+	}
+	return nil
+}
+
+func (x *StoreOp) GetPages() []uint32 {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+func (x *StoreOp) GetOwner() uint32 {
+	if x != nil {
+		return x.Owner
+	}
+	return 0
+}
+
+func (x *StoreOp) GetTable() []*TableEntry {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+// A namespace's version: the primary's incarnation (its start time, ns) and the
+// sequence number of its last change in that incarnation.
+type ReplicaVersion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Incarnation   uint64                 `protobuf:"varint,1,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaVersion) Reset() {
+	*x = ReplicaVersion{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaVersion) ProtoMessage() {}
+
+func (x *ReplicaVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaVersion.ProtoReflect.Descriptor instead.
+func (*ReplicaVersion) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReplicaVersion) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *ReplicaVersion) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+type ReplicateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Route *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	// The primary satellite whose state this is.
+	Namespace uint32 `protobuf:"varint,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// The snapshot the primary believes the destination holds.
+	SyncId        uint64          `protobuf:"varint,3,opt,name=sync_id,json=syncId,proto3" json:"sync_id,omitempty"`
+	Version       *ReplicaVersion `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	Op            *StoreOp        `protobuf:"bytes,5,opt,name=op,proto3" json:"op,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateRequest) Reset() {
+	*x = ReplicateRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateRequest) ProtoMessage() {}
+
+func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
+func (*ReplicateRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ReplicateRequest) GetRoute() *Route {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+func (x *ReplicateRequest) GetNamespace() uint32 {
+	if x != nil {
+		return x.Namespace
+	}
+	return 0
+}
+
+func (x *ReplicateRequest) GetSyncId() uint64 {
+	if x != nil {
+		return x.SyncId
+	}
+	return 0
+}
+
+func (x *ReplicateRequest) GetVersion() *ReplicaVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ReplicateRequest) GetOp() *StoreOp {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+type ReplicateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hops          uint32                 `protobuf:"varint,1,opt,name=hops,proto3" json:"hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicateResponse) Reset() {
+	*x = ReplicateResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicateResponse) ProtoMessage() {}
+
+func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicateResponse.ProtoReflect.Descriptor instead.
+func (*ReplicateResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ReplicateResponse) GetHops() uint32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
+// One session's state in a snapshot.
+type SessionState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Whether the satellite holds the session's page table (it serves it).
+	HasTable      bool          `protobuf:"varint,2,opt,name=has_table,json=hasTable,proto3" json:"has_table,omitempty"`
+	Table         []*TableEntry `protobuf:"bytes,3,rep,name=table,proto3" json:"table,omitempty"`
+	Frames        []*Page       `protobuf:"bytes,4,rep,name=frames,proto3" json:"frames,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionState) Reset() {
+	*x = SessionState{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionState) ProtoMessage() {}
+
+func (x *SessionState) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionState.ProtoReflect.Descriptor instead.
+func (*SessionState) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SessionState) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionState) GetHasTable() bool {
+	if x != nil {
+		return x.HasTable
+	}
+	return false
+}
+
+func (x *SessionState) GetTable() []*TableEntry {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+func (x *SessionState) GetFrames() []*Page {
+	if x != nil {
+		return x.Frames
+	}
+	return nil
+}
+
+type InstallSnapshotRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	Namespace uint32                 `protobuf:"varint,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	SyncId    uint64                 `protobuf:"varint,3,opt,name=sync_id,json=syncId,proto3" json:"sync_id,omitempty"`
+	Version   *ReplicaVersion        `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The first chunk discards the old copy; the last one makes the copy in sync.
+	First         bool            `protobuf:"varint,5,opt,name=first,proto3" json:"first,omitempty"`
+	Last          bool            `protobuf:"varint,6,opt,name=last,proto3" json:"last,omitempty"`
+	Sessions      []*SessionState `protobuf:"bytes,7,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstallSnapshotRequest) Reset() {
+	*x = InstallSnapshotRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallSnapshotRequest) ProtoMessage() {}
+
+func (x *InstallSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*InstallSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *InstallSnapshotRequest) GetRoute() *Route {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+func (x *InstallSnapshotRequest) GetNamespace() uint32 {
+	if x != nil {
+		return x.Namespace
+	}
+	return 0
+}
+
+func (x *InstallSnapshotRequest) GetSyncId() uint64 {
+	if x != nil {
+		return x.SyncId
+	}
+	return 0
+}
+
+func (x *InstallSnapshotRequest) GetVersion() *ReplicaVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *InstallSnapshotRequest) GetFirst() bool {
+	if x != nil {
+		return x.First
+	}
+	return false
+}
+
+func (x *InstallSnapshotRequest) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
+func (x *InstallSnapshotRequest) GetSessions() []*SessionState {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type InstallSnapshotResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hops          uint32                 `protobuf:"varint,1,opt,name=hops,proto3" json:"hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstallSnapshotResponse) Reset() {
+	*x = InstallSnapshotResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallSnapshotResponse) ProtoMessage() {}
+
+func (x *InstallSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*InstallSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *InstallSnapshotResponse) GetHops() uint32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
+type ReplicaStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     uint32                 `protobuf:"varint,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Snapshot      bool                   `protobuf:"varint,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaStateRequest) Reset() {
+	*x = ReplicaStateRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaStateRequest) ProtoMessage() {}
+
+func (x *ReplicaStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaStateRequest.ProtoReflect.Descriptor instead.
+func (*ReplicaStateRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReplicaStateRequest) GetNamespace() uint32 {
+	if x != nil {
+		return x.Namespace
+	}
+	return 0
+}
+
+func (x *ReplicaStateRequest) GetSnapshot() bool {
+	if x != nil {
+		return x.Snapshot
+	}
+	return false
+}
+
+type ReplicaStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether this satellite holds an in-sync copy of the namespace.
+	Synced        bool            `protobuf:"varint,1,opt,name=synced,proto3" json:"synced,omitempty"`
+	Version       *ReplicaVersion `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Sessions      []*SessionState `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaStateResponse) Reset() {
+	*x = ReplicaStateResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaStateResponse) ProtoMessage() {}
+
+func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaStateResponse.ProtoReflect.Descriptor instead.
+func (*ReplicaStateResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ReplicaStateResponse) GetSynced() bool {
+	if x != nil {
+		return x.Synced
+	}
+	return false
+}
+
+func (x *ReplicaStateResponse) GetVersion() *ReplicaVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ReplicaStateResponse) GetSessions() []*SessionState {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type RequestSyncRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replica       uint32                 `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestSyncRequest) Reset() {
+	*x = RequestSyncRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestSyncRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestSyncRequest) ProtoMessage() {}
+
+func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestSyncRequest.ProtoReflect.Descriptor instead.
+func (*RequestSyncRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RequestSyncRequest) GetReplica() uint32 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+type RequestSyncResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestSyncResponse) Reset() {
+	*x = RequestSyncResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestSyncResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestSyncResponse) ProtoMessage() {}
+
+func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestSyncResponse.ProtoReflect.Descriptor instead.
+func (*RequestSyncResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
+}
+
+type Link struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	A             uint32                 `protobuf:"varint,1,opt,name=a,proto3" json:"a,omitempty"`
+	B             uint32                 `protobuf:"varint,2,opt,name=b,proto3" json:"b,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Link) Reset() {
+	*x = Link{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Link) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Link) ProtoMessage() {}
+
+func (x *Link) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Link.ProtoReflect.Descriptor instead.
+func (*Link) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *Link) GetA() uint32 {
+	if x != nil {
+		return x.A
+	}
+	return 0
+}
+
+func (x *Link) GetB() uint32 {
+	if x != nil {
+		return x.B
+	}
+	return 0
+}
+
+type SetFaultsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every ISL that is cut now (replaces the previous set).
+	Cut           []*Link `protobuf:"bytes,1,rep,name=cut,proto3" json:"cut,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFaultsRequest) Reset() {
+	*x = SetFaultsRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFaultsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFaultsRequest) ProtoMessage() {}
+
+func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFaultsRequest.ProtoReflect.Descriptor instead.
+func (*SetFaultsRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SetFaultsRequest) GetCut() []*Link {
+	if x != nil {
+		return x.Cut
+	}
+	return nil
+}
+
+type SetFaultsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetFaultsResponse) Reset() {
+	*x = SetFaultsResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetFaultsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetFaultsResponse) ProtoMessage() {}
+
+func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetFaultsResponse.ProtoReflect.Descriptor instead.
+func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+}
+
 var File_satpage_v1_satpage_proto protoreflect.FileDescriptor
 
 const file_satpage_v1_satpage_proto_rawDesc = "" +
@@ -2391,33 +3303,39 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\vdestination\x18\x02 \x01(\rR\vdestination\x12(\n" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x12\n" +
 	"\x04hops\x18\x04 \x01(\rR\x04hops\x12\x12\n" +
-	"\x04path\x18\x05 \x03(\rR\x04path\"n\n" +
+	"\x04path\x18\x05 \x03(\rR\x04path\"\x8d\x01\n" +
 	"\x0fReadPageRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\rR\x04page\x12(\n" +
-	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\xd8\x01\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\xd8\x01\n" +
 	"\x10ReadPageResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\x12-\n" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x13.satpage.v1.OutcomeR\aoutcome\x12\x1c\n" +
 	"\tsatellite\x18\x04 \x01(\rR\tsatellite\x12%\n" +
 	"\x0eprevious_owner\x18\x05 \x01(\rR\rpreviousOwner\x12(\n" +
-	"\x10scenario_time_ns\x18\x06 \x01(\x03R\x0escenarioTimeNs\"\x8e\x01\n" +
+	"\x10scenario_time_ns\x18\x06 \x01(\x03R\x0escenarioTimeNs\"\xad\x01\n" +
 	"\x10ReadPagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
 	"\x05pages\x18\x02 \x03(\rR\x05pages\x12(\n" +
 	"\x10scenario_time_ns\x18\x03 \x03(\x03R\x0escenarioTimeNs\x12\x1b\n" +
-	"\tomit_data\x18\x04 \x01(\bR\bomitData\"K\n" +
+	"\tomit_data\x18\x04 \x01(\bR\bomitData\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"K\n" +
 	"\x11ReadPagesResponse\x126\n" +
-	"\aresults\x18\x01 \x03(\v2\x1c.satpage.v1.ReadPageResponseR\aresults\"\x83\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x1c.satpage.v1.ReadPageResponseR\aresults\"\xa2\x01\n" +
 	"\x10WritePageRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04page\x18\x02 \x01(\rR\x04page\x12(\n" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\x9e\x01\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\x9e\x01\n" +
 	"\x11WritePageResponse\x12\x12\n" +
 	"\x04hops\x18\x01 \x01(\rR\x04hops\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x13.satpage.v1.OutcomeR\aoutcome\x12\x1c\n" +
@@ -2493,12 +3411,15 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13OpenSessionResponse\".\n" +
 	"\x04Page\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\rR\x04page\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"q\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xa4\x01\n" +
 	"\x11FetchPagesRequest\x12'\n" +
 	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05pages\x18\x03 \x03(\rR\x05pages\"P\n" +
+	"\x05pages\x18\x03 \x03(\rR\x05pages\x12\"\n" +
+	"\n" +
+	"replica_of\x18\x04 \x01(\rH\x00R\treplicaOf\x88\x01\x01B\r\n" +
+	"\v_replica_of\"P\n" +
 	"\x12FetchPagesResponse\x12&\n" +
 	"\x05pages\x18\x01 \x03(\v2\x10.satpage.v1.PageR\x05pages\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\"\x90\x01\n" +
@@ -2553,7 +3474,71 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\"P\n" +
 	"\x13DropSessionResponse\x12%\n" +
 	"\x0eframes_deleted\x18\x01 \x01(\rR\rframesDeleted\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\rR\x04hops*]\n" +
+	"\x04hops\x18\x02 \x01(\rR\x04hops\"\xcf\x03\n" +
+	"\aStoreOp\x12,\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x18.satpage.v1.StoreOp.KindR\x04kind\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12(\n" +
+	"\x06frames\x18\x03 \x03(\v2\x10.satpage.v1.PageR\x06frames\x12\x14\n" +
+	"\x05pages\x18\x04 \x03(\rR\x05pages\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\rR\x05owner\x12,\n" +
+	"\x05table\x18\x06 \x03(\v2\x16.satpage.v1.TableEntryR\x05table\"\xf2\x01\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tKIND_PING\x10\x01\x12\x13\n" +
+	"\x0fKIND_OPEN_TABLE\x10\x02\x12\x12\n" +
+	"\x0eKIND_PUT_TABLE\x10\x03\x12\x12\n" +
+	"\x0eKIND_SET_OWNER\x10\x04\x12\x15\n" +
+	"\x11KIND_DELETE_TABLE\x10\x05\x12\x13\n" +
+	"\x0fKIND_PUT_FRAMES\x10\x06\x12\x16\n" +
+	"\x12KIND_DELETE_FRAMES\x10\a\x12\x14\n" +
+	"\x10KIND_DROP_FRAMES\x10\b\x12\x15\n" +
+	"\x11KIND_ADOPT_FRAMES\x10\t\x12\x17\n" +
+	"\x13KIND_RELEASE_FRAMES\x10\n" +
+	"\"D\n" +
+	"\x0eReplicaVersion\x12 \n" +
+	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xcd\x01\n" +
+	"\x10ReplicateRequest\x12'\n" +
+	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\rR\tnamespace\x12\x17\n" +
+	"\async_id\x18\x03 \x01(\x04R\x06syncId\x124\n" +
+	"\aversion\x18\x04 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x12#\n" +
+	"\x02op\x18\x05 \x01(\v2\x13.satpage.v1.StoreOpR\x02op\"'\n" +
+	"\x11ReplicateResponse\x12\x12\n" +
+	"\x04hops\x18\x01 \x01(\rR\x04hops\"\xa2\x01\n" +
+	"\fSessionState\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\thas_table\x18\x02 \x01(\bR\bhasTable\x12,\n" +
+	"\x05table\x18\x03 \x03(\v2\x16.satpage.v1.TableEntryR\x05table\x12(\n" +
+	"\x06frames\x18\x04 \x03(\v2\x10.satpage.v1.PageR\x06frames\"\x8e\x02\n" +
+	"\x16InstallSnapshotRequest\x12'\n" +
+	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\rR\tnamespace\x12\x17\n" +
+	"\async_id\x18\x03 \x01(\x04R\x06syncId\x124\n" +
+	"\aversion\x18\x04 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x12\x14\n" +
+	"\x05first\x18\x05 \x01(\bR\x05first\x12\x12\n" +
+	"\x04last\x18\x06 \x01(\bR\x04last\x124\n" +
+	"\bsessions\x18\a \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\"-\n" +
+	"\x17InstallSnapshotResponse\x12\x12\n" +
+	"\x04hops\x18\x01 \x01(\rR\x04hops\"O\n" +
+	"\x13ReplicaStateRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\rR\tnamespace\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\bR\bsnapshot\"\x9a\x01\n" +
+	"\x14ReplicaStateResponse\x12\x16\n" +
+	"\x06synced\x18\x01 \x01(\bR\x06synced\x124\n" +
+	"\aversion\x18\x02 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x124\n" +
+	"\bsessions\x18\x03 \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\".\n" +
+	"\x12RequestSyncRequest\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\rR\areplica\"\x15\n" +
+	"\x13RequestSyncResponse\"\"\n" +
+	"\x04Link\x12\f\n" +
+	"\x01a\x18\x01 \x01(\rR\x01a\x12\f\n" +
+	"\x01b\x18\x02 \x01(\rR\x01b\"6\n" +
+	"\x10SetFaultsRequest\x12\"\n" +
+	"\x03cut\x18\x01 \x03(\v2\x10.satpage.v1.LinkR\x03cut\"\x13\n" +
+	"\x11SetFaultsResponse*]\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rOUTCOME_LOCAL\x10\x01\x12\x13\n" +
@@ -2574,7 +3559,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fRegisterSession\x12\".satpage.v1.RegisterSessionRequest\x1a#.satpage.v1.RegisterSessionResponse\x12Q\n" +
 	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse\x12Z\n" +
 	"\x0fOpenLiveSession\x12\".satpage.v1.OpenLiveSessionRequest\x1a#.satpage.v1.OpenLiveSessionResponse\x12<\n" +
-	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x89\x05\n" +
+	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x9c\b\n" +
 	"\x10SatelliteService\x12N\n" +
 	"\vOpenSession\x12\x1e.satpage.v1.OpenSessionRequest\x1a\x1f.satpage.v1.OpenSessionResponse\x12K\n" +
 	"\n" +
@@ -2584,7 +3569,12 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\vAcceptTable\x12\x1e.satpage.v1.AcceptTableRequest\x1a\x1f.satpage.v1.AcceptTableResponse\x12H\n" +
 	"\tMovePages\x12\x1c.satpage.v1.MovePagesRequest\x1a\x1d.satpage.v1.MovePagesResponse\x12T\n" +
 	"\rSessionFrames\x12 .satpage.v1.SessionFramesRequest\x1a!.satpage.v1.SessionFramesResponse\x12N\n" +
-	"\vDropSession\x12\x1e.satpage.v1.DropSessionRequest\x1a\x1f.satpage.v1.DropSessionResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
+	"\vDropSession\x12\x1e.satpage.v1.DropSessionRequest\x1a\x1f.satpage.v1.DropSessionResponse\x12H\n" +
+	"\tReplicate\x12\x1c.satpage.v1.ReplicateRequest\x1a\x1d.satpage.v1.ReplicateResponse\x12Z\n" +
+	"\x0fInstallSnapshot\x12\".satpage.v1.InstallSnapshotRequest\x1a#.satpage.v1.InstallSnapshotResponse\x12Q\n" +
+	"\fReplicaState\x12\x1f.satpage.v1.ReplicaStateRequest\x1a .satpage.v1.ReplicaStateResponse\x12N\n" +
+	"\vRequestSync\x12\x1e.satpage.v1.RequestSyncRequest\x1a\x1f.satpage.v1.RequestSyncResponse\x12H\n" +
+	"\tSetFaults\x12\x1c.satpage.v1.SetFaultsRequest\x1a\x1d.satpage.v1.SetFaultsResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
 
 var (
 	file_satpage_v1_satpage_proto_rawDescOnce sync.Once
@@ -2598,99 +3588,138 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 	return file_satpage_v1_satpage_proto_rawDescData
 }
 
-var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
-	(*Route)(nil),                   // 2: satpage.v1.Route
-	(*ReadPageRequest)(nil),         // 3: satpage.v1.ReadPageRequest
-	(*ReadPageResponse)(nil),        // 4: satpage.v1.ReadPageResponse
-	(*ReadPagesRequest)(nil),        // 5: satpage.v1.ReadPagesRequest
-	(*ReadPagesResponse)(nil),       // 6: satpage.v1.ReadPagesResponse
-	(*WritePageRequest)(nil),        // 7: satpage.v1.WritePageRequest
-	(*WritePageResponse)(nil),       // 8: satpage.v1.WritePageResponse
-	(*EndSessionRequest)(nil),       // 9: satpage.v1.EndSessionRequest
-	(*EndSessionResponse)(nil),      // 10: satpage.v1.EndSessionResponse
-	(*Visit)(nil),                   // 11: satpage.v1.Visit
-	(*RegisterSessionRequest)(nil),  // 12: satpage.v1.RegisterSessionRequest
-	(*RegisterSessionResponse)(nil), // 13: satpage.v1.RegisterSessionResponse
-	(*SessionStatsRequest)(nil),     // 14: satpage.v1.SessionStatsRequest
-	(*SessionStatsResponse)(nil),    // 15: satpage.v1.SessionStatsResponse
-	(*OpenLiveSessionRequest)(nil),  // 16: satpage.v1.OpenLiveSessionRequest
-	(*OpenLiveSessionResponse)(nil), // 17: satpage.v1.OpenLiveSessionResponse
-	(*ClockRequest)(nil),            // 18: satpage.v1.ClockRequest
-	(*ClockResponse)(nil),           // 19: satpage.v1.ClockResponse
-	(*OpenSessionRequest)(nil),      // 20: satpage.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),     // 21: satpage.v1.OpenSessionResponse
-	(*Page)(nil),                    // 22: satpage.v1.Page
-	(*FetchPagesRequest)(nil),       // 23: satpage.v1.FetchPagesRequest
-	(*FetchPagesResponse)(nil),      // 24: satpage.v1.FetchPagesResponse
-	(*ReleasePagesRequest)(nil),     // 25: satpage.v1.ReleasePagesRequest
-	(*ReleasePagesResponse)(nil),    // 26: satpage.v1.ReleasePagesResponse
-	(*HandOverRequest)(nil),         // 27: satpage.v1.HandOverRequest
-	(*HandOverResponse)(nil),        // 28: satpage.v1.HandOverResponse
-	(*TableEntry)(nil),              // 29: satpage.v1.TableEntry
-	(*AcceptTableRequest)(nil),      // 30: satpage.v1.AcceptTableRequest
-	(*AcceptTableResponse)(nil),     // 31: satpage.v1.AcceptTableResponse
-	(*MovePagesRequest)(nil),        // 32: satpage.v1.MovePagesRequest
-	(*MovePagesResponse)(nil),       // 33: satpage.v1.MovePagesResponse
-	(*SessionFramesRequest)(nil),    // 34: satpage.v1.SessionFramesRequest
-	(*SessionFramesResponse)(nil),   // 35: satpage.v1.SessionFramesResponse
-	(*DropSessionRequest)(nil),      // 36: satpage.v1.DropSessionRequest
-	(*DropSessionResponse)(nil),     // 37: satpage.v1.DropSessionResponse
+	(StoreOp_Kind)(0),               // 2: satpage.v1.StoreOp.Kind
+	(*Route)(nil),                   // 3: satpage.v1.Route
+	(*ReadPageRequest)(nil),         // 4: satpage.v1.ReadPageRequest
+	(*ReadPageResponse)(nil),        // 5: satpage.v1.ReadPageResponse
+	(*ReadPagesRequest)(nil),        // 6: satpage.v1.ReadPagesRequest
+	(*ReadPagesResponse)(nil),       // 7: satpage.v1.ReadPagesResponse
+	(*WritePageRequest)(nil),        // 8: satpage.v1.WritePageRequest
+	(*WritePageResponse)(nil),       // 9: satpage.v1.WritePageResponse
+	(*EndSessionRequest)(nil),       // 10: satpage.v1.EndSessionRequest
+	(*EndSessionResponse)(nil),      // 11: satpage.v1.EndSessionResponse
+	(*Visit)(nil),                   // 12: satpage.v1.Visit
+	(*RegisterSessionRequest)(nil),  // 13: satpage.v1.RegisterSessionRequest
+	(*RegisterSessionResponse)(nil), // 14: satpage.v1.RegisterSessionResponse
+	(*SessionStatsRequest)(nil),     // 15: satpage.v1.SessionStatsRequest
+	(*SessionStatsResponse)(nil),    // 16: satpage.v1.SessionStatsResponse
+	(*OpenLiveSessionRequest)(nil),  // 17: satpage.v1.OpenLiveSessionRequest
+	(*OpenLiveSessionResponse)(nil), // 18: satpage.v1.OpenLiveSessionResponse
+	(*ClockRequest)(nil),            // 19: satpage.v1.ClockRequest
+	(*ClockResponse)(nil),           // 20: satpage.v1.ClockResponse
+	(*OpenSessionRequest)(nil),      // 21: satpage.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),     // 22: satpage.v1.OpenSessionResponse
+	(*Page)(nil),                    // 23: satpage.v1.Page
+	(*FetchPagesRequest)(nil),       // 24: satpage.v1.FetchPagesRequest
+	(*FetchPagesResponse)(nil),      // 25: satpage.v1.FetchPagesResponse
+	(*ReleasePagesRequest)(nil),     // 26: satpage.v1.ReleasePagesRequest
+	(*ReleasePagesResponse)(nil),    // 27: satpage.v1.ReleasePagesResponse
+	(*HandOverRequest)(nil),         // 28: satpage.v1.HandOverRequest
+	(*HandOverResponse)(nil),        // 29: satpage.v1.HandOverResponse
+	(*TableEntry)(nil),              // 30: satpage.v1.TableEntry
+	(*AcceptTableRequest)(nil),      // 31: satpage.v1.AcceptTableRequest
+	(*AcceptTableResponse)(nil),     // 32: satpage.v1.AcceptTableResponse
+	(*MovePagesRequest)(nil),        // 33: satpage.v1.MovePagesRequest
+	(*MovePagesResponse)(nil),       // 34: satpage.v1.MovePagesResponse
+	(*SessionFramesRequest)(nil),    // 35: satpage.v1.SessionFramesRequest
+	(*SessionFramesResponse)(nil),   // 36: satpage.v1.SessionFramesResponse
+	(*DropSessionRequest)(nil),      // 37: satpage.v1.DropSessionRequest
+	(*DropSessionResponse)(nil),     // 38: satpage.v1.DropSessionResponse
+	(*StoreOp)(nil),                 // 39: satpage.v1.StoreOp
+	(*ReplicaVersion)(nil),          // 40: satpage.v1.ReplicaVersion
+	(*ReplicateRequest)(nil),        // 41: satpage.v1.ReplicateRequest
+	(*ReplicateResponse)(nil),       // 42: satpage.v1.ReplicateResponse
+	(*SessionState)(nil),            // 43: satpage.v1.SessionState
+	(*InstallSnapshotRequest)(nil),  // 44: satpage.v1.InstallSnapshotRequest
+	(*InstallSnapshotResponse)(nil), // 45: satpage.v1.InstallSnapshotResponse
+	(*ReplicaStateRequest)(nil),     // 46: satpage.v1.ReplicaStateRequest
+	(*ReplicaStateResponse)(nil),    // 47: satpage.v1.ReplicaStateResponse
+	(*RequestSyncRequest)(nil),      // 48: satpage.v1.RequestSyncRequest
+	(*RequestSyncResponse)(nil),     // 49: satpage.v1.RequestSyncResponse
+	(*Link)(nil),                    // 50: satpage.v1.Link
+	(*SetFaultsRequest)(nil),        // 51: satpage.v1.SetFaultsRequest
+	(*SetFaultsResponse)(nil),       // 52: satpage.v1.SetFaultsResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
-	4,  // 1: satpage.v1.ReadPagesResponse.results:type_name -> satpage.v1.ReadPageResponse
+	5,  // 1: satpage.v1.ReadPagesResponse.results:type_name -> satpage.v1.ReadPageResponse
 	0,  // 2: satpage.v1.WritePageResponse.outcome:type_name -> satpage.v1.Outcome
-	11, // 3: satpage.v1.RegisterSessionRequest.visits:type_name -> satpage.v1.Visit
+	12, // 3: satpage.v1.RegisterSessionRequest.visits:type_name -> satpage.v1.Visit
 	1,  // 4: satpage.v1.RegisterSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	11, // 5: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
+	12, // 5: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
 	1,  // 6: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	2,  // 7: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
-	22, // 8: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
-	2,  // 9: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
-	2,  // 10: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
-	29, // 11: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
-	2,  // 12: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
-	3,  // 13: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	5,  // 14: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	7,  // 15: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	9,  // 16: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	12, // 17: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	14, // 18: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	16, // 19: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	18, // 20: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	20, // 21: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	23, // 22: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	25, // 23: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	27, // 24: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	30, // 25: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	32, // 26: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	34, // 27: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	36, // 28: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	4,  // 29: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	6,  // 30: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	8,  // 31: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	10, // 32: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	13, // 33: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	15, // 34: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	17, // 35: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	19, // 36: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	21, // 37: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	24, // 38: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	26, // 39: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	28, // 40: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	31, // 41: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	33, // 42: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	35, // 43: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	37, // 44: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	29, // [29:45] is the sub-list for method output_type
-	13, // [13:29] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 7: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
+	23, // 8: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
+	3,  // 9: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
+	3,  // 10: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
+	30, // 11: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
+	3,  // 12: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
+	2,  // 13: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
+	23, // 14: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
+	30, // 15: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
+	3,  // 16: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
+	40, // 17: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
+	39, // 18: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
+	30, // 19: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
+	23, // 20: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
+	3,  // 21: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
+	40, // 22: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 23: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
+	40, // 24: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 25: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	50, // 26: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	4,  // 27: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 28: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 29: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 30: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 31: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	15, // 32: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	17, // 33: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	19, // 34: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	21, // 35: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	24, // 36: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	26, // 37: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	28, // 38: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	31, // 39: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	33, // 40: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	35, // 41: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	37, // 42: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	41, // 43: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	44, // 44: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	46, // 45: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	48, // 46: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	51, // 47: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	5,  // 48: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 49: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 50: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 51: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	14, // 52: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	16, // 53: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	18, // 54: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	20, // 55: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	22, // 56: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	25, // 57: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	27, // 58: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	29, // 59: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	32, // 60: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	34, // 61: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	36, // 62: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	38, // 63: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	42, // 64: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	45, // 65: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	47, // 66: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	49, // 67: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	52, // 68: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	48, // [48:69] is the sub-list for method output_type
+	27, // [27:48] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -2698,13 +3727,14 @@ func file_satpage_v1_satpage_proto_init() {
 	if File_satpage_v1_satpage_proto != nil {
 		return
 	}
+	file_satpage_v1_satpage_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   36,
+			NumEnums:      3,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

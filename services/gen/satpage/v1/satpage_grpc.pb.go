@@ -508,14 +508,19 @@ var GatewayService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	SatelliteService_OpenSession_FullMethodName   = "/satpage.v1.SatelliteService/OpenSession"
-	SatelliteService_FetchPages_FullMethodName    = "/satpage.v1.SatelliteService/FetchPages"
-	SatelliteService_ReleasePages_FullMethodName  = "/satpage.v1.SatelliteService/ReleasePages"
-	SatelliteService_HandOver_FullMethodName      = "/satpage.v1.SatelliteService/HandOver"
-	SatelliteService_AcceptTable_FullMethodName   = "/satpage.v1.SatelliteService/AcceptTable"
-	SatelliteService_MovePages_FullMethodName     = "/satpage.v1.SatelliteService/MovePages"
-	SatelliteService_SessionFrames_FullMethodName = "/satpage.v1.SatelliteService/SessionFrames"
-	SatelliteService_DropSession_FullMethodName   = "/satpage.v1.SatelliteService/DropSession"
+	SatelliteService_OpenSession_FullMethodName     = "/satpage.v1.SatelliteService/OpenSession"
+	SatelliteService_FetchPages_FullMethodName      = "/satpage.v1.SatelliteService/FetchPages"
+	SatelliteService_ReleasePages_FullMethodName    = "/satpage.v1.SatelliteService/ReleasePages"
+	SatelliteService_HandOver_FullMethodName        = "/satpage.v1.SatelliteService/HandOver"
+	SatelliteService_AcceptTable_FullMethodName     = "/satpage.v1.SatelliteService/AcceptTable"
+	SatelliteService_MovePages_FullMethodName       = "/satpage.v1.SatelliteService/MovePages"
+	SatelliteService_SessionFrames_FullMethodName   = "/satpage.v1.SatelliteService/SessionFrames"
+	SatelliteService_DropSession_FullMethodName     = "/satpage.v1.SatelliteService/DropSession"
+	SatelliteService_Replicate_FullMethodName       = "/satpage.v1.SatelliteService/Replicate"
+	SatelliteService_InstallSnapshot_FullMethodName = "/satpage.v1.SatelliteService/InstallSnapshot"
+	SatelliteService_ReplicaState_FullMethodName    = "/satpage.v1.SatelliteService/ReplicaState"
+	SatelliteService_RequestSync_FullMethodName     = "/satpage.v1.SatelliteService/RequestSync"
+	SatelliteService_SetFaults_FullMethodName       = "/satpage.v1.SatelliteService/SetFaults"
 )
 
 // SatelliteServiceClient is the client API for SatelliteService service.
@@ -544,6 +549,25 @@ type SatelliteServiceClient interface {
 	SessionFrames(ctx context.Context, in *SessionFramesRequest, opts ...grpc.CallOption) (*SessionFramesResponse, error)
 	// Delete every frame of a session held at route.destination, relayed.
 	DropSession(ctx context.Context, in *DropSessionRequest, opts ...grpc.CallOption) (*DropSessionResponse, error)
+	// Replication (docs/faults.md). The state of satellite s (its frames and the
+	// page tables it serves) is also held by the R-1 live satellites behind s in
+	// its plane; s sends every change to them and acknowledges its own request
+	// only when all have stored it.
+	//
+	// Apply one change of namespace (the primary satellite) at route.destination,
+	// relayed. FailedPrecondition when the destination does not hold an in-sync
+	// copy of the namespace (the primary then sends a snapshot).
+	Replicate(ctx context.Context, in *ReplicateRequest, opts ...grpc.CallOption) (*ReplicateResponse, error)
+	// Replace the destination's copy of namespace with a snapshot (in chunks), relayed.
+	InstallSnapshot(ctx context.Context, in *InstallSnapshotRequest, opts ...grpc.CallOption) (*InstallSnapshotResponse, error)
+	// The copy of a namespace held here: its version, and with snapshot the whole
+	// state (a restarted primary pulls its state back from its replicas).
+	ReplicaState(ctx context.Context, in *ReplicaStateRequest, opts ...grpc.CallOption) (*ReplicaStateResponse, error)
+	// Ask the primary (this satellite) to send its namespace to satellite replica
+	// now (a replica that restarted empty asks for its copies back).
+	RequestSync(ctx context.Context, in *RequestSyncRequest, opts ...grpc.CallOption) (*RequestSyncResponse, error)
+	// Set the ISLs that are cut (the link layer's report; `satpage cluster chaos`).
+	SetFaults(ctx context.Context, in *SetFaultsRequest, opts ...grpc.CallOption) (*SetFaultsResponse, error)
 }
 
 type satelliteServiceClient struct {
@@ -634,6 +658,56 @@ func (c *satelliteServiceClient) DropSession(ctx context.Context, in *DropSessio
 	return out, nil
 }
 
+func (c *satelliteServiceClient) Replicate(ctx context.Context, in *ReplicateRequest, opts ...grpc.CallOption) (*ReplicateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplicateResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_Replicate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) InstallSnapshot(ctx context.Context, in *InstallSnapshotRequest, opts ...grpc.CallOption) (*InstallSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InstallSnapshotResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_InstallSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) ReplicaState(ctx context.Context, in *ReplicaStateRequest, opts ...grpc.CallOption) (*ReplicaStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReplicaStateResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_ReplicaState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) RequestSync(ctx context.Context, in *RequestSyncRequest, opts ...grpc.CallOption) (*RequestSyncResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequestSyncResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_RequestSync_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) SetFaults(ctx context.Context, in *SetFaultsRequest, opts ...grpc.CallOption) (*SetFaultsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetFaultsResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_SetFaults_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SatelliteServiceServer is the server API for SatelliteService service.
 // All implementations must embed UnimplementedSatelliteServiceServer
 // for forward compatibility.
@@ -660,6 +734,25 @@ type SatelliteServiceServer interface {
 	SessionFrames(context.Context, *SessionFramesRequest) (*SessionFramesResponse, error)
 	// Delete every frame of a session held at route.destination, relayed.
 	DropSession(context.Context, *DropSessionRequest) (*DropSessionResponse, error)
+	// Replication (docs/faults.md). The state of satellite s (its frames and the
+	// page tables it serves) is also held by the R-1 live satellites behind s in
+	// its plane; s sends every change to them and acknowledges its own request
+	// only when all have stored it.
+	//
+	// Apply one change of namespace (the primary satellite) at route.destination,
+	// relayed. FailedPrecondition when the destination does not hold an in-sync
+	// copy of the namespace (the primary then sends a snapshot).
+	Replicate(context.Context, *ReplicateRequest) (*ReplicateResponse, error)
+	// Replace the destination's copy of namespace with a snapshot (in chunks), relayed.
+	InstallSnapshot(context.Context, *InstallSnapshotRequest) (*InstallSnapshotResponse, error)
+	// The copy of a namespace held here: its version, and with snapshot the whole
+	// state (a restarted primary pulls its state back from its replicas).
+	ReplicaState(context.Context, *ReplicaStateRequest) (*ReplicaStateResponse, error)
+	// Ask the primary (this satellite) to send its namespace to satellite replica
+	// now (a replica that restarted empty asks for its copies back).
+	RequestSync(context.Context, *RequestSyncRequest) (*RequestSyncResponse, error)
+	// Set the ISLs that are cut (the link layer's report; `satpage cluster chaos`).
+	SetFaults(context.Context, *SetFaultsRequest) (*SetFaultsResponse, error)
 	mustEmbedUnimplementedSatelliteServiceServer()
 }
 
@@ -693,6 +786,21 @@ func (UnimplementedSatelliteServiceServer) SessionFrames(context.Context, *Sessi
 }
 func (UnimplementedSatelliteServiceServer) DropSession(context.Context, *DropSessionRequest) (*DropSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DropSession not implemented")
+}
+func (UnimplementedSatelliteServiceServer) Replicate(context.Context, *ReplicateRequest) (*ReplicateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Replicate not implemented")
+}
+func (UnimplementedSatelliteServiceServer) InstallSnapshot(context.Context, *InstallSnapshotRequest) (*InstallSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InstallSnapshot not implemented")
+}
+func (UnimplementedSatelliteServiceServer) ReplicaState(context.Context, *ReplicaStateRequest) (*ReplicaStateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReplicaState not implemented")
+}
+func (UnimplementedSatelliteServiceServer) RequestSync(context.Context, *RequestSyncRequest) (*RequestSyncResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequestSync not implemented")
+}
+func (UnimplementedSatelliteServiceServer) SetFaults(context.Context, *SetFaultsRequest) (*SetFaultsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetFaults not implemented")
 }
 func (UnimplementedSatelliteServiceServer) mustEmbedUnimplementedSatelliteServiceServer() {}
 func (UnimplementedSatelliteServiceServer) testEmbeddedByValue()                          {}
@@ -859,6 +967,96 @@ func _SatelliteService_DropSession_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SatelliteService_Replicate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplicateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).Replicate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_Replicate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).Replicate(ctx, req.(*ReplicateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_InstallSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InstallSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).InstallSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_InstallSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).InstallSnapshot(ctx, req.(*InstallSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_ReplicaState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReplicaStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).ReplicaState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_ReplicaState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).ReplicaState(ctx, req.(*ReplicaStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_RequestSync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequestSyncRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).RequestSync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_RequestSync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).RequestSync(ctx, req.(*RequestSyncRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_SetFaults_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetFaultsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).SetFaults(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_SetFaults_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).SetFaults(ctx, req.(*SetFaultsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SatelliteService_ServiceDesc is the grpc.ServiceDesc for SatelliteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -897,6 +1095,26 @@ var SatelliteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DropSession",
 			Handler:    _SatelliteService_DropSession_Handler,
+		},
+		{
+			MethodName: "Replicate",
+			Handler:    _SatelliteService_Replicate_Handler,
+		},
+		{
+			MethodName: "InstallSnapshot",
+			Handler:    _SatelliteService_InstallSnapshot_Handler,
+		},
+		{
+			MethodName: "ReplicaState",
+			Handler:    _SatelliteService_ReplicaState_Handler,
+		},
+		{
+			MethodName: "RequestSync",
+			Handler:    _SatelliteService_RequestSync_Handler,
+		},
+		{
+			MethodName: "SetFaults",
+			Handler:    _SatelliteService_SetFaults_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,165 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+// Holder keeps the copies this satellite holds of other satellites' state
+// (namespaces, by primary), each in an in-process store.Memory: a copy lives
+// as long as the satnode process, and a satellite that restarts asks its
+// primaries for fresh copies (RequestSync) before it reports SERVING.
+// Safe for concurrent use.
+type Holder struct {
+	mu sync.Mutex // guards ns (the map)
+	ns map[uint32]*nsCopy
+}
+
+// nsCopy is one namespace's copy.
+type nsCopy struct {
+	mu      sync.RWMutex // changes hold it shared; installing a snapshot holds it alone
+	st      *store.Memory
+	vmu     sync.Mutex // guards synced, syncID, version
+	synced  bool
+	syncID  uint64
+	version *satpagev1.ReplicaVersion
+	// A snapshot being received (chunks), installed by the last chunk.
+	pendingID     uint64
+	pendingStates []store.SessionState
+}
+
+// NewHolder returns a holder with no copies.
+func NewHolder() *Holder { return &Holder{ns: map[uint32]*nsCopy{}} }
+
+func (h *Holder) copyOf(ns uint32) *nsCopy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.ns[ns]
+	if c == nil {
+		c = &nsCopy{st: store.NewMemory(), version: &satpagev1.ReplicaVersion{}}
+		h.ns[ns] = c
+	}
+	return c
+}
+
+func notSynced(ns uint32, why string) error {
+	return fmt.Errorf("copy of satellite %d's state: %s: %w", ns, why, errs.ErrNotSynced)
+}
+
+// Replicate applies one change of namespace ns. ErrNotSynced when this copy
+// is not the snapshot syncID the primary believes it is, or the change does
+// not apply (the copy then counts as out of sync until the next snapshot).
+func (h *Holder) Replicate(ctx context.Context, ns uint32, syncID uint64, v *satpagev1.ReplicaVersion, op *satpagev1.StoreOp) error {
+	c := h.copyOf(ns)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	c.vmu.Lock()
+	synced, have := c.synced, c.syncID
+	c.vmu.Unlock()
+	if !synced || have != syncID {
+		return notSynced(ns, fmt.Sprintf("holds snapshot %d (in sync %v), primary sent %d", have, synced, syncID))
+	}
+	if err := Apply(ctx, c.st, op); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		c.vmu.Lock()
+		c.synced = false // the copy diverged: the primary sends a snapshot
+		c.vmu.Unlock()
+		return notSynced(ns, fmt.Sprintf("change %v did not apply: %v", op.Kind, err))
+	}
+	c.vmu.Lock()
+	if newer(v, c.version) {
+		c.version = proto.Clone(v).(*satpagev1.ReplicaVersion)
+	}
+	c.vmu.Unlock()
+	return nil
+}
+
+// Install receives one chunk of a snapshot of namespace ns; the last chunk
+// replaces the copy and makes it in sync with syncID.
+func (h *Holder) Install(ctx context.Context, ns uint32, syncID uint64, v *satpagev1.ReplicaVersion, first, last bool, states []store.SessionState) error {
+	c := h.copyOf(ns)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first {
+		c.pendingID, c.pendingStates = syncID, nil
+	} else if c.pendingID != syncID {
+		return notSynced(ns, fmt.Sprintf("chunk of snapshot %d while receiving %d", syncID, c.pendingID))
+	}
+	c.pendingStates = append(c.pendingStates, states...)
+	if !last {
+		return nil
+	}
+	st := store.NewMemory()
+	if err := st.Replace(ctx, c.pendingStates); err != nil {
+		return err
+	}
+	c.st, c.pendingStates, c.pendingID = st, nil, 0
+	c.vmu.Lock()
+	c.synced, c.syncID = true, syncID
+	c.version = proto.Clone(v).(*satpagev1.ReplicaVersion)
+	c.vmu.Unlock()
+	return nil
+}
+
+// State reports whether the copy of ns is in sync and its version, and with
+// snapshot its whole content.
+func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool) (*satpagev1.ReplicaStateResponse, error) {
+	h.mu.Lock()
+	c := h.ns[ns]
+	h.mu.Unlock()
+	if c == nil {
+		return &satpagev1.ReplicaStateResponse{}, nil
+	}
+	c.mu.Lock() // no change runs while the snapshot is read: one consistent version
+	defer c.mu.Unlock()
+	c.vmu.Lock()
+	out := &satpagev1.ReplicaStateResponse{Synced: c.synced, Version: proto.Clone(c.version).(*satpagev1.ReplicaVersion)}
+	c.vmu.Unlock()
+	if snapshot && c.synced {
+		states, err := c.st.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out.Sessions = StatesTo(states)
+	}
+	return out, nil
+}
+
+// Frames reads pages of session from the copy of ns (a dead owner's pages
+// served by its replica). ErrNotSynced when the copy is not in sync.
+func (h *Holder) Frames(ctx context.Context, ns uint32, session string, pages []uint32) ([]store.Frame, error) {
+	c := h.copyOf(ns)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	c.vmu.Lock()
+	ok := c.synced
+	c.vmu.Unlock()
+	if !ok {
+		return nil, notSynced(ns, "cannot serve its pages")
+	}
+	return c.st.GetFrames(ctx, session, pages)
+}
+
+// Namespaces are the primaries whose in-sync copies this satellite holds.
+func (h *Holder) Namespaces() []uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []uint32
+	for ns, c := range h.ns {
+		c.vmu.Lock()
+		if c.synced {
+			out = append(out, ns)
+		}
+		c.vmu.Unlock()
+	}
+	return out
+}

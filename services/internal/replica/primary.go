@@ -1,0 +1,488 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+// Transport sends replication messages between satellites (the node
+// implements it: Replicate and InstallSnapshot are relayed over ISLs like any
+// routed request, so relays count their hops).
+type Transport interface {
+	// Replicate sends req to satellite to and returns the ISL hops it travelled.
+	Replicate(ctx context.Context, to uint32, req *satpagev1.ReplicateRequest) (hops uint32, err error)
+	InstallSnapshot(ctx context.Context, to uint32, req *satpagev1.InstallSnapshotRequest) error
+	// ReplicaState asks satellite at about its copy (directly, not relayed).
+	ReplicaState(ctx context.Context, at uint32, req *satpagev1.ReplicaStateRequest) (*satpagev1.ReplicaStateResponse, error)
+	// RequestSync asks primary to send its state to replica now.
+	RequestSync(ctx context.Context, primary, replica uint32) error
+}
+
+// Liveness is the failure detector's view (liveness.Detector).
+type Liveness interface {
+	SatelliteDown(i uint32) bool
+	// Suspect probes i after a failed call and reports whether it is dead.
+	Suspect(ctx context.Context, i uint32) bool
+	MarkAlive(i uint32)
+}
+
+// Counters receives the replication traffic (metrics).
+type Counters interface {
+	// Copied: pages stored at one replica over hops ISL hops, pageBytes each.
+	Copied(pages int, hops uint32, pageBytes int)
+	// Snapshot: a full copy sent to a replica.
+	Snapshot(sessions int)
+}
+
+// Options are what NewPrimary needs.
+type Options struct {
+	Self      uint32
+	Spec      constellation.Spec
+	Replicas  int // R: copies of each page in all, the primary's included
+	Local     store.PageStore
+	Transport Transport
+	Liveness  Liveness
+	Counters  Counters
+	PageBytes int
+	Logger    *slog.Logger
+}
+
+// Primary is the PageStore of a satellite with replication factor R > 1: it
+// applies each change to the local store, sends it to the R-1 replicas
+// (Replicas, on the detector's live view) and returns only when every one has
+// stored it. A replica that is not in sync (it restarted empty, or it just
+// became a replica because the one before it died) gets a snapshot of the
+// whole local state first. Until Restore has run, every call fails with
+// ErrUnavailable: a restarted satellite never serves before it has its state
+// back. Safe for concurrent use.
+type Primary struct {
+	o     Options
+	local store.PageStore
+	snap  store.Snapshotter
+	ready atomic.Bool
+
+	// gate: changes hold it shared from the local change to the last replica's
+	// answer; a snapshot holds it alone, so it contains every change it follows.
+	gate sync.RWMutex
+	inc  atomic.Uint64 // incarnation: start time in ns, above every earlier one
+	seq  atomic.Uint64 // changes applied in this incarnation
+
+	mu       sync.Mutex        // guards synced, syncedAt, nextSync
+	synced   map[uint32]uint64 // replica -> snapshot id it holds (absent: unknown)
+	syncedAt map[uint32]uint64 // replica -> seq its snapshot contains
+	nextSync uint64
+}
+
+var _ store.PageStore = (*Primary)(nil)
+
+// NewPrimary wraps o.Local, which must also be a store.Snapshotter.
+func NewPrimary(o Options) (*Primary, error) {
+	snap, ok := o.Local.(store.Snapshotter)
+	if !ok || o.Transport == nil || o.Liveness == nil {
+		return nil, fmt.Errorf("replica: a snapshotting store, a transport and a detector are required: %w", errs.ErrInvalid)
+	}
+	if o.Replicas < 1 || o.Replicas > o.Spec.PerPlane() {
+		return nil, fmt.Errorf("replicas %d outside [1, %d] (satellites per plane): %w", o.Replicas, o.Spec.PerPlane(), errs.ErrInvalid)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.PageBytes <= 0 {
+		o.PageBytes = 4096
+	}
+	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{}}
+	p.inc.Store(uint64(time.Now().UnixNano()))
+	if o.Replicas == 1 {
+		p.ready.Store(true) // nothing to restore from
+	}
+	return p, nil
+}
+
+// Ready reports whether the primary serves (Restore has run).
+func (p *Primary) Ready() bool { return p.ready.Load() }
+
+// Version is the primary's current version.
+func (p *Primary) Version() *satpagev1.ReplicaVersion {
+	return &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: p.seq.Load()}
+}
+
+// Members are the replicas now: the R-1 live satellites behind this one.
+func (p *Primary) Members() []uint32 {
+	return Replicas(p.o.Spec, p.o.Self, p.o.Replicas, p.o.Liveness.SatelliteDown)
+}
+
+var errRestoring = fmt.Errorf("satellite is restoring its state from its replicas: %w", errs.ErrUnavailable)
+
+func (p *Primary) check(ctx context.Context) error {
+	if !p.ready.Load() {
+		return errRestoring
+	}
+	return ctx.Err()
+}
+
+// mutate applies a change locally and to every replica; pages is what the
+// change stores (frames moved, created or written: the priced copies).
+func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.StoreOp, pages int) error {
+	if err := p.check(ctx); err != nil {
+		return err
+	}
+	if p.o.Replicas == 1 {
+		return apply()
+	}
+	p.gate.RLock()
+	if err := apply(); err != nil {
+		p.gate.RUnlock()
+		return err
+	}
+	seq := p.seq.Add(1)
+	v := &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: seq}
+	members := p.Members()
+	acked := make([]bool, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		p.mu.Lock()
+		id, known := p.synced[m]
+		p.mu.Unlock()
+		if !known {
+			continue // a snapshot first (below)
+		}
+		wg.Go(func() {
+			hops, err := p.o.Transport.Replicate(ctx, m, &satpagev1.ReplicateRequest{Namespace: p.o.Self, SyncId: id, Version: v, Op: op})
+			if err == nil {
+				acked[i] = true
+				if pages > 0 && p.o.Counters != nil {
+					p.o.Counters.Copied(pages, hops, p.o.PageBytes)
+				}
+				return
+			}
+			p.failed(ctx, m, id, err)
+		})
+	}
+	wg.Wait()
+	p.gate.RUnlock()
+	done := map[uint32]bool{}
+	for i, m := range members {
+		done[m] = acked[i]
+	}
+	return p.complete(ctx, done, seq)
+}
+
+// failed handles a replica that did not store a change: out of sync -> it
+// needs a snapshot; unreachable -> the detector decides whether it is dead
+// (then the next live satellite behind takes its place).
+func (p *Primary) failed(ctx context.Context, m uint32, id uint64, err error) {
+	switch code := status.Code(err); {
+	case code == codes.FailedPrecondition || errors.Is(err, errs.ErrNotSynced):
+		p.forget(m, id)
+	case code == codes.Unavailable || errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrNoRoute):
+		if p.o.Liveness.Suspect(ctx, m) {
+			p.forget(m, id)
+		}
+	}
+	p.o.Logger.WarnContext(ctx, "replica did not store a change", "replica", m, "err", err)
+}
+
+func (p *Primary) forget(m uint32, id uint64) {
+	p.mu.Lock()
+	if p.synced[m] == id {
+		delete(p.synced, m)
+		delete(p.syncedAt, m)
+	}
+	p.mu.Unlock()
+}
+
+// complete makes every current replica hold change seq (snapshots to the ones
+// that did not take it as a change), or fails with ErrUnavailable naming them.
+func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64) error {
+	for attempt := 0; ; attempt++ {
+		var missing []uint32
+		for _, m := range p.Members() {
+			if !done[m] {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return fmt.Errorf("change %d stored at %d replica(s) of %d, not at %v: %w",
+				seq, len(done)-len(missing), p.o.Replicas-1, missing, errs.ErrUnavailable)
+		}
+		for _, m := range missing {
+			err := p.syncTo(ctx, m, seq)
+			if err == nil {
+				done[m] = true
+				continue
+			}
+			p.o.Logger.WarnContext(ctx, "snapshot to replica failed", "replica", m, "err", err)
+			p.o.Liveness.Suspect(ctx, m)
+		}
+	}
+}
+
+// snapshotChunkBytes bounds one InstallSnapshot message (gRPC allows 32 MiB here).
+const snapshotChunkBytes = 8 << 20
+
+// syncTo sends a snapshot of the whole local state to replica m, unless m
+// already holds one that contains change seq.
+func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
+	p.gate.Lock()
+	defer p.gate.Unlock()
+	p.mu.Lock()
+	_, known := p.synced[m]
+	at := p.syncedAt[m]
+	p.nextSync++
+	id := p.nextSync<<20 | uint64(p.o.Self) // unique per snapshot of this primary
+	p.mu.Unlock()
+	if known && at >= seq {
+		return nil
+	}
+	states, err := p.snap.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	now := p.seq.Load()
+	v := &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: now}
+	wire := StatesTo(states)
+	for first, i := true, 0; first || i < len(wire); first = false {
+		j, size := i, 0
+		for j < len(wire) && (j == i || size < snapshotChunkBytes) {
+			for _, f := range wire[j].Frames {
+				size += len(f.Data) + 8
+			}
+			size += 8 * len(wire[j].Table)
+			j++
+		}
+		req := &satpagev1.InstallSnapshotRequest{Namespace: p.o.Self, SyncId: id, Version: v,
+			First: first, Last: j == len(wire), Sessions: wire[i:j]}
+		if err := p.o.Transport.InstallSnapshot(ctx, m, req); err != nil {
+			return fmt.Errorf("snapshot %d to satellite %d: %w", id, m, err)
+		}
+		i = j
+	}
+	p.mu.Lock()
+	p.synced[m], p.syncedAt[m] = id, now
+	p.mu.Unlock()
+	if p.o.Counters != nil {
+		p.o.Counters.Snapshot(len(states))
+	}
+	return nil
+}
+
+// SyncReplica sends replica a snapshot now (it asked: it restarted empty).
+func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
+	if err := p.check(ctx); err != nil {
+		return err
+	}
+	p.o.Liveness.MarkAlive(replica)
+	if !slices.Contains(p.Members(), replica) {
+		return nil
+	}
+	p.mu.Lock()
+	delete(p.synced, replica)
+	delete(p.syncedAt, replica)
+	p.mu.Unlock()
+	return p.syncTo(ctx, replica, p.seq.Load())
+}
+
+// Restore takes the state back after a restart: the newest in-sync copy held
+// by a satellite of this plane replaces the local state (the local store may
+// be empty, or older than the copy); then the replicas get snapshots of the
+// new incarnation, the satellites whose copies this one holds are asked to
+// send them, and the primary starts serving. With no copy anywhere (R = 1, or
+// every holder lost its memory too) it serves what the local store holds.
+func (p *Primary) Restore(ctx context.Context) error {
+	if p.o.Replicas == 1 {
+		p.ready.Store(true)
+		return nil
+	}
+	var best *satpagev1.ReplicaStateResponse
+	bestAt := uint32(0)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for j := 1; j < p.o.Spec.PerPlane(); j++ {
+		at := Behind(p.o.Spec, p.o.Self, j)
+		wg.Go(func() {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			r, err := p.o.Transport.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self})
+			if err != nil || !r.Synced {
+				return
+			}
+			mu.Lock()
+			if best == nil || newer(r.Version, best.Version) {
+				best, bestAt = r, at
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if best != nil {
+		r, err := p.o.Transport.ReplicaState(ctx, bestAt, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self, Snapshot: true})
+		if err != nil {
+			return fmt.Errorf("pull state from replica %d: %w", bestAt, err)
+		}
+		if !r.Synced {
+			return fmt.Errorf("replica %d lost its copy while restoring: %w", bestAt, errs.ErrUnavailable)
+		}
+		if err := p.snap.Replace(ctx, StatesFrom(r.Sessions)); err != nil {
+			return err
+		}
+		if inc := r.Version.GetIncarnation(); inc >= p.inc.Load() {
+			p.inc.Store(inc + 1)
+		}
+		p.o.Logger.InfoContext(ctx, "state restored from replica", "replica", bestAt,
+			"sessions", len(r.Sessions), "version", r.Version.String())
+	} else {
+		p.o.Logger.WarnContext(ctx, "no replica holds a copy of this satellite's state; serving the local store")
+	}
+	p.ready.Store(true)
+	for _, m := range p.Members() {
+		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
+			p.o.Logger.WarnContext(ctx, "snapshot to replica failed", "replica", m, "err", err)
+		}
+	}
+	for _, q := range PrimariesOf(p.o.Spec, p.o.Self, p.o.Replicas) {
+		if err := p.o.Transport.RequestSync(ctx, q, p.o.Self); err != nil {
+			p.o.Logger.InfoContext(ctx, "primary did not send its copy", "primary", q, "err", err)
+		}
+	}
+	return nil
+}
+
+// Maintain pings the replicas every interval until ctx ends: a replica that
+// lost its copy (restarted empty) or a new one (the one before it died) gets
+// a snapshot, so R copies exist again within about one interval.
+func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
+	if p.o.Replicas == 1 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !p.ready.Load() {
+			continue
+		}
+		if err := p.mutate(ctx, func() error { return nil }, &satpagev1.StoreOp{Kind: satpagev1.StoreOp_KIND_PING}, 0); err != nil {
+			p.o.Logger.WarnContext(ctx, "replicas incomplete", "err", err)
+		}
+	}
+}
+
+func (p *Primary) Close() error { return p.local.Close() }
+
+// Reads: local, once restored.
+
+func (p *Primary) GetTable(ctx context.Context, session string) (store.Table, error) {
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	return p.local.GetTable(ctx, session)
+}
+
+func (p *Primary) TableSize(ctx context.Context, session string) (int, error) {
+	if err := p.check(ctx); err != nil {
+		return 0, err
+	}
+	return p.local.TableSize(ctx, session)
+}
+
+func (p *Primary) Owners(ctx context.Context, session string, pages []uint32) (store.Table, error) {
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	return p.local.Owners(ctx, session, pages)
+}
+
+func (p *Primary) GetFrames(ctx context.Context, session string, pages []uint32) ([]store.Frame, error) {
+	if err := p.check(ctx); err != nil {
+		return nil, err
+	}
+	return p.local.GetFrames(ctx, session, pages)
+}
+
+func (p *Primary) CountFrames(ctx context.Context, session string) (int, error) {
+	if err := p.check(ctx); err != nil {
+		return 0, err
+	}
+	return p.local.CountFrames(ctx, session)
+}
+
+// Changes: local, then every replica.
+
+func op(k satpagev1.StoreOp_Kind, session string) *satpagev1.StoreOp {
+	return &satpagev1.StoreOp{Kind: k, SessionId: session}
+}
+
+func (p *Primary) OpenTable(ctx context.Context, session string) error {
+	return p.mutate(ctx, func() error { return p.local.OpenTable(ctx, session) }, op(satpagev1.StoreOp_KIND_OPEN_TABLE, session), 0)
+}
+
+func (p *Primary) PutTable(ctx context.Context, session string, table store.Table) error {
+	o := op(satpagev1.StoreOp_KIND_PUT_TABLE, session)
+	o.Table = tableTo(table)
+	return p.mutate(ctx, func() error { return p.local.PutTable(ctx, session, table) }, o, 0)
+}
+
+func (p *Primary) SetOwner(ctx context.Context, session string, pages []uint32, owner uint32) error {
+	o := op(satpagev1.StoreOp_KIND_SET_OWNER, session)
+	o.Pages, o.Owner = pages, owner
+	return p.mutate(ctx, func() error { return p.local.SetOwner(ctx, session, pages, owner) }, o, 0)
+}
+
+func (p *Primary) DeleteTable(ctx context.Context, session string) error {
+	return p.mutate(ctx, func() error { return p.local.DeleteTable(ctx, session) }, op(satpagev1.StoreOp_KIND_DELETE_TABLE, session), 0)
+}
+
+func (p *Primary) PutFrames(ctx context.Context, session string, frames []store.Frame) error {
+	o := op(satpagev1.StoreOp_KIND_PUT_FRAMES, session)
+	o.Frames = framesTo(frames)
+	return p.mutate(ctx, func() error { return p.local.PutFrames(ctx, session, frames) }, o, len(frames))
+}
+
+func (p *Primary) DeleteFrames(ctx context.Context, session string, pages []uint32) (int, error) {
+	o := op(satpagev1.StoreOp_KIND_DELETE_FRAMES, session)
+	o.Pages = pages
+	var n int
+	err := p.mutate(ctx, func() (err error) { n, err = p.local.DeleteFrames(ctx, session, pages); return err }, o, 0)
+	return n, err
+}
+
+func (p *Primary) DropFrames(ctx context.Context, session string) (int, error) {
+	var n int
+	err := p.mutate(ctx, func() (err error) { n, err = p.local.DropFrames(ctx, session); return err }, op(satpagev1.StoreOp_KIND_DROP_FRAMES, session), 0)
+	return n, err
+}
+
+func (p *Primary) AdoptFrames(ctx context.Context, session string, frames []store.Frame, owner uint32) error {
+	o := op(satpagev1.StoreOp_KIND_ADOPT_FRAMES, session)
+	o.Frames, o.Owner = framesTo(frames), owner
+	return p.mutate(ctx, func() error { return p.local.AdoptFrames(ctx, session, frames, owner) }, o, len(frames))
+}
+
+func (p *Primary) ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error) {
+	o := op(satpagev1.StoreOp_KIND_RELEASE_FRAMES, session)
+	o.Pages, o.Owner = pages, self
+	var n int
+	err := p.mutate(ctx, func() (err error) { n, err = p.local.ReleaseFrames(ctx, session, pages, self); return err }, o, 0)
+	return n, err
+}
