@@ -59,13 +59,15 @@ func run() error {
 	pool := sec.Pool(cfg.PeerAddr)
 	defer pool.Close()
 	n, err := node.New(node.Options{Index: uint32(cfg.Index), Grid: grid, Store: st, Peers: pool,
-		Logger: log, Metrics: m, PageBytes: cfg.PageBytes})
+		Logger: log, Metrics: m, PageBytes: cfg.PageBytes, Replicas: cfg.Replicas})
 	if err != nil {
 		return err
 	}
 	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
-	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
+	// A call that fails as unreachable makes the detector probe that satellite.
+	pool.OnUnavailable(func(ctx context.Context, i uint32) { n.Faults().Suspect(ctx, i) })
+	return daemon.Run(ctx, daemon.Options{Start: n.Start, Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},
 		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})

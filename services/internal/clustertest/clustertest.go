@@ -50,6 +50,12 @@ type Cluster struct {
 
 	tlsDir string
 	log    *slog.Logger
+
+	srvs    map[uint32]*grpc.Server // guarded by mu
+	grid    *constellation.Grid
+	o       Options
+	ctxs    []context.Context // per node, ends when it is stopped: its background work
+	cancels []context.CancelFunc
 }
 
 // Options tune New.
@@ -65,6 +71,8 @@ type Options struct {
 	TLSDir string
 	// Logger of every node, the gateway and their access policies (default: discard).
 	Logger *slog.Logger
+	// Replicas is every node's replication factor R (0 or 1: none).
+	Replicas int
 	// Live, if set, puts the gateway in live mode.
 	Live *gateway.LiveOptions
 }
@@ -92,39 +100,29 @@ func New(t TB, spec string, o Options) *Cluster {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger}
+	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger,
+		srvs: map[uint32]*grpc.Server{}, grid: grid, o: o}
 	for i := range s.Satellites {
 		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
 	}
 	c.lis["gateway"] = bufconn.Listen(1 << 20)
+	c.Nodes = make([]*node.Node, s.Satellites)
+	c.Stores = make([]store.PageStore, s.Satellites)
+	c.Metrics = make([]*metrics.Node, s.Satellites)
+	c.ctxs = make([]context.Context, s.Satellites)
+	c.cancels = make([]context.CancelFunc, s.Satellites)
 	for i := range s.Satellites {
-		var st store.PageStore = store.NewMemory()
-		if o.Store != nil {
-			tb, ok := t.(testing.TB)
-			if !ok {
-				t.Fatal("clustertest: Options.Store needs a testing.TB")
-			}
-			st = o.Store(tb, i)
-		}
-		m := metrics.NewNode(i)
-		sec := c.security(t, config.Satnode, i)
-		pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
-		n, err := node.New(node.Options{Index: uint32(i), Grid: grid, Store: st, Peers: pool, Metrics: m, PageBytes: 4096, Logger: o.Logger})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
-		if o.Interceptor != nil {
-			if ic := o.Interceptor(i); ic != nil {
-				chain = append(chain, ic)
-			}
-		}
-		srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...))...)
-		n.Register(srv)
-		go srv.Serve(c.lis["sat-"+strconv.Itoa(i)])
-		t.Cleanup(func() { srv.Stop(); pool.Close(); st.Close() })
-		c.Nodes, c.Stores, c.Metrics = append(c.Nodes, n), append(c.Stores, st), append(c.Metrics, m)
+		c.start(t, i)
 	}
+	var wg sync.WaitGroup
+	for i, n := range c.Nodes {
+		wg.Go(func() {
+			if err := n.Start(c.ctxs[i]); err != nil {
+				t.Errorf("start satellite %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
 	// Registered after the servers' cleanups, so it runs before them: the nodes'
 	// last releases still reach their peers.
 	t.Cleanup(func() {
@@ -193,6 +191,74 @@ func Inject(sat int, method string, fault func(ctx context.Context) error) func(
 			}
 			return h(ctx, req)
 		}
+	}
+}
+
+// start builds satellite i with an empty store and serves it (not Started).
+func (c *Cluster) start(t TB, i int) {
+	var st store.PageStore = store.NewMemory()
+	if c.o.Store != nil {
+		tb, ok := t.(testing.TB)
+		if !ok {
+			t.Fatal("clustertest: Options.Store needs a testing.TB")
+		}
+		st = c.o.Store(tb, i)
+	}
+	m := metrics.NewNode(i)
+	sec := c.security(t, config.Satnode, i)
+	pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
+	n, err := node.New(node.Options{Index: uint32(i), Grid: c.grid, Store: st, Peers: pool, Metrics: m,
+		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
+	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
+	if c.o.Interceptor != nil {
+		if ic := c.o.Interceptor(i); ic != nil {
+			chain = append(chain, ic)
+		}
+	}
+	srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...))...)
+	n.Register(srv)
+	c.mu.Lock()
+	lis := c.lis["sat-"+strconv.Itoa(i)]
+	c.srvs[uint32(i)] = srv
+	c.mu.Unlock()
+	go srv.Serve(lis)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctxs[i], c.cancels[i] = ctx, cancel
+	t.Cleanup(func() { cancel(); srv.Stop(); pool.Close(); st.Close() })
+	c.Nodes[i], c.Stores[i], c.Metrics[i] = n, st, m
+}
+
+// Kill stops satellite i at once, its memory with it (its store and the
+// copies it held for others): every connection to it is refused from now on.
+func (c *Cluster) Kill(i uint32) {
+	c.mu.Lock()
+	srv := c.srvs[i]
+	c.down[i] = true
+	gone := bufconn.Listen(1 << 20)
+	gone.Close() // dials to a closed listener fail at once: connection refused
+	c.lis["sat-"+strconv.Itoa(int(i))] = gone
+	cancel := c.cancels[i]
+	c.mu.Unlock()
+	cancel()
+	srv.Stop()
+}
+
+// Restart brings satellite i back with empty memory and waits until it has
+// taken its state back (node.Start).
+func (c *Cluster) Restart(t TB, i uint32) {
+	c.mu.Lock()
+	c.lis["sat-"+strconv.Itoa(int(i))] = bufconn.Listen(1 << 20)
+	c.mu.Unlock()
+	c.start(t, int(i))
+	c.mu.Lock()
+	c.down[i] = false
+	c.mu.Unlock()
+	if err := c.Nodes[i].Start(c.ctxs[i]); err != nil {
+		t.Fatal(err)
 	}
 }
 

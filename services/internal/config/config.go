@@ -40,6 +40,7 @@ type Config struct {
 	PeerTemplate  string // address of satellite i: {index} -> i, {port} -> PeerPortBase + i
 	PeerPortBase  int
 	PageBytes     int           // largest page accepted
+	Replicas      int           // R: copies of every page and page-table entry (docs/faults.md)
 	StopTimeout   time.Duration // graceful stop, then force
 	RPCTimeout    time.Duration // deadline the gateway gives a request that has none
 	LogLevel      string        // debug | info | warn | error
@@ -82,6 +83,7 @@ func DefaultConfig() Config {
 		PeerTemplate:       "127.0.0.1:{port}",
 		PeerPortBase:       7000,
 		PageBytes:          4096,
+		Replicas:           1,
 		StopTimeout:        10 * time.Second,
 		RPCTimeout:         30 * time.Second,
 		LogLevel:           "info",
@@ -130,6 +132,13 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.PageBytes < 1 || c.PageBytes > MaxPageBytes {
 		bad("--page-bytes %d outside [1, %d]", c.PageBytes, MaxPageBytes)
+	}
+	per := 0
+	if spec.Planes > 0 {
+		per = spec.PerPlane()
+	}
+	if c.Replicas < 1 || (per > 0 && c.Replicas > per) {
+		bad("--replicas %d outside [1, %d] (satellites per plane)", c.Replicas, per)
 	}
 	if c.StopTimeout <= 0 {
 		bad("--stop-timeout %v is not positive", c.StopTimeout)
@@ -305,6 +314,7 @@ var settings = []setting{
 	{"peer-template", "SATPAGE_PEER_TEMPLATE", "address of satellite i: {index} is i, {port} is peer-port-base + i", str(func(c *Config) *string { return &c.PeerTemplate })},
 	{"peer-port-base", "SATPAGE_PEER_PORT_BASE", "see peer-template", num(func(c *Config) *int { return &c.PeerPortBase })},
 	{"page-bytes", "SATPAGE_PAGE_BYTES", "largest page accepted, bytes", num(func(c *Config) *int { return &c.PageBytes })},
+	{"replicas", "SATPAGE_REPLICAS", "replication factor R: every page is also held by the R-1 satellites behind its owner in its plane (docs/faults.md)", num(func(c *Config) *int { return &c.Replicas })},
 	{"stop-timeout", "SATPAGE_STOP_TIMEOUT", "graceful stop before forcing", dur(func(c *Config) *time.Duration { return &c.StopTimeout })},
 	{"rpc-timeout", "SATPAGE_RPC_TIMEOUT", "deadline given to requests that carry none", dur(func(c *Config) *time.Duration { return &c.RPCTimeout })},
 	{"log-level", "SATPAGE_LOG_LEVEL", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},

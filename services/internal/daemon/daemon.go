@@ -48,6 +48,10 @@ type Options struct {
 	// HealthListen, unless "" or "off", serves only the health service in plain
 	// text there (kubelet's gRPC probes speak no TLS).
 	HealthListen string
+	// Start, if set, runs once the server listens (a satnode takes its state
+	// back from its replicas); health reports NOT_SERVING until it returns nil,
+	// and an error from it stops the daemon.
+	Start func(ctx context.Context) error
 }
 
 // Run serves until ctx is done, then stops: health turns NOT_SERVING, the
@@ -85,8 +89,15 @@ func Run(ctx context.Context, o Options) error {
 		go func() { _ = healthSrv.Serve(hl) }()
 		log.Info("health listening (plain text, health only)", "addr", hl.Addr().String())
 	}
-	for _, s := range append([]string{""}, o.Services...) {
-		hs.SetServingStatus(s, healthpb.HealthCheckResponse_SERVING)
+	serving := func(st healthpb.HealthCheckResponse_ServingStatus) {
+		for _, s := range append([]string{""}, o.Services...) {
+			hs.SetServingStatus(s, st)
+		}
+	}
+	if o.Start == nil {
+		serving(healthpb.HealthCheckResponse_SERVING)
+	} else {
+		serving(healthpb.HealthCheckResponse_NOT_SERVING)
 	}
 
 	var metricsSrv *http.Server
@@ -111,6 +122,18 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}()
 	log.Info("serving", "addr", lis.Addr().String())
+	if o.Start != nil {
+		go func() {
+			if err := o.Start(ctx); err != nil {
+				if ctx.Err() == nil {
+					errc <- fmt.Errorf("start: %w", err)
+				}
+				return
+			}
+			serving(healthpb.HealthCheckResponse_SERVING)
+			log.Info("ready")
+		}()
+	}
 	if o.Ready != nil {
 		o.Ready(lis.Addr())
 	}

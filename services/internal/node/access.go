@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/store"
@@ -170,6 +172,11 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 		resp, err = c.FetchPages(ctx, &satpagev1.FetchPagesRequest{Route: r, SessionId: session, Pages: pages})
 		return err
 	})
+	if err != nil && n.replicas > 1 && errs.Code(err) == codes.Unavailable && n.faults.Suspect(ctx, owner) {
+		// The owner is dead: its copy is read at a replica instead (the
+		// release then fails, leaving a stale copy there, never a lost page).
+		resp, err = n.fetchFromReplica(ctx, session, pages, owner, tNs)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("fetch %d page(s) of session %q from satellite %d: %w", len(pages), session, owner, err)
 	}

@@ -146,7 +146,13 @@ func (s *satServer) FetchPages(ctx context.Context, req *satpagev1.FetchPagesReq
 		resp, err := c.FetchPages(ctx, req)
 		return resp, s.n.observe(ctx, "FetchPages", start, err)
 	}
-	pages, err := s.n.FetchHere(ctx, req.SessionId, req.Pages)
+	var pages []*satpagev1.Page
+	var err error
+	if req.ReplicaOf != nil {
+		pages, err = s.n.FetchReplica(ctx, *req.ReplicaOf, req.SessionId, req.Pages)
+	} else {
+		pages, err = s.n.FetchHere(ctx, req.SessionId, req.Pages)
+	}
 	if err != nil {
 		return nil, s.n.observe(ctx, "FetchPages", start, err)
 	}

@@ -28,8 +28,10 @@ import (
 
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/liveness"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/replica"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -57,6 +59,10 @@ type Node struct {
 	releases  releases     // releases owed to old owners (releases.go), behind releases.mu
 	stale     staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
 	partial   partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
+	faults    *liveness.Detector
+	holder    *replica.Holder  // copies of other satellites' state held here
+	primary   *replica.Primary // this satellite's replicated store (nil when R = 1)
+	replicas  int              // R
 }
 
 // Options are what New needs.
@@ -68,6 +74,11 @@ type Options struct {
 	Logger    *slog.Logger
 	Metrics   *metrics.Node
 	PageBytes int
+	// Replicas is R: every page frame and page-table entry of this satellite is
+	// also held by the R-1 live satellites behind it (docs/faults.md). 0 or 1: none.
+	Replicas int
+	// Faults is the failure detector routing follows (nil: one probing by health).
+	Faults *liveness.Detector
 }
 
 // New builds a node (it owns neither the store nor the peers: the caller closes them).
@@ -87,11 +98,15 @@ func New(o Options) (*Node, error) {
 	if o.PageBytes <= 0 {
 		o.PageBytes = 4096
 	}
-	return &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
+	n := &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
 		releases: newReleases(), stale: staleTables{m: map[string]bool{}},
-		partial: partialMoves{m: map[string]movedSoFar{}}}, nil
+		partial: partialMoves{m: map[string]movedSoFar{}}}
+	if err := n.setUpReplication(o); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // Close ends the node's background work: it waits for the releases being sent

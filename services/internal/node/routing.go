@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
 )
 
@@ -19,28 +21,38 @@ import (
 // An idempotent request that fails with Unavailable (a relay or the
 // destination died with it in flight: connection reset) is sent again, whole
 // path, by the origin only: relays never retry, so attempts do not multiply
-// along the path. Wait-for-ready makes the next attempt wait for a restarting
-// satellite, within the caller's deadline. A relay's "no route" is not sent
-// again (errs.Retryable): the route of a scenario time does not change.
+// along the path. Each attempt takes the first hop on the live graph (dead
+// satellites and cut ISLs left out, docs/faults.md); once the destination
+// itself is known dead, the request fails at once (Unavailable) instead of
+// waiting for it: the caller may turn to a replica. A relay's "no route" is not
+// sent again (errs.Retryable): the route of a scenario time does not change.
 func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string,
 	call func(satpagev1.SatelliteServiceClient, *satpagev1.Route) error) error {
 	if dest == n.self {
 		return call(localClient{n}, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs})
 	}
-	next, err := n.grid.NextHop(n.self, dest, tNs)
-	if err != nil {
-		return err
-	}
-	c, err := n.peers.Satellite(next)
-	if err != nil {
-		return err
-	}
 	backoff := retryBackoff
 	for attempt := 1; ; attempt++ {
+		// The first hop on the live graph, again at each attempt: a failed
+		// attempt may have taught the detector that a satellite on the path is dead.
+		next, err := n.grid.LiveNextHop(n.self, dest, tNs, n.faults)
+		if err != nil {
+			return err
+		}
+		c, err := n.peers.Satellite(next)
+		if err != nil {
+			return err
+		}
 		n.m.RelayedHops.WithLabelValues(rpc).Inc()
 		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
 		if err == nil || !idempotent[rpc] || attempt == retryAttempts || !errs.Retryable(err) {
 			return err
+		}
+		// Probe the satellites on the path this attempt took (by this node's
+		// view): the relay that found its next hop dead knows, this node does not yet.
+		n.suspectPath(ctx, dest, tNs)
+		if n.faults.SatelliteDown(dest) {
+			return err // fail fast: the caller may turn to a replica
 		}
 		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)
 		select {
@@ -56,7 +68,10 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 // leaves the frames in place, ReleasePages and DropSession delete what is
 // there, AcceptTable stores the same table again. (HandOver and MovePages
 // change state in steps and are not routed.)
-var idempotent = map[string]bool{"FetchPages": true, "ReleasePages": true, "AcceptTable": true, "DropSession": true}
+// Replicate carries a snapshot id: a change applied twice fails as out of sync
+// and the primary then sends a snapshot; InstallSnapshot replaces the copy.
+var idempotent = map[string]bool{"FetchPages": true, "ReleasePages": true, "AcceptTable": true, "DropSession": true,
+	"Replicate": true, "InstallSnapshot": true}
 
 const (
 	retryAttempts = 4
@@ -98,9 +113,45 @@ func (n *Node) checkRoute(r *satpagev1.Route) error {
 	return nil
 }
 
-// forward returns the next hop towards r.Destination and advances r.
+// suspectPath probes, at once, every satellite on this node's live path to
+// dest; the dead ones leave the live graph (bounded by the probe deadline).
+func (n *Node) suspectPath(ctx context.Context, dest uint32, tNs int64) {
+	var path []uint32
+	for at := n.self; at != dest && len(path) <= n.grid.Satellites(); {
+		next, err := n.grid.LiveNextHop(at, dest, tNs, n.faults)
+		if err != nil {
+			break
+		}
+		path = append(path, next)
+		at = next
+	}
+	var wg sync.WaitGroup
+	for _, s := range path {
+		wg.Go(func() { n.faults.Suspect(ctx, s) })
+	}
+	wg.Wait()
+}
+
+// visited adds the satellites a request already passed to the faults: a relay
+// never sends a request back (views of what is dead differ for a moment
+// between satellites; this keeps every path loop-free regardless).
+type visited struct {
+	constellation.Faults
+	path []uint32
+}
+
+func (v visited) Any() bool { return true }
+func (v visited) SatelliteDown(i uint32) bool {
+	return slices.Contains(v.path, i) || v.Faults.SatelliteDown(i)
+}
+
+// forward returns the next hop towards r.Destination on the live graph and advances r.
 func (n *Node) forward(r *satpagev1.Route, rpc string) (satpagev1.SatelliteServiceClient, error) {
-	next, err := n.grid.NextHop(n.self, r.Destination, r.ScenarioTimeNs)
+	var f constellation.Faults = n.faults
+	if n.faults.Any() {
+		f = visited{n.faults, r.Path}
+	}
+	next, err := n.grid.LiveNextHop(n.self, r.Destination, r.ScenarioTimeNs, f)
 	if err != nil {
 		return nil, err
 	}

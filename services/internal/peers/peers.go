@@ -2,12 +2,17 @@
 package peers
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -26,8 +31,33 @@ type Pool struct {
 	opts []grpc.DialOption
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 
-	mu    sync.Mutex // guards conns
-	conns map[uint32]*grpc.ClientConn
+	mu            sync.Mutex // guards conns and onUnavailable
+	conns         map[uint32]*grpc.ClientConn
+	onUnavailable func(ctx context.Context, i uint32)
+}
+
+// OnUnavailable registers f, called (before the caller sees the error) when a
+// call to satellite i fails with Unavailable: the failure detector's cue.
+// Health checks are left out (they are the detector's own probes).
+func (p *Pool) OnUnavailable(f func(ctx context.Context, i uint32)) {
+	p.mu.Lock()
+	p.onUnavailable = f
+	p.mu.Unlock()
+}
+
+func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err != nil && status.Code(err) == codes.Unavailable && method != healthpb.Health_Check_FullMethodName {
+			p.mu.Lock()
+			f := p.onUnavailable
+			p.mu.Unlock()
+			if f != nil {
+				f(ctx, i)
+			}
+		}
+		return err
+	}
 }
 
 var _ Dialer = (*Pool)(nil)
@@ -62,13 +92,15 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	// WaitForReady: a satellite that restarts (kubelet brings a killed satnode
-	// back in seconds, its Redis keeps the frames) is waited for, with gRPC's
-	// reconnect backoff, until the caller's deadline, instead of failing the
-	// request at once. A request that never left is safe to hold; the deadline
-	// still bounds it, and the error then names the satellite.
-	opts = append(opts, grpc.WithDefaultCallOptions(grpc.WaitForReady(true),
+	// Fail fast (docs/faults.md): no wait-for-ready, so a request to a satellite
+	// whose connection is down fails at once with Unavailable instead of waiting
+	// out its deadline; reconnection is retried every 0.1 to 1 s and a connection
+	// attempt to an address that does not answer gives up after 1 s. Callers
+	// retry (origins resend idempotent requests, on the live graph) or turn to a replica.
+	opts = append(opts, grpc.WithDefaultCallOptions(grpc.WaitForReady(false),
 		grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}),
 		grpc.WithInitialWindowSize(streamWindowBytes), grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithWriteBufferSize(bufferBytes), grpc.WithReadBufferSize(bufferBytes))
 	return &Pool{addr: addr, opts: opts, conns: map[uint32]*grpc.ClientConn{}}
@@ -91,9 +123,9 @@ func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
 	if c, ok := p.conns[i]; ok {
 		return c, nil
 	}
-	opts := p.opts
+	opts := append(append([]grpc.DialOption{}, p.opts...), grpc.WithChainUnaryInterceptor(p.report(i)))
 	if p.per != nil {
-		opts = append(append([]grpc.DialOption{}, p.opts...), p.per(i)...)
+		opts = append(opts, p.per(i)...)
 	}
 	c, err := grpc.NewClient(p.addr(i), opts...)
 	if err != nil {

@@ -348,7 +348,7 @@ func (p *Primary) Restore(ctx context.Context) error {
 		p.o.Logger.InfoContext(ctx, "state restored from replica", "replica", bestAt,
 			"sessions", len(r.Sessions), "version", r.Version.String())
 	} else {
-		p.o.Logger.WarnContext(ctx, "no replica holds a copy of this satellite's state; serving the local store")
+		p.o.Logger.InfoContext(ctx, "no replica holds a copy of this satellite's state (first start, or every holder lost it); serving the local store")
 	}
 	p.ready.Store(true)
 	for _, m := range p.Members() {

@@ -84,11 +84,11 @@ func (l skyLink) RequestSync(ctx context.Context, primary, replica uint32) error
 // skyLive is satellite self's detector: it sees the sky's dead set at once.
 type skyLive struct{ s *sky }
 
-func (v skyLive) SatelliteDown(i uint32) bool                  { return v.s.isDead(i) }
-func (v skyLive) Suspect(_ context.Context, i uint32) bool     { return v.s.isDead(i) }
-func (v skyLive) MarkAlive(uint32)                             {}
+func (v skyLive) SatelliteDown(i uint32) bool                   { return v.s.isDead(i) }
+func (v skyLive) Suspect(_ context.Context, i uint32) bool      { return v.s.isDead(i) }
+func (v skyLive) MarkAlive(uint32)                              {}
 func (c skyCount) Copied(pages int, hops uint32, pageBytes int) { c.s.count(c.self, pages, int(hops)) }
-func (c skyCount) Snapshot(int)                                {}
+func (c skyCount) Snapshot(int)                                 {}
 
 type skyCount struct {
 	s    *sky

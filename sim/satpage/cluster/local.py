@@ -101,6 +101,7 @@ class ClusterState:
     store: str = "redis"
     isl_schedule: str | None = None  # the satnodes' --isl-schedule (None: time-invariant +Grid)
     isl_schedule_sha256: str | None = None
+    replicas: int = 1  # R: the satnodes' --replicas (docs/faults.md)
     tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
     #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s"}; None: replay only
     live: dict | None = None
@@ -231,10 +232,13 @@ def _grpc_serving(addrs: list[str], timeout_s: float, tls_dir: str | None = None
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
                isl_schedule: Path | None = None, timeout_s: float = 120.0,
-               insecure: bool = False, live: dict | None = None) -> ClusterState:
+               insecure: bool = False, live: dict | None = None,
+               replicas: int = 1) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
+    With replicas = R > 1 every page is also held by the R-1 satellites behind
+    its owner in its plane (docs/faults.md).
 
     Secure by default: a fresh CA, certificates and token keys are written to
     ``<state_dir>/tls`` (docs/security.md) and every connection is mutual TLS;
@@ -251,6 +255,11 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
+    from orbit_model import parse_walker_spec
+
+    per_plane = n // parse_walker_spec(constellation)[2]
+    if not 1 <= replicas <= per_plane:
+        raise ValueError(f"replicas {replicas} outside [1, {per_plane}] (satellites per plane)")
     sdir = Path(state_dir or default_state_dir()).resolve()
     old = load_state(sdir)
     if old is not None and any(_alive(p) for p in old.processes):
@@ -287,7 +296,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),
-                         isl_schedule_sha256=digest, tls_dir=tls_dir, live=dict(live) if live else None)
+                         isl_schedule_sha256=digest, tls_dir=tls_dir, live=dict(live) if live else None,
+                         replicas=replicas)
     records = state.processes
     try:
         _save(state)
@@ -313,7 +323,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                     "--metrics-listen", f"127.0.0.1:{port_base + 2 + n + i}",
                     "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
                     "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                    "--log-level", "warn", "--stop-timeout", "5s", *schedule_args, *security_args]
+                    "--log-level", "warn", "--stop-timeout", "5s", "--replicas", str(replicas),
+                    *schedule_args, *security_args]
             records.append(_spawn("satnode", i, argv, log_dir, env))
         _save(state)
         sat_addrs = [state.satellite_addr(i) for i in range(n)]
@@ -334,10 +345,18 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
         _save(state)
         _wait("the gateway to listen", lambda: not _port_free(port_base), timeout_s, records)
-        bad = _grpc_serving(sat_addrs + [state.gateway], timeout_s=5.0, tls_dir=tls_dir,
-                            server_names=_server_names(n))
-        if bad:
-            raise OSError(f"not SERVING by gRPC health: {bad[:5]}")
+        # A satnode reports SERVING once it has its state (with replicas: taken
+        # back from them), a moment after it listens: wait for it.
+        names = dict(zip(sat_addrs + [state.gateway], _server_names(n), strict=True))
+        bad = sat_addrs + [state.gateway]
+        deadline = time.monotonic() + timeout_s
+        while bad:
+            bad = _grpc_serving(bad, timeout_s=5.0, tls_dir=tls_dir,
+                                server_names=[names[a] for a in bad])
+            if bad and time.monotonic() > deadline:
+                raise OSError(f"not SERVING by gRPC health after {timeout_s:.0f} s: {bad[:5]}")
+            if bad:
+                time.sleep(0.2)
     except BaseException:
         cluster_down(sdir)
         raise

@@ -42,6 +42,10 @@ def up(
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Plain text and no access control (debugging only; the daemons "
         "warn at every start). Default: mutual TLS with a fresh CA in <state-dir>/tls.")] = False,
+    replicas: Annotated[int, typer.Option(
+        "--replicas", help="Replication factor R: every page is also held by the R-1 satellites "
+        "behind its owner in its plane; writes are acknowledged once all R hold them "
+        "(docs/faults.md).")] = 1,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -50,11 +54,14 @@ def up(
     setup_logging(verbose)
     if store not in ("redis", "memory"):
         fail(f"--store must be redis or memory, got {store!r}")
-    st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
-                    isl_schedule=isl_schedule, insecure=insecure)
+    try:
+        st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
+                        isl_schedule=isl_schedule, insecure=insecure, replicas=replicas)
+    except ValueError as exc:
+        fail(str(exc))
     if json_out:
         print_json({"gateway": st.gateway, "satellites": st.satellites, "tls_dir": st.tls_dir,
-                    "insecure": st.tls_dir is None,
+                    "insecure": st.tls_dir is None, "replicas": st.replicas,
                     "processes": len(st.processes), "state_dir": st.state_dir})
     else:
         sec = f"TLS material in {st.tls_dir}" if st.tls_dir else "[bold red]INSECURE[/] (plain text)"

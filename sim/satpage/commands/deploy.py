@@ -151,7 +151,7 @@ gateway:
 
 def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEWAY_PORT,
                  redis_maxmemory_mib: int = 48, tls_dir: str = "tls", live_speed: float | None = None,
-                 live_clock_start: str = "", live_ephemeris: str = "ephemeris.bin") -> str:
+                 live_clock_start: str = "", live_ephemeris: str = "ephemeris.bin", replicas: int = 1) -> str:
     """The Docker Swarm stack: satellite i is service ``sat-i`` with Redis ``redis-i``.
 
     Swarm has no pods, so each satellite is two services on one overlay network,
@@ -177,6 +177,8 @@ def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEW
         raise ValueError(f"live speed {live_speed} must be above 0 and at most 1e6")
     if not 1 <= gateway_port <= 65535:
         raise ValueError(f"gateway port {gateway_port} is not a TCP port")
+    if not 1 <= replicas <= 64:
+        raise ValueError(f"replicas {replicas} outside [1, 64] (and at most the satellites per plane)")
     # Four addresses per task (replacements get new ones before the old are freed).
     prefix = 32 - max(8, math.ceil(math.log2(4 * (2 * satellites + 1) + 8)))
     if prefix < 12:
@@ -212,6 +214,7 @@ x-satnode-env: &satnode-env
   # plain text, on 7001 for the healthcheck.
   SATPAGE_TLS_DIR: /run/secrets
   SATPAGE_HEALTH_LISTEN: "127.0.0.1:7001"
+  SATPAGE_REPLICAS: "{replicas}"
 
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
 # exec (one runc exec per check): every 15 s, tolerant of a loaded machine, since
@@ -432,13 +435,16 @@ def stack(
     live_clock_start: Annotated[str, typer.Option(
         "--live-clock-start", help="Live mode: wall instant (RFC 3339) the clock runs at --live-speed from.")]
     = "",
+    replicas: Annotated[int, typer.Option(
+        "--replicas", help="Replication factor R of the satnodes (SATPAGE_REPLICAS, docs/faults.md).")] = 1,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """Render the Docker Swarm stack file (one satnode and one Redis service per satellite)."""
     try:
         text = render_stack(constellation, images=ImageSet(registry, tag), gateway_port=gateway_port,
-                            live_speed=live_speed, live_clock_start=live_clock_start)
+                            live_speed=live_speed, live_clock_start=live_clock_start,
+                            replicas=replicas)
     except ValueError as exc:
         fail(str(exc))
     _write(text, out)
