@@ -213,7 +213,7 @@ def test_rendered_values_install_with_plain_helm(tmp_path, args):
     assert sts["spec"]["replicas"] == parse_walker_spec(values["constellation"]["spec"])[1]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
     assert cm["data"]["SATPAGE_PAGE_BYTES"] == str(values["daemons"]["pageBytes"])
-    assert cm["data"]["SATPAGE_REPLICAS"] == str(values["satnode"]["replicas"])
+    assert cm["data"]["SATPAGE_REPLICAS"] == str(values["satnode"].get("replicas", 1))  # chart default 1
 
 
 @pytest.mark.parametrize(

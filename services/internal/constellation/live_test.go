@@ -75,7 +75,7 @@ func TestLiveNextHopWithoutFaultsIsNextHop(t *testing.T) {
 func TestLiveNextHopFollowsAShortestLivePath(t *testing.T) {
 	g := mustGrid(t, "walker-star:150/10/1:500:87")
 	rng := rand.New(rand.NewPCG(7, 15))
-	for trial := range 6 {
+	for trial := range 4 {
 		f := testFaults{down: map[uint32]bool{}, cut: map[[2]uint32]bool{}}
 		for range 3 + trial*4 {
 			f.down[uint32(rng.IntN(150))] = true
@@ -87,7 +87,8 @@ func TestLiveNextHopFollowsAShortestLivePath(t *testing.T) {
 			f.cut[[2]uint32{min(a, b), max(a, b)}] = true
 		}
 		want := floyd(g, f)
-		for a := range uint32(150) {
+		for range 20 { // sources sampled: every destination from each
+			a := uint32(rng.IntN(150))
 			if f.down[a] {
 				continue
 			}
