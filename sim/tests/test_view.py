@@ -101,6 +101,26 @@ def test_link_utilisation_from_the_view_is_the_link_models(run, view):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+def test_a_fine_population_grid_is_summed_into_half_degree_backdrop_cells():
+    from orbit_model import PopulationGrid
+    from satpage.view.build import population_layer
+
+    rng = np.random.default_rng(3)
+    fine = rng.random((36, 72)) * 1000            # 5 arc-min cells over a 3 x 6 deg patch
+    fine[:6, :6] = 0.0
+    g = PopulationGrid(fine, 10.0, 50.0, 1 / 12, "test")
+    img, meta = population_layer(g)
+    assert img.shape == (6, 12) and meta["cell_size_deg"] == pytest.approx(0.5)
+    assert img[0, 0] == 0 and img.max() == 255
+    # the densest block is the one with the most people per km2 (the cells' areas differ
+    # by latitude only, within a row)
+    sums = fine.reshape(6, 6, 12, 6).sum(axis=(1, 3))
+    lat = 50.0 - (np.arange(6) + 0.5) * 0.5
+    dens = sums / np.cos(np.radians(lat))[:, None]
+    assert np.unravel_index(np.argmax(img), img.shape) == np.unravel_index(np.argmax(dens),
+                                                                           dens.shape)
+
+
 def test_the_sample_is_seeded_and_spread_over_the_run():
     a = sample_sessions(7, 1000, 50)
     np.testing.assert_array_equal(a, sample_sessions(7, 1000, 50))

@@ -65,17 +65,30 @@ def satellite_frames(constellation, t_ns: np.ndarray) -> np.ndarray:
     return out
 
 
+#: finest backdrop cell: a finer GPW grid (gpw:PATH, down to 30 arc-seconds) is summed
+#: into blocks of about this size, so the backdrop stays below ~260 kB
+BACKDROP_CELL_DEG = 0.5
+
+
 def population_layer(grid) -> tuple[np.ndarray, dict]:
     """uint8 (rows, cols) log10 population density, 0..255, and its extent."""
-    counts = np.asarray(grid.counts() if callable(getattr(grid, "counts", None))
-                        else grid.counts, float)
-    lat = grid.north_deg - (np.arange(counts.shape[0]) + 0.5) * grid.cell_size_deg
-    cell_km2 = (111.32 * grid.cell_size_deg) ** 2 * np.maximum(np.cos(np.radians(lat)), 1e-3)
-    dens = np.nan_to_num(counts) / cell_km2[:, None]
+    counts = np.nan_to_num(np.asarray(grid.counts() if callable(getattr(grid, "counts", None))
+                                      else grid.counts, float))
+    cell_deg = float(grid.cell_size_deg)
+    k = max(1, int(round(BACKDROP_CELL_DEG / cell_deg)))
+    if k > 1:
+        r, c = (-(-counts.shape[0] // k)) * k, (-(-counts.shape[1] // k)) * k
+        padded = np.zeros((r, c))
+        padded[:counts.shape[0], :counts.shape[1]] = counts
+        counts = padded.reshape(r // k, k, c // k, k).sum(axis=(1, 3))
+        cell_deg *= k
+    lat = grid.north_deg - (np.arange(counts.shape[0]) + 0.5) * cell_deg
+    cell_km2 = (111.32 * cell_deg) ** 2 * np.maximum(np.cos(np.radians(lat)), 1e-3)
+    dens = counts / cell_km2[:, None]
     top = float(dens.max()) or 1.0
     img = np.round(255 * np.log10(1 + dens) / np.log10(1 + top)).astype(np.uint8)
     meta = {"west_deg": float(grid.west_deg), "north_deg": float(grid.north_deg),
-            "cell_size_deg": float(grid.cell_size_deg),
+            "cell_size_deg": cell_deg,
             "max_per_km2": top, "scale": "255 * log10(1 + per_km2) / log10(1 + max_per_km2)",
             "source": "GPW v4.11 2020, 30 arc-min (CC BY 4.0, CIESIN), data/"
             if not str(getattr(grid, "source", "")).startswith("gpw:") else grid.source}
