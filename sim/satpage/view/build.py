@@ -198,7 +198,6 @@ def session_sample(trace: Trace, session_index: np.ndarray, session_end_ns: np.n
 def _holdings(ev: np.ndarray, visit_sat: np.ndarray, start_ns: int, end_ns: int,
               frame_ns: np.ndarray) -> np.ndarray:
     """int64 (h, 3) rows (frame, holder, pages > 0) of one session's moving events."""
-    ev = ev[np.argsort(ev["time_ns"], kind="stable")]
     f0 = max(int(np.searchsorted(frame_ns, start_ns, side="right")) - 1, 0)
     f1 = min(int(np.searchsorted(frame_ns, end_ns, side="left")), frame_ns.size - 1)
     frames = np.arange(f0, f1 + 1)
@@ -210,14 +209,22 @@ def _holdings(ev: np.ndarray, visit_sat: np.ndarray, start_ns: int, end_ns: int,
     holders = np.unique(np.concatenate([to_h, from_h[~created]]))
     if holders.size == 0 or frames.size == 0:
         return np.zeros((0, 3), np.int64)
-    # pages held by each holder after each event, then sampled at the frame times
-    delta = np.zeros((ev.size, holders.size), np.int64)
-    np.add.at(delta, (np.arange(ev.size), np.searchsorted(holders, to_h)), 1)
-    src = np.flatnonzero(~created)
-    np.add.at(delta, (src, np.searchsorted(holders, from_h[src])), -1)
-    held = np.cumsum(delta, axis=0)
-    idx = np.searchsorted(ev["time_ns"], t, side="right") - 1
-    at = np.where(idx[:, None] >= 0, held[np.maximum(idx, 0)], 0)      # (frames, holders)
+    # pages held by holder h at time t = arrivals at h up to t minus departures from h up
+    # to t: counted by binary search in (holder, time) keys, no per-event loop
+    # (times from the earliest: a push can precede the session's first frame)
+    t0 = min(int(ev["time_ns"].min()), int(t.min()))
+    tev = ev["time_ns"].astype(np.int64) - t0
+    t = t - t0
+    span = int(max(int(tev.max()), int(t.max()))) + 1
+    hidx = np.arange(holders.size, dtype=np.int64)
+    q = hidx[None, :] * span + t[:, None]                              # (frames, holders)
+
+    def counted(h: np.ndarray, times: np.ndarray) -> np.ndarray:
+        key = np.sort(np.searchsorted(holders, h).astype(np.int64) * span + times)
+        return (np.searchsorted(key, q, side="right")
+                - np.searchsorted(key, hidx * span, side="left")[None, :])
+
+    at = counted(to_h, tev) - counted(from_h[~created], tev[~created])
     fi, hi = np.nonzero(at > 0)
     return np.stack([frames[fi], holders[hi], at[fi, hi]], axis=1).astype(np.int64)
 
