@@ -164,7 +164,8 @@ def session_sample(trace: Trace, session_index: np.ndarray, session_end_ns: np.n
         moving = kind != int(pager.EventKind.REMOTE)
         is_move = moving & (kind != int(pager.EventKind.CREATE))
         w = np.clip(np.searchsorted(window_edges_ns, ev["time_ns"], side="right") - 1, 0, n_w - 1)
-        np.add.at(moves[si], (ev["session"][is_move], w[is_move]), 1)
+        moves[si] = np.bincount(ev["session"][is_move].astype(np.int64) * n_w + w[is_move],
+                                minlength=k * n_w).reshape(k, n_w)
         ev_off = np.searchsorted(ev["session"], np.arange(k + 1))
         hold_off[si, 0] = n_rows
         for s in range(k):
