@@ -6,6 +6,15 @@ The model, the closed form and the cost accounting are in docs/paging-model.md.
 """
 
 from pager.engine import COUNTER_DTYPE, Replay, paper_counts, replay, run_paper
+from pager.faults import (
+    NEVER_NS,
+    FailureSchedule,
+    FaultModel,
+    FaultOutcome,
+    ReplicaRing,
+    apply_failures,
+    write_mask,
+)
 from pager.paper import (
     PAPER_QUANTITIES,
     Moments,
@@ -56,6 +65,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "COUNTER_DTYPE",
+    "FailureSchedule",
+    "FaultModel",
+    "FaultOutcome",
+    "NEVER_NS",
+    "ReplicaRing",
+    "apply_failures",
+    "write_mask",
     "ContainerMigration",
     "Custody",
     "IdleLink",

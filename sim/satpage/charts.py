@@ -21,7 +21,7 @@ from satpage.costs import LATENCY_BIN_MS  # noqa: E402
 
 __all__ = ["cost_per_strategy", "fault_latency_cdf", "isl_load_heatmap", "utilisation_map",
            "pages_held",
-           "clients_map", "sweep_chart", "write_all"]
+           "clients_map", "sweep_chart", "write_all", "faults_chart", "sweep_faults_chart"]
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,70 @@ def write_all(res, out_dir: Path) -> list[Path]:
         utilisation_map(res, out_dir / "isl_utilisation_map.png"),
         pages_held(res, out_dir / "pages_held.png"),
         clients_map(res, out_dir / "clients.png"),
-    ]
+    ] + ([faults_chart(res, out_dir / "faults.png")] if res.scenario.faults.active else [])
+
+
+def faults_chart(res, path: Path) -> Path:
+    """Bars per strategy: pages lost and sessions hit (left), replication page-hops
+    beside the primary page-hops (right): what each strategy risks and what R costs."""
+    s = res.summaries()
+    names = list(s)
+    x = np.arange(len(names))
+    f = res.scenario.faults
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    a1.bar(x - 0.2, [s[n]["pages_lost"] for n in names], 0.4, label="pages lost",
+           color=_COLOURS[1])
+    a1.bar(x + 0.2, [s[n]["sessions_hit"] for n in names], 0.4,
+           label="sessions hit (a page or the page table lost)", color=_COLOURS[0])
+    a1.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
+    a1.set_ylabel("count over the run")
+    a1.set_title(f"Losses: {res.world.failures.n_failures} satellite failures, R = {f.replicas}")
+    a1.legend(fontsize=8)
+    a1.grid(axis="y", alpha=0.3)
+    a2.bar(x - 0.2, [max(s[n]["page_hops"], 0.5) for n in names], 0.4,
+           label="primary page-hops", color=_COLOURS[2])
+    a2.bar(x + 0.2, [max(s[n]["replication_page_hops"], 0.5) for n in names], 0.4,
+           label="replication page-hops (R-1 copies of stores and writes, re-replication)",
+           color=_COLOURS[3])
+    a2.set_yscale("log")
+    a2.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
+    a2.set_title("Protection cost")
+    a2.legend(fontsize=7)
+    a2.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def sweep_faults_chart(rows: list[dict], path: Path, x_key: str = "faults.rate_per_sat_day",
+                       r_key: str = "faults.replicas") -> Path:
+    """Pages lost against protection cost (replication page-hops): one panel per strategy,
+    one line per R through the failure rates (marker labels: the rate)."""
+    names = list(dict.fromkeys(r["strategy"] for r in rows))
+    cols = min(5, len(names))
+    nrows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 3.0 * nrows), squeeze=False)
+    for ax, name in zip(axes.flat, names, strict=False):
+        mine = [r for r in rows if r["strategy"] == name]
+        for i, rep in enumerate(sorted({r.get(r_key, 1) for r in mine})):
+            pts = sorted((r for r in mine if r.get(r_key, 1) == rep),
+                         key=lambda r: r.get(x_key, 0))
+            xs = np.array([r["replication_page_hops"] for r in pts], float)
+            ys = np.array([r["pages_lost"] for r in pts], float)
+            ax.plot(np.maximum(xs, 1), ys + 1, marker="o", color=_COLOURS[i], label=f"R = {rep}")
+            for r, xv, yv in zip(pts, xs, ys, strict=True):
+                ax.annotate(f"{r.get(x_key, '')}", (max(xv, 1), yv + 1), fontsize=6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(name, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7)
+    fig.supxlabel("replication page-hops (protection cost; 1 = none)")
+    fig.supylabel("pages lost + 1")
+    fig.suptitle(f"Pages lost against protection cost, points labelled by {x_key}",
+                 fontsize=10)
+    return _save(fig, path)
 
 
 def sweep_chart(rows: list[dict], keys: list[str], cost: str, path: Path) -> Path:

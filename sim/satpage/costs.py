@@ -57,6 +57,8 @@ SUMMARY_KEYS = (
     "stalled_access_share", "handover_downtime_p50_ms", "handover_downtime_p99_ms",
     "link_delay_ms_mean", "isl_utilisation_max", "isl_utilisation_p99",
     "isl_link_bins_over_80pct", "custody_hits", "custody_extra_pages", "replica_copies",
+    "pages_lost", "sessions_hit", "page_tables_lost", "replication_page_hops",
+    "replication_bytes",
 )
 
 #: Utilisation above which a link-bin is reported as hot (isl_link_bins_over_80pct).
@@ -95,7 +97,9 @@ class CostAccumulator:
                   "pages_left_behind", "pages_at_session_end", "sessions", "visits",
                   "creates", "ground_fetches", "custody_hits", "custody_copies",
                   "custody_copies_at_end", "multipath_second_paths", "replica_copies",
-                  "idle_deferred", "idle_at_handover", "handovers"):
+                  "idle_deferred", "idle_at_handover", "handovers", "pages_lost",
+                  "sessions_hit", "page_tables_lost", "replication_copies",
+                  "replication_hops", "rereplication_copies", "rereplication_hops"):
             self.counts.setdefault(k, 0)
 
     # -- accumulation ------------------------------------------------------------------------
@@ -184,6 +188,19 @@ class CostAccumulator:
         last_sat = vsat[tr.visit_offsets[1:] - 1]
         c["pages_at_session_end"] += int(held_end.sum())
         c["pages_left_behind"] += int(held_end[vsat != last_sat[vsess]].sum())
+
+    def add_faults(self, outcome: pager.FaultOutcome) -> None:
+        """Account what a failure schedule did to one chunk (pager.apply_failures):
+        losses, and the replication traffic priced at its in-plane ring hops
+        (docs/faults.md), apart from the primary movements."""
+        c = self.counts
+        c["pages_lost"] += int(outcome.pages_lost.sum())
+        c["sessions_hit"] += outcome.sessions_hit
+        c["page_tables_lost"] += int(outcome.table_lost.sum())
+        c["replication_copies"] += int(outcome.replica_copies.sum())
+        c["replication_hops"] += int(outcome.replica_hops.sum())
+        c["rereplication_copies"] += int(outcome.rereplica_copies.sum())
+        c["rereplication_hops"] += int(outcome.rereplica_hops.sum())
 
     def merge(self, other: CostAccumulator) -> None:
         for k, v in other.counts.items():
@@ -281,4 +298,14 @@ class CostAccumulator:
             "visits": c["visits"],
             "ground_fetches": c["ground_fetches"],
             "unreachable_transfers": self.unreachable,
+            # failures and replication (docs/faults.md); 0 without [faults]
+            "pages_lost": c["pages_lost"],
+            "sessions_hit": c["sessions_hit"],
+            "page_tables_lost": c["page_tables_lost"],
+            "replication_page_hops": c["replication_hops"] + c["rereplication_hops"],
+            "replication_bytes": (c["replication_hops"] + c["rereplication_hops"])
+            * self.page_bytes,
+            "replication_copies": c["replication_copies"] + c["rereplication_copies"],
+            "rereplication_copies": c["rereplication_copies"],
+            "rereplication_page_hops": c["rereplication_hops"],
         }

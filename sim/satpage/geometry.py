@@ -52,6 +52,7 @@ class SatelliteSet:
         self.n_sats = c.n_satellites
         self.plane = np.asarray(c.plane, dtype=np.int64)
         self.slot = np.asarray(c.slot, dtype=np.int64)
+        self.shell = np.asarray(c.shell, dtype=np.int64)
         self.altitude_km = float(np.median([sh.altitude_km for sh in c.shells]))
         links = grid_links(c)
         self.links = np.asarray(links.endpoints, dtype=np.int32)

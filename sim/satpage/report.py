@@ -58,6 +58,10 @@ TABLE_COLUMNS = (
     ("custody_hits", "custody hits", "{:,.0f}"),
     ("custody_extra_pages", "custody pages", "{:,.0f}"),
     ("replica_copies", "replica copies", "{:,.0f}"),
+    ("pages_lost", "pages lost", "{:,.0f}"),
+    ("sessions_hit", "sessions hit", "{:,.0f}"),
+    ("replication_page_hops", "replication page-hops", "{:,.0f}"),
+    ("replication_bytes", "replication bytes", "{:.3g}"),
 )
 
 
@@ -98,8 +102,21 @@ def result_dict(res) -> dict[str, Any]:
                    "client_peak_rss_mb": res.peak_rss_mb,
                    "workers_peak_rss_mb": res.workers_peak_rss_mb,
                    "sum_peak_rss_mb": round(res.peak_rss_mb + sum(res.workers_peak_rss_mb), 1)},
+        "faults": faults_dict(res),
         "strategies": sums,
     })
+
+
+def faults_dict(res) -> dict[str, Any]:
+    """The run's failures (docs/faults.md): how many, which satellites, R."""
+    f = res.scenario.faults
+    fs = res.world.failures
+    return {"failures": fs.n_failures,
+            "satellites_failed": int(np.unique(fs.satellite).size),
+            "permanent": f.repair_after_s == 0,
+            "replicas": f.replicas, "recovery_s": f.recovery_s,
+            "write_share": f.write_share,
+            "schedule_format": "satpage-failures/1"}
 
 
 def _csv_costs(result: dict, path: Path) -> None:
@@ -231,6 +248,16 @@ orbits {e(result['orbit_backend'])})</li>
 """
 
 
+def write_schedule(res, path: Path, result: dict | None = None) -> Path:
+    """The run's failure schedule with the engine's losses (``satpage-failures/1``)."""
+    from satpage.faults_io import write_failure_schedule
+
+    result = result if result is not None else result_dict(res)
+    w = res.world
+    return write_failure_schedule(path, res.scenario, w.failures, result["strategies"],
+                                  result["version"], w.sats.plane, w.sats.slot)
+
+
 def write_reports(res, out_dir: Path, result: dict | None = None,
                   charts: list[Path] | None = None) -> list[Path]:
     """JSON, CSV, Markdown and HTML reports (and the charts, unless given) into out_dir."""
@@ -246,5 +273,7 @@ def write_reports(res, out_dir: Path, result: dict | None = None,
     _csv_series(res, out_dir)
     paths[2].write_text(_markdown(result, charts))
     paths[3].write_text(_html(result, charts))
+    if res.scenario.faults.active:
+        paths.append(write_schedule(res, out_dir / "failures.json", result))
     return paths + [out_dir / "pages_held.csv", out_dir / "isl_load.csv",
                     out_dir / "isl_utilisation.csv"] + charts

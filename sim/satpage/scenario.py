@@ -32,6 +32,7 @@ __all__ = [
     "NetworkSection",
     "StrategiesSection",
     "RunSection",
+    "FaultsSection",
     "STRATEGY_NAMES",
     "BACKGROUND_PROFILES",
     "HANDOVER_POLICIES",
@@ -185,6 +186,36 @@ class RunSection:
                           "worker processes (`--dask local:N`)", default=1)
 
 
+@dataclass(frozen=True)
+class FaultsSection:
+    count: int = _doc("satellite failures: this many distinct satellites, drawn uniformly, "
+                      "each failing once at a uniform time in the run (seeded from the "
+                      "scenario seed); 0 = none, or use `rate_per_sat_day`", default=0)
+    rate_per_sat_day: float = _doc(
+        "satellite failures as a Poisson process per satellite while it is up (failures "
+        "per satellite-day); an assumption to sweep: no operator publishes on-orbit "
+        "failure rates per day (0 = none; give this or `count`)", default=0.0)
+    repair_after_s: float = _doc("a failed satellite comes back this long after it failed, "
+                                 "with empty memory (0 = failures are permanent)",
+                                 default=0.0)
+    replicas: int = _doc("replication factor R for every strategy: each page is also held "
+                         "by the R-1 satellites behind its owner in its plane "
+                         "(docs/faults.md); 1 = the owner only", default=1)
+    recovery_s: float = _doc(
+        "time from a holder's failure until its replacement holds a copy again (detection + "
+        "copy). Assumption: 1 s, the service's 0.3 s probe timeout "
+        "(services liveness.ProbeTimeout) plus the copy", default=1.0)
+    write_share: float = _doc(
+        "share of accesses that are writes, each copied to every replica (the workload does "
+        "not tell reads from writes; 1 = every access, the upper bound replicate-next "
+        "also assumes)", default=1.0)
+
+    @property
+    def active(self) -> bool:
+        """Failures are drawn or replicas priced (else the fault pass is skipped)."""
+        return self.count > 0 or self.rate_per_sat_day > 0 or self.replicas > 1
+
+
 _SECTIONS: dict[str, type] = {
     "constellation": ConstellationSection,
     "time": TimeSection,
@@ -195,6 +226,7 @@ _SECTIONS: dict[str, type] = {
     "network": NetworkSection,
     "strategies": StrategiesSection,
     "run": RunSection,
+    "faults": FaultsSection,
 }
 
 _TOP_DOCS = {
@@ -220,6 +252,7 @@ class Scenario:
     network: NetworkSection = field(default_factory=NetworkSection)
     strategies: StrategiesSection = field(default_factory=StrategiesSection)
     run: RunSection = field(default_factory=RunSection)
+    faults: FaultsSection = field(default_factory=FaultsSection)
     source: str = "<default>"
 
     # -- derived quantities -----------------------------------------------------------------
@@ -436,6 +469,21 @@ def _validate(sc: Scenario) -> None:
                       f"unknown strategy (known: {', '.join(STRATEGY_NAMES)})")
     if len(set(sc.strategies.compare)) != len(sc.strategies.compare):
         raise bad("strategies.compare", list(sc.strategies.compare), "names a strategy twice")
+    f = sc.faults
+    if f.count < 0:
+        raise bad("faults.count", f.count, "must not be negative")
+    if f.rate_per_sat_day < 0:
+        raise bad("faults.rate_per_sat_day", f.rate_per_sat_day, "must not be negative")
+    if f.count and f.rate_per_sat_day:
+        raise ValueError(f"{src}: give faults.count ({f.count!r}) or faults.rate_per_sat_day "
+                         f"({f.rate_per_sat_day!r}), not both")
+    for key in ("faults.repair_after_s", "faults.recovery_s"):
+        if sc.get(key) < 0:
+            raise bad(key, sc.get(key), "must not be negative")
+    if f.replicas < 1:
+        raise bad("faults.replicas", f.replicas, "must be at least 1")
+    if not 0 <= f.write_share <= 1:
+        raise bad("faults.write_share", f.write_share, "must be in [0, 1]")
     src_spec = sc.clients.source
     if src_spec != "default" and not src_spec.startswith("gpw:"):
         raise bad("clients.source", src_spec, "must be `default` or `gpw:PATH`")

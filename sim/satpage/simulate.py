@@ -36,7 +36,7 @@ __all__ = ["World", "RunResult", "prepare", "run_scenario", "chunk_traces", "chu
 
 log = logging.getLogger(__name__)
 
-STAGES = ("sessions", "schedule", "replay", "costs")
+STAGES = ("sessions", "schedule", "replay", "costs", "faults")
 
 #: the replay engine compare runs (pager's); reports record it.
 ENGINE = "pager"
@@ -54,6 +54,8 @@ class World:
     setup_s: float
     positions: PositionCache
     links: LinkModel | None = None
+    failures: pager.FailureSchedule = field(default_factory=pager.FailureSchedule.none)
+    ring: pager.ReplicaRing | None = None
 
     def strategies(self) -> dict:
         """The pager Strategy object of each compared strategy, by name."""
@@ -82,7 +84,34 @@ def prepare(sc: Scenario, store_dir: str | None = None) -> World:
     positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2,
                               store_dir=store_dir or _default_store())
     links = link_model(sc, sats, topo)
-    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0, positions, links)
+    failures = failure_schedule(sc, sats.n_sats)
+    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0, positions, links,
+                 failures, replica_ring(sats))
+
+
+#: SeedSequence spawn key of the failure schedule (the session table has (0,), the view
+#: sample (0, 1), chunk i (1 + i,)).
+FAILURE_SPAWN_KEY = (0, 2)
+
+
+def failure_schedule(sc: Scenario, n_sats: int) -> pager.FailureSchedule:
+    """The scenario's satellite failures, drawn from ``SeedSequence(seed, spawn_key=(0, 2))``
+    (the same in every process: a Dask worker that builds the World draws the same)."""
+    f = sc.faults
+    if f.count > n_sats:
+        raise ValueError(f"{sc.source}: faults.count = {f.count!r}: more than the "
+                         f"{n_sats} satellites of {sc.constellation.spec}")
+    rng = np.random.default_rng(np.random.SeedSequence(sc.seed, spawn_key=FAILURE_SPAWN_KEY))
+    return pager.FailureSchedule.draw(n_sats, sc.duration_ns, rng, count=f.count,
+                                      rate_per_sat_day=f.rate_per_sat_day,
+                                      repair_after_ns=int(round(f.repair_after_s * 1e9)))
+
+
+def replica_ring(sats: SatelliteSet) -> pager.ReplicaRing:
+    """The in-plane rings of the placement rule: planes are per shell (orbit_model's
+    shell, plane and slot of each satellite)."""
+    key = np.where(sats.plane >= 0, sats.shell * 1_000_000 + sats.plane, -1)
+    return pager.ReplicaRing.from_planes(key, sats.slot)
 
 
 def link_model(sc: Scenario, sats: SatelliteSet, topo: Topology) -> LinkModel:
@@ -164,6 +193,23 @@ def replay_strategy(trace: Trace, strategy: pager.Strategy) -> pager.Replay:
     return r
 
 
+def fault_model(w: World, ct: ChunkTrace) -> pager.FaultModel:
+    """pager's failure semantics for one chunk (docs/faults.md): the scenario's failure
+    schedule, R replicas on the in-plane rings, writes as ``faults.write_share`` says."""
+    f = w.scenario.faults
+    assert w.ring is not None
+    return pager.FaultModel(ct.trace, w.failures, w.ring, f.replicas, ct.session_end_ns,
+                            recovery_ns=int(round(f.recovery_s * 1e9)),
+                            writes=pager.write_mask(ct.trace, f.write_share))
+
+
+def fault_outcome(fm: pager.FaultModel, rl: pager.Replay, strategy: pager.Strategy
+                  ) -> pager.FaultOutcome:
+    """One strategy's losses and replication traffic (replicate-next's next server is an
+    extra holder of every page)."""
+    return fm.apply(rl.events, next_server_holds=pager.network_use(strategy).replicate_next)
+
+
 def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None,
               waits: dict[str, np.ndarray] | None = None) -> ChunkResult:
     """One chunk under every strategy; its costs are added to ``into`` when given (the
@@ -177,6 +223,9 @@ def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None,
     stage["schedule"] = time.perf_counter() - t0
     costs = {}
     base_wait = w.links.wait_ms(w.links.background) if w.links is not None else None
+    t_f = time.perf_counter()
+    fm = fault_model(w, ct) if sc.faults.active else None
+    stage["faults"] += time.perf_counter() - t_f
     for name, strategy in w.strategies().items():
         t1 = time.perf_counter()
         rl = replay_strategy(ct.trace, strategy)
@@ -184,9 +233,13 @@ def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None,
         acc = into[name] if into is not None else _new_acc(w)
         acc.add(rl, ct, w.router, sc.step_ns, sc.network.per_hop_processing_ms, strategy,
                 w.links, waits[name] if waits is not None else base_wait)
+        t3 = time.perf_counter()
+        if fm is not None:
+            acc.add_faults(fault_outcome(fm, rl, strategy))
+        stage["faults"] += time.perf_counter() - t3
         del rl
         stage["replay"] += t2 - t1
-        stage["costs"] += time.perf_counter() - t2
+        stage["costs"] += t3 - t2
         costs[name] = acc
     return ChunkResult(i, into if into is not None else costs, stage, ct.uncovered_steps,
                        ct.client_steps)

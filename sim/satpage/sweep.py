@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 #: Costs charted against the varied key (one PNG each).
 SWEEP_COSTS = ("page_moves", "page_hops", "byte_hops", "fault_latency_ms",
                "fault_latency_p99_ms", "handover_transfer_bytes", "isl_load_max_bytes",
-               "pages_held_max_per_satellite", "pages_left_behind")
+               "pages_held_max_per_satellite", "pages_left_behind", "pages_lost",
+               "sessions_hit", "replication_page_hops")
 
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:

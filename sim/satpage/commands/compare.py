@@ -169,6 +169,10 @@ def compare(
     view_sessions: Annotated[int, typer.Option("--view-sessions", help="Sessions sampled "
                                    "(seeded) for `satpage view`'s per-session detail; 0 writes "
                                    "no view data.")] = 200,
+    failure_schedule: Annotated[Path | None, typer.Option(
+        "--failure-schedule", help="Write the run's satellite failures and the engine's "
+        "losses to this file (format satpage-failures/1, docs/faults.md), for "
+        "`satpage cluster chaos` to replay. --out writes it as failures.json.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
 ) -> None:
     """Compare ways of moving session state in a handover simulation of a real
@@ -188,6 +192,8 @@ def compare(
     if backend == "cluster":
         _cluster(sc, target, as_json, strategies is not None)
         return
+    if failure_schedule is not None and failure_schedule.is_dir():
+        fail(f"--failure-schedule {str(failure_schedule)!r} is a directory; give a file")
 
     from satpage.report import result_dict, write_reports
     from satpage.simulate import prepare, run_scenario
@@ -211,6 +217,11 @@ def compare(
                 t_view = bar.add_task(f"view data ({view_sessions} sessions re-run)", total=1)
                 from_run(res, view_sessions).write(out)
                 bar.advance(t_view)
+    if failure_schedule is not None:
+        from satpage.report import write_schedule
+
+        write_schedule(res, failure_schedule, result)
+        stderr.print(f"failure schedule: {failure_schedule}")
     if as_json:
         print_json(result)
     else:

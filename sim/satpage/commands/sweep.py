@@ -76,6 +76,14 @@ def sweep(
             w.writerow([base.name, base.seed, code_version(), *[r[c] for c in cols]])
     for cost in SWEEP_COSTS:
         charts.sweep_chart(rows, keys, cost, out / f"sweep_{cost}.png")
+    n_charts = len(SWEEP_COSTS)
+    fault_keys = [k for k in keys if k.startswith("faults.")]
+    if fault_keys:
+        # pages lost against protection cost (docs/faults.md): x through the first varied
+        # failure key other than R, one line per R
+        x_key = next((k for k in fault_keys if k != "faults.replicas"), fault_keys[0])
+        charts.sweep_faults_chart(rows, out / "sweep_faults.png", x_key=x_key)
+        n_charts += 1
     if as_json:
         print_json({"scenario": base.name, "scenario_file": base.source, "seed": base.seed,
                     "version": code_version(), "varied": {k: v for k, v in spec},
@@ -88,4 +96,4 @@ def sweep(
         t.add_row(*[str(r[k]) for k in keys], r["strategy"], f"{r['page_moves']:,}",
                   f"{r['page_hops']:,}", f"{r['fault_latency_ms']:.2f}")
     stdout.print(t)
-    stdout.print(f"wrote {out / 'sweep.csv'} and {len(SWEEP_COSTS)} charts")
+    stdout.print(f"wrote {out / 'sweep.csv'} and {n_charts} charts")
