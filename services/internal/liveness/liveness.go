@@ -21,7 +21,10 @@ import (
 
 // Defaults of the detector (docs/faults.md).
 const (
-	ProbeTimeout    = 300 * time.Millisecond
+	// A dead process's port refuses at once; the timeout bounds an address that
+	// no longer answers (a deleted pod), and is long enough that a loaded
+	// machine does not make a live satellite look dead.
+	ProbeTimeout    = time.Second
 	RecheckInterval = 250 * time.Millisecond
 )
 

@@ -161,23 +161,24 @@ func (t transport) RequestSync(ctx context.Context, primary, replica uint32) err
 	return err
 }
 
-// fetchFromReplica reads pages of a dead owner from the first live satellite
-// holding its copy (the same rule the owner replicates by).
+// fetchFromReplica reads pages of a dead owner from the satellite holding
+// the newest copy of its state (replica.BestCopy: asked across the owner's
+// plane, so a satellite that left the replica set is never read stale).
 func (n *Node) fetchFromReplica(ctx context.Context, session string, pages []uint32, owner uint32, tNs int64) (*satpagev1.FetchPagesResponse, error) {
-	var last error = fmt.Errorf("satellite %d is down and no live replica holds its pages: %w", owner, errs.ErrUnavailable)
-	for _, at := range replica.Replicas(n.grid.Spec(), owner, n.replicas, n.faults.SatelliteDown) {
-		var resp *satpagev1.FetchPagesResponse
-		err := n.originate(ctx, at, tNs, "FetchPages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) (err error) {
-			resp, err = c.FetchPages(ctx, &satpagev1.FetchPagesRequest{Route: r, SessionId: session, Pages: pages, ReplicaOf: &owner})
-			return err
-		})
-		if err == nil {
-			n.log.InfoContext(ctx, "pages of a dead owner served by its replica", "owner", owner, "replica", at, "pages", len(pages))
-			return resp, nil
-		}
-		last = err
+	at, best := replica.BestCopy(ctx, transport{n}, n.grid.Spec(), owner)
+	if best == nil {
+		return nil, fmt.Errorf("satellite %d is down and no live satellite holds a copy of its pages: %w", owner, errs.ErrUnavailable)
 	}
-	return nil, last
+	var resp *satpagev1.FetchPagesResponse
+	err := n.originate(ctx, at, tNs, "FetchPages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) (err error) {
+		resp, err = c.FetchPages(ctx, &satpagev1.FetchPagesRequest{Route: r, SessionId: session, Pages: pages, ReplicaOf: &owner})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.log.InfoContext(ctx, "pages of a dead owner served by a replica", "owner", owner, "replica", at, "pages", len(pages))
+	return resp, nil
 }
 
 // FetchReplica serves FetchPages from this satellite's copy of owner's state.

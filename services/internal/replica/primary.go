@@ -120,9 +120,20 @@ func (p *Primary) Version() *satpagev1.ReplicaVersion {
 	return &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: p.seq.Load()}
 }
 
-// Members are the replicas now: the R-1 live satellites behind this one.
+// Members are the replicas now: the R-1 live satellites behind this one. A
+// satellite that left the set is forgotten: should it come back into it (it
+// was only thought dead), it gets a snapshot, never the changes after the ones it missed.
 func (p *Primary) Members() []uint32 {
-	return Replicas(p.o.Spec, p.o.Self, p.o.Replicas, p.o.Liveness.SatelliteDown)
+	m := Replicas(p.o.Spec, p.o.Self, p.o.Replicas, p.o.Liveness.SatelliteDown)
+	p.mu.Lock()
+	for r := range p.synced {
+		if !slices.Contains(m, r) {
+			delete(p.synced, r)
+			delete(p.syncedAt, r)
+		}
+	}
+	p.mu.Unlock()
+	return m
 }
 
 var errRestoring = fmt.Errorf("satellite is restoring its state from its replicas: %w", errs.ErrUnavailable)
@@ -283,6 +294,37 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 	return nil
 }
 
+// BestCopy finds the newest in-sync copy of owner's state among the
+// satellites of its plane (asked at once, 1 s each): the current replicas hold
+// every acknowledged change, so the newest version is theirs, and a satellite
+// that left the replica set holds an older one (or the same, when nothing
+// changed since). nil when no satellite holds one.
+func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse) {
+	var best *satpagev1.ReplicaStateResponse
+	bestAt, bestJ := uint32(0), 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for j := 1; j < spec.PerPlane(); j++ {
+		at := Behind(spec, owner, j)
+		wg.Go(func() {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			r, err := t.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: owner})
+			if err != nil || !r.Synced {
+				return
+			}
+			mu.Lock()
+			// Newest first; among equals the nearest behind the owner.
+			if best == nil || newer(r.Version, best.Version) || (!newer(best.Version, r.Version) && j < bestJ) {
+				best, bestAt, bestJ = r, at, j
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return bestAt, best
+}
+
 // SyncReplica sends replica a snapshot now (it asked: it restarted empty).
 func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 	if err := p.check(ctx); err != nil {
@@ -310,27 +352,7 @@ func (p *Primary) Restore(ctx context.Context) error {
 		p.ready.Store(true)
 		return nil
 	}
-	var best *satpagev1.ReplicaStateResponse
-	bestAt := uint32(0)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for j := 1; j < p.o.Spec.PerPlane(); j++ {
-		at := Behind(p.o.Spec, p.o.Self, j)
-		wg.Go(func() {
-			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			r, err := p.o.Transport.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self})
-			if err != nil || !r.Synced {
-				return
-			}
-			mu.Lock()
-			if best == nil || newer(r.Version, best.Version) {
-				best, bestAt = r, at
-			}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	bestAt, best := BestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self)
 	if best != nil {
 		r, err := p.o.Transport.ReplicaState(ctx, bestAt, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self, Snapshot: true})
 		if err != nil {

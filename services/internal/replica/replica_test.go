@@ -274,3 +274,29 @@ func TestWithRTwoOneLossLosesNothingTwoLosesTheState(t *testing.T) {
 		t.Errorf("both holders lost their memory, yet the state came back: %+v", got)
 	}
 }
+
+// A replica only thought dead (its memory intact) misses the changes made
+// while it was out of the set; when it is back in, it gets a snapshot, not
+// the next change on top of a stale copy.
+func TestAReplicaBackInTheSetIsNeverLeftStale(t *testing.T) {
+	s := newSky(t, 2)
+	work(t, s.prims[3], "a", 2)
+	s.kill(2) // out of the set: 1 takes its place
+	if err := s.prims[3].PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("while 2 was out")}}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.dead[2] = false // back, with its old copy
+	s.mu.Unlock()
+	if err := s.prims[3].PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("after")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.copyAt(t, 2, 3), s.snapshotOf(t, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("copy at 2:\n got %+v\nwant %+v", got, want)
+	}
+	// Reading a dead owner's copy picks the newest: 2 and 1 both hold one; 2's is current.
+	at, best := BestCopy(context.Background(), skyLink{s, 20}, s.spec, 3)
+	if best == nil || at != 2 {
+		t.Errorf("BestCopy of 3: at %d (%v), want 2", at, best)
+	}
+}
