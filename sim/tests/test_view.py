@@ -127,6 +127,11 @@ def test_the_sample_is_seeded_and_spread_over_the_run():
     assert not np.array_equal(a, sample_sessions(8, 1000, 50))
     assert a.size == np.unique(a).size == 50 and a.max() > 500
     np.testing.assert_array_equal(sample_sessions(7, 30, 50), np.arange(30))
+    # a large run: the sample comes from at most 16 chunks, spread from first to last
+    b = sample_sessions(7, 100_000, 200, chunk_sessions=250)
+    chunks = np.unique(b // 250)
+    assert b.size == 200 and chunks.size <= 16 and chunks[0] == 0 and chunks[-1] == 399
+    np.testing.assert_array_equal(sample_sessions(7, 1000, 50, chunk_sessions=250), a)
 
 
 def test_holdings_at_session_end_equal_pagers_replay_of_the_whole_chunk(run, view):

@@ -95,14 +95,29 @@ def population_layer(grid) -> tuple[np.ndarray, dict]:
     return img, meta
 
 
-def sample_sessions(seed: int, n_sessions: int, n_sample: int) -> np.ndarray:
+#: chunks whose traces are rebuilt for the sample, at most: bounds the view's cost on
+#: large runs (100,000 sessions are 400 chunks; the sample comes from 16 of them)
+MAX_SAMPLE_CHUNKS = 16
+
+
+def sample_sessions(seed: int, n_sessions: int, n_sample: int,
+                    chunk_sessions: int | None = None,
+                    max_chunks: int = MAX_SAMPLE_CHUNKS) -> np.ndarray:
     """Sorted indices of ``n_sample`` sessions (all when fewer), drawn without replacement
-    from ``SeedSequence(seed, spawn_key=SAMPLE_SPAWN_KEY)``."""
-    if n_sample >= n_sessions:
-        return np.arange(n_sessions, dtype=np.int64)
+    from ``SeedSequence(seed, spawn_key=SAMPLE_SPAWN_KEY)``. With ``chunk_sessions``,
+    from at most ``max_chunks`` chunks of that many sessions, spread evenly over the
+    start-ordered table (so over the run's time)."""
+    pool = np.arange(n_sessions, dtype=np.int64)
+    if chunk_sessions:
+        n_chunks = -(-n_sessions // chunk_sessions)
+        if n_chunks > max_chunks:
+            chunks = np.unique(np.linspace(0, n_chunks - 1, max_chunks).round().astype(np.int64))
+            pool = pool[np.isin(pool // chunk_sessions, chunks)]
+    if n_sample >= pool.size:
+        return pool
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed,
                                                                      spawn_key=SAMPLE_SPAWN_KEY)))
-    return np.sort(rng.choice(n_sessions, n_sample, replace=False)).astype(np.int64)
+    return np.sort(rng.choice(pool, n_sample, replace=False)).astype(np.int64)
 
 
 def trace_subset(trace: Trace, sessions: np.ndarray) -> Trace:
@@ -310,7 +325,7 @@ def from_run(res, n_sample: int = DEFAULT_SAMPLE,
     held = np.stack([res.costs[n].held_series().T for n in names])
 
     # sampled sessions, re-run chunk by chunk on the run's own traces
-    pick = sample_sessions(sc.seed, w.sessions.size, n_sample)
+    pick = sample_sessions(sc.seed, w.sessions.size, n_sample, sc.run.chunk_sessions)
     c = sc.run.chunk_sessions
     parts = []
     for chunk in np.unique(pick // c):
