@@ -53,9 +53,16 @@ var rules = map[string]rule{
 	"/satpage.v1.SatelliteService/MovePages":     peerOrGateway,
 	"/satpage.v1.SatelliteService/SessionFrames": peerOrGateway,
 	"/satpage.v1.SatelliteService/DropSession":   peerOrGateway,
-	"/grpc.health.v1.Health/Check":               public,
-	"/grpc.health.v1.Health/List":                public,
-	"/grpc.health.v1.Health/Watch":               public,
+	// Replication (docs/faults.md): between satellites only; the ISL cut set
+	// from the ground segment (the gateway's certificate), as `cluster chaos` does.
+	"/satpage.v1.SatelliteService/Replicate":       satellite,
+	"/satpage.v1.SatelliteService/InstallSnapshot": satellite,
+	"/satpage.v1.SatelliteService/ReplicaState":    satellite,
+	"/satpage.v1.SatelliteService/RequestSync":     satellite,
+	"/satpage.v1.SatelliteService/SetFaults":       peerOrGateway,
+	"/grpc.health.v1.Health/Check":                 public,
+	"/grpc.health.v1.Health/List":                  public,
+	"/grpc.health.v1.Health/Watch":                 public,
 }
 
 func ruleOf(method string) rule {

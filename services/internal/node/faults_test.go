@@ -8,11 +8,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
+	"github.com/satpage/satpage/services/internal/token"
 )
 
 const faultSpec = "walker-star:30/2/1:500:87" // 2 planes of 15: satellite p*15 + k
@@ -161,3 +164,34 @@ func (f liveFaults) LinkCut(a, b uint32) bool {
 }
 
 var _ constellation.Faults = liveFaults{}
+
+// The same through the gateway of a secure cluster (mutual TLS, tokens): the
+// replication RPCs pass the satellites' access policy.
+func TestReplicationWorksInASecureCluster(t *testing.T) {
+	dir := t.TempDir()
+	tlstest.Write(t, dir, 30)
+	c := clustertest.New(t, faultSpec, clustertest.Options{Replicas: 2, TLSDir: dir})
+	ctx := context.Background()
+	reg, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s",
+		Visits: []*satpagev1.Visit{{Satellite: 5}, {Satellite: 20, StartNs: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = metadata.AppendToOutgoingContext(ctx, token.MetadataKey, reg.Token)
+	for p := range uint32(10) {
+		if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: p, ScenarioTimeNs: 1,
+			Data: []byte(fmt.Sprint("v", p))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 0, ScenarioTimeNs: 101}); err != nil {
+		t.Fatal(err) // handed over to 20 while 5 is alive
+	}
+	c.Kill(5)
+	for p := range uint32(10) {
+		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: p, ScenarioTimeNs: 102})
+		if err != nil || string(r.Data) != fmt.Sprint("v", p) {
+			t.Fatalf("page %d after its owner died: got %q, %v", p, r.GetData(), err)
+		}
+	}
+}
