@@ -62,3 +62,16 @@ def test_a_bad_dask_target_exits_2_naming_it(bad):
     result = CliRunner().invoke(app, ["compare", *SMALL, "--dask", bad])
     assert result.exit_code == 2
     assert f"--dask {bad!r}" in result.output
+
+
+def test_failures_and_replication_on_dask_give_the_in_process_figures():
+    # the failure schedule is drawn from the scenario seed in every worker's World
+    faults = ["--set", "faults.count=40", "--set", "faults.replicas=2",
+              "--set", "faults.recovery_s=300", "--set", "faults.repair_after_s=900"]
+    here = compare_json(*faults)
+    there = compare_json(*faults, "--dask", "local:2")
+    assert {k: v for k, v in there.items() if k not in RUN_FIELDS} == {
+        k: v for k, v in here.items() if k not in RUN_FIELDS}
+    od = here["strategies"]["on-demand"]
+    assert od["pages_lost"] > 0 and od["rereplication_copies"] > 0
+    assert here["faults"]["failures"] == 40

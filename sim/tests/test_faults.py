@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import heapq
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -385,3 +387,52 @@ def test_failure_schedule_file_round_trips(tmp_path):
     assert np.array_equal(back.satellite, w.failures.satellite)
     assert np.array_equal(back.fail_ns, w.failures.fail_ns)
     assert np.array_equal(back.repair_ns, w.failures.repair_ns)
+
+
+def test_compare_cli_refuses_bad_fault_keys_and_writes_the_schedule(tmp_path):
+    from typer.testing import CliRunner
+
+    from satpage.cli import app
+
+    small = ["--sessions", "60", "--set", "time.duration_s=3600", "--set",
+             "run.chunk_sessions=30", "--strategies", "on-demand,proactive"]
+    for bad, why in [("faults.replicas=0", "faults.replicas = 0"),
+                     ("faults.count=151", "faults.count = 151"),
+                     ("faults.write_share=-0.5", "faults.write_share = -0.5")]:
+        r = subprocess.run([sys.executable, "-m", "satpage.cli", "compare", *small, "--set",
+                            bad], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 2, r.stderr
+        assert "error:" in r.stderr and why in " ".join(r.stderr.split())
+    path = tmp_path / "sched.json"
+    r = CliRunner().invoke(app, ["compare", "faults", *small, "--json",
+                                 "--failure-schedule", str(path)])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout)
+    doc = json.loads(path.read_text())
+    assert len(doc["failures"]) == result["faults"]["failures"] == 10
+    assert doc["engine"]["on-demand"]["pages_lost"] == result["strategies"]["on-demand"][
+        "pages_lost"]
+    assert [f["fail_ns"] for f in doc["failures"]] == sorted(f["fail_ns"]
+                                                            for f in doc["failures"])
+
+
+def test_sweep_charts_pages_lost_against_protection_cost(tmp_path):
+    from typer.testing import CliRunner
+
+    from satpage.cli import app
+
+    r = CliRunner().invoke(app, [
+        "sweep", "faults", "--sessions", "40", "--set", "time.duration_s=3600",
+        "--set", "run.chunk_sessions=40", "--strategies", "on-demand,proactive",
+        "--set", "faults.count=0", "--vary", "faults.rate_per_sat_day=4,16",
+        "--vary", "faults.replicas=1,2", "--out", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert (tmp_path / "sweep_faults.png").stat().st_size > 10_000
+    by = {(x["faults.rate_per_sat_day"], x["faults.replicas"], x["strategy"]): x for x in rows}
+    for rate in (4, 16):
+        for s in ("on-demand", "proactive"):
+            assert by[(rate, 1, s)]["replication_page_hops"] == 0
+            assert by[(rate, 2, s)]["replication_page_hops"] > 0
+            assert by[(rate, 2, s)]["pages_lost"] <= by[(rate, 1, s)]["pages_lost"]
+    assert by[(16, 1, "on-demand")]["pages_lost"] > 0
