@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,5 +267,60 @@ func TestPastTheHorizonIsUnavailableUntilTheRefreshedEphemerisIsRead(t *testing.
 	}
 	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: 1}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunLive's ticker hands sessions over while their requests run (go test -race).
+func TestTheTickerHandsOverWhileRequestsRun(t *testing.T) {
+	const spec = "walker-star:150/10/1:500:87"
+	s, _ := constellation.ParseSpec(spec)
+	eph, err := sky.ReadEphemeris("../../testdata/live_ephemeris.bin", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := sky.NewClock(eph.EpochTime, time.Time{}, 600) // 10 constellation minutes a second
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	clock.SetNow(func() time.Time { return eph.EpochTime.Add(time.Since(began)) })
+	c := clustertest.New(t, spec, clustertest.Options{Live: &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.GatewayImpl.RunLive(ctx)
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	for k, place := range [][2]float64{{59.9, 10.7}, {-6.2, 106.8}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: place[0], LonDeg: place[1],
+				Strategy: satpagev1.Strategy(1 + k)})
+			if err != nil {
+				errc <- err
+				return
+			}
+			for i := 0; time.Since(began) < 2500*time.Millisecond; i++ {
+				page := uint32(i % 8)
+				if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: page, Data: []byte{byte(i)}}); err != nil {
+					errc <- err
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			st, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: open.SessionId})
+			if err != nil {
+				errc <- err
+				return
+			}
+			if len(st.Visits) < 2 {
+				errc <- fmt.Errorf("%v: %d visits in 25 constellation minutes", place, len(st.Visits))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
 	}
 }
