@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -51,15 +52,20 @@ def run_compare(constellation: str, sessions: int, hours: float, dask: str | Non
            "--sessions", str(sessions), "--set", f"time.duration_s={hours * 3600:g}",
            "--strategies", STRATEGIES, "--json"]
     cmd += ["--dask", dask] if dask else ["--set", "run.processes=1"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU-seconds of the process and its workers: on a shared machine the comparable figure
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout)
     return {"constellation": constellation, "sessions": sessions, "hours": hours,
             "dask": dask, "wall_s": round(wall, 2),
-            "sessions_per_s": round(sessions / wall, 1),
+            "sessions_per_s": round(sessions / wall, 1), "cpu_s": round(cpu, 1),
+            "sessions_per_cpu_s": round(sessions / max(cpu, 1e-9), 1),
             "peak_rss_mb": result["memory"]["peak_rss_mb"],
             "memory": result["memory"], "stages_s": result["timing_s"],
             "accesses": result["workload"]["accesses"],
@@ -123,6 +129,10 @@ def main() -> int:
             # 1.0 = time exactly proportional to the session count
             "time_ratio_over_session_ratio": round(
                 (hi["wall_s"] / lo["wall_s"]) / (hi["sessions"] / lo["sessions"]), 3),
+            "cpu_ratio_over_session_ratio": round(
+                (hi["cpu_s"] / lo["cpu_s"]) / (hi["sessions"] / lo["sessions"]), 3),
+            "projected_1m_cpu_s": round(linear([r["sessions"] for r in rs],
+                                               [r["cpu_s"] for r in rs], 1_000_000), 0),
             "peak_mb_per_1000_sessions": round(
                 (hi["peak_rss_mb"] - lo["peak_rss_mb"])
                 / max(hi["sessions"] - lo["sessions"], 1) * 1000, 2),
@@ -148,6 +158,8 @@ def main() -> int:
                                                / dask["local:2"]["wall_s"], 3)
         dask["overhead_local1_vs_in_process"] = round(dask["local:1"]["wall_s"]
                                                       / dask["in-process"]["wall_s"] - 1, 3)
+        dask["cpu_overhead_local1_vs_in_process"] = round(dask["local:1"]["cpu_s"]
+                                                          / dask["in-process"]["cpu_s"] - 1, 3)
 
     report = {"plan": "quick" if args.quick else "full", "hours": hours, "runs": runs,
               "growth": growth, "dask": dask,
@@ -156,12 +168,13 @@ def main() -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{'constellation':<14} {'sessions':>10} {'wall s':>9} {'sess/s':>8} {'peak MB':>8} "
+    print(f"{'constellation':<14} {'sessions':>10} {'wall s':>9} {'CPU s':>8} {'sess/s':>8} {'peak MB':>8} "
           f"{'setup':>7} {'schedule':>9} {'replay':>8} {'costs':>8}  load")
     for r in runs + [v for v in dask.values() if isinstance(v, dict)]:
         st = r["stages_s"]
         name = r["constellation"] + (f" {r['dask']}" if r["dask"] else "")
-        print(f"{name:<14} {r['sessions']:>10,} {r['wall_s']:>9.1f} {r['sessions_per_s']:>8.1f} "
+        print(f"{name:<14} {r['sessions']:>10,} {r['wall_s']:>9.1f} {r['cpu_s']:>8.1f} "
+              f"{r['sessions_per_s']:>8.1f} "
               f"{r['peak_rss_mb']:>8.0f} {st['sessions']:>7.1f} {st['schedule']:>9.1f} "
               f"{st['replay']:>8.1f} {st['costs']:>8.1f}  {r['load_average']}")
     if args.quick:
@@ -169,6 +182,7 @@ def main() -> int:
               "growth and projections say little; use the full sizes or --sizes)")
     for constellation, g in growth.items():
         print(f"{constellation}: time ratio / session ratio {g['time_ratio_over_session_ratio']} "
+              f"wall, {g['cpu_ratio_over_session_ratio']} CPU "
               f"(1.0 = linear; target within 15 %), memory "
               f"{g['peak_mb_per_1000_sessions']} MB per 1,000 sessions; projected to 1,000,000 "
               f"sessions: {g['projected_1m_wall_s']:.0f} s (target {TARGET_1M_S} s), "
@@ -176,7 +190,8 @@ def main() -> int:
     if dask:
         print(f"Dask: speed-up from 1 to 2 workers {dask['speedup_1_to_2_workers']}x "
               f"(target 1.7x); local:1 against in-process "
-              f"{dask['overhead_local1_vs_in_process'] * 100:+.1f} % (target < 10 %)")
+              f"{dask['overhead_local1_vs_in_process'] * 100:+.1f} % wall, "
+              f"{dask['cpu_overhead_local1_vs_in_process'] * 100:+.1f} % CPU (target < 10 %)")
     return 0
 
 
