@@ -34,13 +34,17 @@ if TYPE_CHECKING:
     from satpage.scenario import Scenario
     from satpage.simulate import ChunkResult, World
 
-__all__ = ["DaskTarget", "parse_dask", "dask_client", "run_chunks", "map_ordered",
+__all__ = ["DaskTarget", "DaskUnreachable", "parse_dask", "dask_client", "run_chunks", "map_ordered",
            "peak_rss_mb", "workers_peak_rss_mb"]
 
 log = logging.getLogger(__name__)
 
 _LOCAL = re.compile(r"^local(?::(\d+))?$")
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://\S+:\d+$")
+
+
+class DaskUnreachable(ValueError):
+    """No Dask scheduler answers at the address given (the message names it)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,18 @@ def dask_client(target: DaskTarget) -> Iterator[Client]:
     if not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("distributed").setLevel(logging.WARNING)
     if target.address is not None:
-        with Client(target.address, timeout="30s") as client:
+        try:
+            import dask
+            # the connect timeout of the Dask configuration (30 s unless set)
+            client = Client(target.address,
+                            timeout=dask.config.get("distributed.comm.timeouts.connect"))
+        except (OSError, TimeoutError) as exc:
+            raise DaskUnreachable(f"--dask {target.address!r}: no scheduler answers "
+                                  f"({exc})") from None
+        with client:
+            if not client.scheduler_info(n_workers=-1)["workers"]:
+                log.warning("the scheduler at %s has no workers yet: tasks wait for one",
+                            target.address)
             yield client
         return
     # one thread per worker: the engine's numba kernels are the parallelism, per process;

@@ -75,3 +75,17 @@ def test_failures_and_replication_on_dask_give_the_in_process_figures():
     od = here["strategies"]["on-demand"]
     assert od["pages_lost"] > 0 and od["rereplication_copies"] > 0
     assert here["faults"]["failures"] == 40
+
+
+def test_a_scheduler_that_does_not_answer_exits_2_naming_the_address():
+    import socket
+
+    import dask
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        result = CliRunner().invoke(app, ["compare", *SMALL, "--dask", address])
+    assert result.exit_code == 2, result.output
+    assert f"--dask {address!r}: no scheduler answers" in result.output

@@ -195,6 +195,7 @@ def compare(
     if failure_schedule is not None and failure_schedule.is_dir():
         fail(f"--failure-schedule {str(failure_schedule)!r} is a directory; give a file")
 
+    from satpage.parallel import DaskUnreachable
     from satpage.report import result_dict, write_reports
     from satpage.simulate import prepare, run_scenario
 
@@ -204,8 +205,11 @@ def compare(
         bar.advance(t_prep)
         t_run = bar.add_task(f"simulating {sc.sessions.count:,} sessions x "
                              f"{len(sc.strategies.compare)} strategies", total=world.n_chunks)
-        res = run_scenario(sc, world=world, dask=dask,
-                           on_chunk=lambda done, total: bar.update(t_run, completed=done))
+        try:
+            res = run_scenario(sc, world=world, dask=dask,
+                               on_chunk=lambda done, total: bar.update(t_run, completed=done))
+        except DaskUnreachable as exc:
+            fail(str(exc))
         result = result_dict(res)
         if out is not None:
             t_out = bar.add_task(f"writing report and charts to {out}", total=1)

@@ -44,6 +44,7 @@ def sweep(
     setup_logging(verbose)
     from satpage import charts
     from satpage.commands.compare import resolve_scenario
+    from satpage.parallel import DaskUnreachable
     from satpage.sweep import SWEEP_COSTS, grid_points, parse_vary, run_sweep
     from satpage.version import code_version
 
@@ -64,9 +65,12 @@ def sweep(
     memory: dict = {}
     with progress() as bar:
         task = bar.add_task(f"sweeping {n} points of {', '.join(keys)}", total=n)
-        rows = run_sweep(base, spec, processes,
-                         on_point=lambda done, total: bar.update(task, completed=done), dask=dask,
-                         memory=memory)
+        try:
+            rows = run_sweep(base, spec, processes,
+                             on_point=lambda done, total: bar.update(task, completed=done),
+                             dask=dask, memory=memory)
+        except DaskUnreachable as exc:
+            fail(str(exc))
     out.mkdir(parents=True, exist_ok=True)
     cols = keys + ["strategy"] + [c for c in rows[0] if c not in keys and c != "strategy"]
     with (out / "sweep.csv").open("w", newline="") as fh:
