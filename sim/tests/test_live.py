@@ -24,6 +24,7 @@ SPEC = "walker-star:150/10/1:500:87"
 SPEED = 240.0
 PLACES = [(59.9, 10.7), (-6.2, 106.8)]
 NS = 1_000_000_000
+_RESTARTED: list = []  # gateways a test started again (reaped after `live down` stopped them)
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
 
 
@@ -47,7 +48,7 @@ def gateway(tmp_path_factory):
         assert up.returncode == 0, up.stderr[-2000:]
         doc = json.loads(up.stdout)
         assert doc["tls_dir"], "a live cluster is secure by default"
-        yield doc["gateway"], doc["tls_dir"]
+        yield doc["gateway"], doc["tls_dir"], sdir
     finally:
         st = subprocess.run([SATPAGE, "cluster", "status", "--state-dir", str(sdir), "--json"],
                             capture_output=True, text=True, timeout=120)
@@ -56,6 +57,8 @@ def gateway(tmp_path_factory):
         # everything live up started is stopped, the ephemeris refresher included
         assert json.loads(st.stdout)["alive"].get("refresher") == 1, st.stdout
         assert not [p for p in recorded if _alive(p)]
+        for proc in _RESTARTED:
+            proc.wait(timeout=30)
 
 
 def _check_against_the_models(head, clients, strategy):
@@ -89,7 +92,7 @@ def _check_against_the_models(head, clients, strategy):
 
 @pytest.mark.parametrize("strategy", ["on-demand", "push-ahead", "proactive"])
 def test_live_handovers_and_costs_match_orbit_model_and_the_engine(gateway, strategy):
-    target, tls_dir = gateway
+    target, tls_dir, _ = gateway
     head, clients = run_demo(target, PLACES, minutes=16.0, strategy=strategy, n_pages=48, seed=3, tls_dir=tls_dir)
     eng = _check_against_the_models(head, clients, strategy)
     moved = {"on-demand": "fault_moves", "push-ahead": "push_moves", "proactive": "handover_moves"}[strategy]
@@ -97,7 +100,7 @@ def test_live_handovers_and_costs_match_orbit_model_and_the_engine(gateway, stra
 
 
 def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gateway):
-    target, tls_dir = gateway
+    target, tls_dir, _ = gateway
     out = subprocess.run([SATPAGE, "live", "demo", "--gateway", target, "--tls-dir", tls_dir, "--lat", "40.4",
                           "--lon", "-3.7", "--minutes", "6", "--pages", "8", "--json"],
                          capture_output=True, text=True, timeout=120)
@@ -126,7 +129,7 @@ def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gatewa
 def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
     import time
 
-    target, tls_dir = gateway
+    target, tls_dir, _ = gateway
     s = Session.open(target, lat_deg=10.0, lon_deg=20.0, tls_dir=tls_dir)
     s.write(1, b"x")
     time.sleep(4.0)  # the gateway's --session-idle is 2 s, checked every second
@@ -159,3 +162,46 @@ def test_the_refresher_extends_the_ephemeris_once_the_clock_passes_half_of_it(tm
     after = read_ephemeris(path)
     assert after.end_ns == 2 * 3600 * NS and after.epoch == before.epoch and after.knot_ns == before.knot_ns
     assert (after.position_km[: before.position_km.shape[0]] == before.position_km).all()
+
+
+def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_knows(gateway):
+    """Real processes: the gateway is stopped and started again with the same settings; the
+    client keeps its session id and token, and every page is still there."""
+    import os
+    import signal
+    import time
+
+    from satpage.cluster.local import ProcessRecord, _port_free, _save, _start_ticks
+
+    target, tls_dir, sdir = gateway
+    s = Session.open(target, lat_deg=59.9, lon_deg=10.7, tls_dir=tls_dir)
+    for page in range(8):
+        s.write(page, bytes([page]) * 16)
+    before = s.stats()
+    st = load_state(sdir)
+    (gw,) = [p for p in st.processes if p.role == "gateway"]
+    os.kill(gw.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while _alive(gw) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(gw)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
+    with open(gw.log_file, "ab") as log:
+        proc = subprocess.Popen(gw.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                env=env)
+    _RESTARTED.append(proc)
+    time.sleep(0.05)
+    st.processes[st.processes.index(gw)] = ProcessRecord("gateway", -1, proc.pid, _start_ticks(proc.pid), gw.argv,
+                                                         gw.log_file)
+    _save(st)  # so that `live down` stops the new one
+    port = int(target.rsplit(":", 1)[1])
+    while _port_free(port) and time.monotonic() < deadline + 20:
+        time.sleep(0.05)
+    time.sleep(1.0)  # two constellation minutes at 240x: possibly a handover for the new gateway to do
+    for page in range(8):
+        assert s.read(page) == bytes([page]) * 16
+    after = s.stats()  # counted by the new gateway from the rebuild on
+    # rebuilt from the satellite that held the table: no older than where the old gateway left it
+    assert after.schedule[0].time_ns >= before.schedule[-1].time_ns
+    assert after.schedule[-1].satellite == s.satellite
+    s.close()
