@@ -66,6 +66,10 @@ bench-view:  ## satpage view at Starlink scale (4,408 satellites, 10,000 session
 bench-strategies:  ## default compare: all ten strategies vs the five of before, wall and CPU (issue 20: < 60 s)
 	$(PY) bench/bench_strategies.py
 
+.PHONY: bench-faults
+bench-faults:  ## compare faults (R = 1, 2) vs the default run without failures, wall and CPU (issue 15: < 60 s)
+	$(PY) bench/bench_faults.py
+
 .PHONY: bench-population
 bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy
 	$(PY) bench/bench_population.py
