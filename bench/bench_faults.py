@@ -35,8 +35,13 @@ def run(name: str, overrides: dict) -> dict:
 
 def one_chunk(replicas: int) -> dict:
     from satpage.scenario import load_scenario, shipped_scenario, with_overrides
-    from satpage.simulate import chunk_trace, fault_model, fault_outcome, prepare, \
-        replay_strategy
+    from satpage.simulate import (
+        chunk_trace,
+        fault_model,
+        fault_outcome,
+        prepare,
+        replay_strategy,
+    )
 
     sc = with_overrides(load_scenario(shipped_scenario("faults")),
                         {"faults.replicas": replicas})
