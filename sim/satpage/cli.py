@@ -30,6 +30,7 @@ app.add_typer(orbit.app, name="orbit")
 app.add_typer(population.app, name="population")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(deploy.app, name="deploy")
+live.app.command("view")(view.live_view)
 app.add_typer(live.app, name="live")
 
 

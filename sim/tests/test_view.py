@@ -256,3 +256,45 @@ def test_compare_out_writes_the_view_and_view_html_reads_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["html"] == str(tmp_path / "v.html")
     assert Path(tmp_path / "v.html").stat().st_size > 100_000
+
+
+def _clock(now_s: float = 3600.0, speed: float = 60.0):
+    from satpage.client import ClockInfo
+
+    return ClockInfo(epoch="2023-06-01T00:00:00Z", speed=speed, now_ns=int(now_s * 1e9),
+                     constellation="walker-star:150/10/1:500:87",
+                     ephemeris_end_ns=int((now_s + 7200) * 1e9), step_ns=10_000_000_000,
+                     policy="highest", sticky=True, min_elevation_deg=10.0)
+
+
+def test_the_live_view_is_the_constellation_from_the_clock_on_with_each_places_server():
+    from orbit_model import Constellation, GroundPoints, elevations_deg, subsatellite_points
+    from satpage.view.live import live_view
+
+    clock = _clock()
+    v = live_view(clock, [(59.9, 10.7), (-6.2, 106.8)], minutes=30, wall_unix_s=1000.0)
+    a = v.arrays
+    assert v.meta["source"] == "live" and v.meta["clock"]["now_ns"] == clock.now_ns
+    assert a["frame_t_s"][0] == 3600.0 and a["frame_t_s"][-1] == 3600.0 + 1800.0
+    c = Constellation.from_spec(clock.constellation, epoch="2023-06-01T00:00:00Z")
+    lat, lon = subsatellite_points(c, np.array([clock.now_ns, clock.now_ns + 600 * 10**9]))
+    f600 = int(np.searchsorted(a["frame_t_s"], 4200.0))
+    np.testing.assert_allclose(a["sat_latlon_cdeg"][[0, f600], :, 0] / 100, lat.T, atol=0.006)
+    # each place's serving satellite over the view is visible from it (orbit_model's
+    # elevation) whenever it serves
+    vo = a["sess_visit_offsets"]
+    for k, (plat, plon) in enumerate([(59.9, 10.7), (-6.2, 106.8)]):
+        sats = a["visit_sat"][vo[k]:vo[k + 1]]
+        starts = np.round(a["visit_start_s"][vo[k]:vo[k + 1]] * 1e9).astype(np.int64)
+        assert starts[0] == clock.now_ns and sats.size >= 2
+        t_mid = np.r_[starts[1:], int(a["frame_t_s"][-1] * 1e9)] // 2 + starts // 2
+        el = elevations_deg(c, GroundPoints.from_degrees(plat, plon), t_mid)
+        served = el[0, sats, np.arange(sats.size)]
+        assert (served >= 10.0 - 1e-6).all(), served
+
+
+def test_live_view_of_an_unreachable_gateway_is_an_error_naming_it():
+    r = _satpage("live", "view", "--gateway", "127.0.0.1:1", "--no-browser")
+    assert r.returncode == 2 and "127.0.0.1:1" in r.stderr
+    r = _satpage("live", "view", "--gateway", "127.0.0.1:1", "--place", "95,10")
+    assert r.returncode == 2 and "--place" in r.stderr

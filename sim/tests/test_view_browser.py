@@ -333,3 +333,42 @@ def test_a_slider_step_redraws_in_under_100_ms_for_starlink_and_10000_sessions(b
     print(msg)
     # the median: the machine running the suite is shared (pytest -n 2, other work)
     assert np.median(redraw_ms) < STEP_BUDGET_MS, msg
+
+
+def test_the_live_view_follows_the_cluster_clock_until_the_slider_moves(browser, tmp_path):
+    from selenium.webdriver.common.keys import Keys
+
+    from satpage.client import ClockInfo
+    from satpage.view.live import live_view
+    from satpage.view.server import ViewServer
+
+    speed = 600.0                     # 10 constellation minutes per wall second
+    clock = ClockInfo(epoch="2023-06-01T00:00:00Z", speed=speed, now_ns=3600 * 10**9,
+                      constellation="walker-star:150/10/1:500:87",
+                      ephemeris_end_ns=6 * 3600 * 10**9, step_ns=10 * 10**9, policy="highest",
+                      sticky=True, min_elevation_deg=10.0)
+    view = live_view(clock, [(59.9, 10.7)], minutes=240, wall_unix_s=time.time())
+    view.write(tmp_path)
+    srv = ViewServer(tmp_path)
+    srv.start()
+    try:
+        _load(browser, srv.url)
+        frames = view.arrays["frame_t_s"]
+        time.sleep(1.5)
+        for _ in range(2):
+            got = browser.execute_script("return [satpageView.following(), satpageView.frame]")
+            t_now = 3600.0 + speed * (time.time() - view.meta["clock"]["wall_unix_s"])
+            want = int(np.searchsorted(frames, t_now, side="right")) - 1
+            assert got[0] and abs(got[1] - want) <= 2, (got, want)
+            time.sleep(1.0)
+        assert got[1] >= 8                                    # it moved on by itself
+        slider = browser.find_element("id", "slider")
+        slider.send_keys(Keys.HOME)
+        time.sleep(0.6)
+        assert browser.execute_script("return [satpageView.following(), satpageView.frame]") \
+            == [False, 0]
+        assert "live: following the cluster clock at 600x" in \
+            browser.find_element("id", "subtitle").text
+        assert _console_errors(browser) == []
+    finally:
+        srv.close()

@@ -36,7 +36,7 @@ def view(
     """Open the interactive map of a finished run: satellites over the population,
     ISL load, clients, and a session's pages along its trail, per strategy."""
     setup_logging(verbose)
-    from satpage.view.server import ViewServer, render_html
+    from satpage.view.server import render_html
 
     if html is not None:
         try:
@@ -50,6 +50,79 @@ def view(
         else:
             stdout.print(f"wrote {html} ({len(page.encode()) / 1e6:.1f} MB)")
         return
+    _serve(run_dir, port, no_browser, as_json)
+
+def live_view(
+    gateway: Annotated[str | None, typer.Option("--gateway", help="HOST:PORT of a live gateway "
+                                                "(default: the cluster recorded in --state-dir).")]
+    = None,
+    state_dir: Annotated[Path | None, typer.Option("--state-dir", help="Where `satpage live up` "
+                                                   "recorded its cluster.")] = None,
+    tls_dir: Annotated[str | None, typer.Option("--tls-dir", help="TLS material for --gateway "
+                                                "(default $SATPAGE_TLS_DIR or the recorded "
+                                                "cluster's).")] = None,
+    place: Annotated[list[str] | None, typer.Option("--place", help="LAT,LON of a client whose "
+                                                     "serving satellites to show (repeatable).")]
+    = None,
+    minutes: Annotated[float | None, typer.Option("--minutes", help="Constellation minutes "
+                                                  "the view covers from now (default: 30 "
+                                                  "minutes of wall time at the clock's speed, "
+                                                  "at most 24 h).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Keep the view files in this "
+                                             "folder (default: a temporary one).")] = None,
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0 = any free port).")] = 0,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Only print the URL.")] = False,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML "
+                                              "file instead of serving.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """The map of a running live cluster (`satpage live up`): its constellation from the
+    gateway's clock onwards, following the clock, and the serving satellites of the
+    given places. The live sessions' pages and ISL load are not shown (the gateway does
+    not list its live sessions)."""
+    import tempfile
+
+    setup_logging(verbose)
+    from satpage.client import Gateway, SatpageError
+    from satpage.cluster import load_state
+    from satpage.view.live import live_view as build_live_view
+
+    places = []
+    for p in place or []:
+        try:
+            lat, lon = (float(x) for x in p.split(","))
+        except ValueError:
+            fail(f"--place {p!r} is not LAT,LON")
+        if not -90 <= lat <= 90 or not -180 <= lon <= 360:
+            fail(f"--place {p!r}: latitude must lie in -90..90 and longitude in -180..360")
+        places.append((lat, lon))
+    if gateway is None:
+        st = load_state(state_dir)
+        if st is None:
+            fail("no live cluster recorded here: give --gateway HOST:PORT or --state-dir")
+        gateway, tls_dir = st.gateway, tls_dir or st.tls_dir
+    try:
+        with Gateway(gateway, tls_dir=tls_dir) as gw:
+            clock = gw.clock()
+        view = build_live_view(clock, places, minutes)
+    except (SatpageError, ValueError) as exc:
+        fail(f"live gateway {gateway}: {exc}")
+    with tempfile.TemporaryDirectory(prefix="satpage-live-view-") as tmp:
+        folder = out or Path(tmp)
+        view.write(folder)
+        if html is not None:
+            from satpage.view.server import render_html
+
+            html.parent.mkdir(parents=True, exist_ok=True)
+            html.write_text(render_html(folder))
+            stdout.print(f"wrote {html}")
+            return
+        _serve(folder, port, no_browser, False)
+
+
+def _serve(run_dir: Path, port: int, no_browser: bool, as_json: bool) -> None:
+    from satpage.view.server import ViewServer
+
     try:
         server = ViewServer(run_dir, port)
     except ValueError as exc:

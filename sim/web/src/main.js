@@ -728,6 +728,7 @@ function selectSession(k) {
 }
 
 function play(on) {
+  if (on) follow(false);
   st.playing = on;
   $('play').textContent = on ? '❚❚ pause' : '▶ play';
   clearInterval(st.timer);
@@ -747,7 +748,7 @@ function setup(v) {
   $('subtitle').textContent = `${m.constellation} · epoch ${m.epoch} · version ${m.version} · ${m.source}`;
   const slider = $('slider');
   slider.max = String(v.a.frame_t_s.length - 1);
-  slider.addEventListener('input', () => setFrame(Number(slider.value)));
+  slider.addEventListener('input', () => { follow(false); setFrame(Number(slider.value)); });
   const sel = $('strategy');
   sel.innerHTML = m.strategies.map((n, i) => `<option value="${i}">${n}</option>`).join('');
   sel.addEventListener('change', () => setStrategy(Number(sel.value)));
@@ -807,6 +808,42 @@ function setup(v) {
   metric.addEventListener('change', () => { st.linkMetric = metric.value; legendText(); draw(); });
   legendText();
   resize();
+  if (m.clock) {
+    // a live cluster: the slider follows its constellation clock until moved by hand
+    const box = $('follow');
+    box.parentElement.style.display = '';
+    box.addEventListener('change', () => follow(box.checked));
+    follow(true);
+  }
+}
+
+function clockFrame() {
+  const c = st.v.meta.clock;
+  const t = c.now_ns / 1e9 + c.speed * (Date.now() / 1000 - c.wall_unix_s);
+  const f = st.v.a.frame_t_s;
+  let lo = 0;
+  let hi = f.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (f[mid] <= t) lo = mid; else hi = mid - 1;
+  }
+  return { frame: lo, past: t > f[f.length - 1], t };
+}
+
+function follow(on) {
+  if (!st.v || !st.v.meta.clock) return;
+  st.following = on;
+  $('follow').checked = on;
+  clearInterval(st.clockTimer);
+  if (!on) return;
+  const tick = () => {
+    const c = clockFrame();
+    if (c.frame !== st.frame) setFrame(c.frame);
+    $('subtitle').textContent = `live: following the cluster clock at ${st.v.meta.clock.speed}x, `
+      + `t = ${hms(c.t)}${c.past ? ' — past this view\'s horizon: run `satpage live view` again' : ''}`;
+  };
+  tick();
+  st.clockTimer = setInterval(tick, 250);
 }
 
 function legendText() {
@@ -829,6 +866,8 @@ Object.assign(hook, {
   setNaive: (on) => { st.naive = Boolean(on); draw(); },
   window: () => windowOf(st.v.a.frame_t_s[st.frame]),
   play: (on) => play(on),
+  follow: (on) => follow(on),
+  following: () => Boolean(st.following),
   satLatLon: (i) => satLatLon(st.frame, i),
   satPixel: (i) => [st.X[i], st.Y[i]],
   session: (k, s) => sessionInfo(k, s ?? st.strategy, st.frame),
