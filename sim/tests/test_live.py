@@ -205,3 +205,15 @@ def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_know
     assert after.schedule[0].time_ns >= before.schedule[-1].time_ns
     assert after.schedule[-1].satellite == s.satellite
     s.close()
+
+
+@pytest.mark.parametrize("args, named", [
+    (["live", "demo", "--lat", "95", "--lon", "0"], "95.0"),
+    (["live", "demo", "--lat", "1", "--lat", "2", "--lon", "0"], "2 --lat but 1 --lon"),
+    (["live", "up", "--speed", "0"], "--speed 0"),
+    (["live", "ephemeris", "x.bin", "--epoch", "yesterday"], "yesterday"),
+])
+def test_bad_live_input_exits_2_naming_the_value(args, named, tmp_path):
+    out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "error:" in out.stderr and named in out.stderr
