@@ -87,7 +87,10 @@ def main() -> int:
               f"x{out['ratio_painted_p50']:.1f} (target: page redraw p50 < 100 ms)")
         if errors:
             print(f"  console errors: {errors}")
-    return 1 if errors else 0
+    over = page["redraw_p50_ms"] >= 100.0
+    if over:
+        print(f"  FAILED: page redraw p50 {page['redraw_p50_ms']:.1f} ms >= 100 ms", file=sys.stderr)
+    return 1 if errors or over else 0
 
 
 if __name__ == "__main__":
