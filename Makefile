@@ -101,6 +101,10 @@ bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 10
 bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starlink-gen1 and the Starlink TLEs, 1M on starlink-gen1, Dask 1 vs 2 workers (hours; --quick: minutes)
 	$(PY) bench/bench_scale.py $(BENCH_SCALE_FLAGS)
 
+.PHONY: chaos
+chaos: build  ## 150 satellites, R = 2: SIGKILL 5 satellites and cut 4 ISLs under load for 120 s; Porcupine checks the history (exit 1 on a lost page or a non-linearizable read)
+	$(VENV)/bin/satpage cluster chaos --replicas 2 --kill 5 --cut-links 4 --seed 1 --sessions 12 --seconds 120 --expect-no-loss --json
+
 .PHONY: bench-services fuzz-services
 bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
 	$(PY) bench/bench_services.py

@@ -171,3 +171,23 @@ func (r *Redis) Replace(ctx context.Context, states []SessionState) error {
 	})
 	return wrap(err, "replace")
 }
+
+var _ Snapshotter = (*Quota)(nil)
+
+// Snapshot passes through a quota: a snapshot holds what was admitted already.
+func (q *Quota) Snapshot(ctx context.Context) ([]SessionState, error) {
+	s, ok := q.PageStore.(Snapshotter)
+	if !ok {
+		return nil, fmt.Errorf("store %T cannot take a snapshot: %w", q.PageStore, errs.ErrInvalid)
+	}
+	return s.Snapshot(ctx)
+}
+
+// Replace passes through a quota (a restored state was admitted at its primary).
+func (q *Quota) Replace(ctx context.Context, states []SessionState) error {
+	s, ok := q.PageStore.(Snapshotter)
+	if !ok {
+		return fmt.Errorf("store %T cannot be replaced: %w", q.PageStore, errs.ErrInvalid)
+	}
+	return s.Replace(ctx, states)
+}

@@ -101,3 +101,58 @@ def down(state_dir: StateDir = None) -> None:
     n = cluster_down(state_dir)
     where = (state_dir or default_state_dir()).resolve()
     stdout.print(f"cluster down: stopped {n} processes recorded in {where}")
+
+
+@app.command("chaos")
+def chaos(
+    replicas: Annotated[int, typer.Option("--replicas", help="Replication factor R of the cluster.")] = 2,
+    kill: Annotated[int, typer.Option(
+        "--kill", help="Satellites to SIGKILL (satnode and its redis-server), one at a time, each "
+        "restarted empty.")] = 3,
+    cut_links: Annotated[int, typer.Option("--cut-links", help="ISLs to cut at seeded times.")] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and the fault schedule.")] = 0,
+    sessions: Annotated[int, typer.Option("--sessions", help="Client sessions replayed at once.")] = 8,
+    seconds: Annotated[float, typer.Option("--seconds", help="Length of the run; it stops by itself.")] = 60.0,
+    constellation: Annotated[str, typer.Option("--constellation", help="Walker spec.")]
+    = DEFAULT_CONSTELLATION,
+    pages: Annotated[int, typer.Option("--pages", help="Pages per session (Zipf s = 1 popularity).")] = 16,
+    restart_after: Annotated[float, typer.Option(
+        "--restart-after", help="Seconds a killed satellite stays down before it restarts empty.")] = 1.0,
+    history: Annotated[Path | None, typer.Option(
+        "--history", help="Where to write the history (satpage-history/1) checked by bin/satcheck.")] = None,
+    state_dir: StateDir = None,
+    expect_no_loss: Annotated[bool, typer.Option(
+        "--expect-no-loss", help="Exit 1 unless pages_lost == 0, sessions_failed == 0 and the "
+        "history is linearizable (the promise of R >= 2 when no two holders of a page die at once).")]
+    = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Kill satellites and cut ISLs under load on a fresh local cluster (loopback only),
+    then check the history with Porcupine and that every acknowledged page is readable."""
+    from satpage.cluster.chaos import ChaosConfig, run_chaos
+    from satpage.console import stderr
+
+    setup_logging(verbose)
+    cfg = ChaosConfig(replicas=replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
+                      seconds=seconds, constellation=constellation, pages=pages,
+                      restart_after_s=restart_after, state_dir=state_dir, history=history)
+    try:
+        cfg.check()
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        report = run_chaos(cfg, progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False))
+    except ValueError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json(report)
+    else:
+        u = report["unavailability_ms"]
+        stdout.print(f"chaos R={report['replicas']}: {report['satellites_killed']} killed, "
+                     f"{report['links_cut']} ISLs cut; {report['requests_total']} requests "
+                     f"({report['requests_failed']} failed); pages lost {report['pages_lost']}, "
+                     f"sessions failed {report['sessions_failed']}, linearizable {report['linearizable']}; "
+                     f"unavailability p50 {u['p50']} ms, p99 {u['p99']} ms")
+    if expect_no_loss and (report["pages_lost"] or report["sessions_failed"] or not report["linearizable"]):
+        raise typer.Exit(1)

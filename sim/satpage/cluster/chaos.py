@@ -1,0 +1,485 @@
+"""`satpage cluster chaos`: kill satellites and cut ISLs under load on a local
+cluster, then check what the clients saw (docs/faults.md).
+
+The run starts its own local cluster (loopback only) with replication factor
+R, replays sessions of reads and writes through the gateway (every write a
+fresh value with a CRC-32), SIGKILLs whole satellites (satnode and its
+redis-server: the memory is gone) at seeded times, one at a time, restarting
+each empty after ``restart_after_s``, cuts ISLs at seeded times (SetFaults to
+every satnode), and stops by itself after ``seconds``. At the end every page a
+session touched is read back, the history goes to ``bin/satcheck`` (Porcupine,
+one register per page) and the result is one dict:
+
+- requests_total / requests_failed: every attempt; a failed one is retried
+  (same value) until it succeeds or the session's patience runs out.
+- pages_lost: pages whose last acknowledged write cannot be read back (a read
+  answered NOT_FOUND, or returned an older value, or never succeeded).
+- sessions_failed: sessions that lost a page or gave up (patience exhausted).
+- linearizable: Porcupine's verdict on the whole history.
+- unavailability_ms: for every streak of failed attempts, the time from the
+  first failed call to the success that ended it (p50, p99, max), per kill too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from satpage.cluster.local import (
+    ClusterState,
+    _grpc_serving,
+    _save,
+    _spawn,
+    cluster_down,
+    cluster_up,
+    find_binary,
+)
+
+__all__ = ["ChaosConfig", "run_chaos"]
+
+log = logging.getLogger(__name__)
+
+HISTORY_FORMAT = "satpage-history/1"
+RPC_TIMEOUT_S = 3.0
+#: A session gives up when one operation has failed for this long.
+PATIENCE_S = 45.0
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    """What to run (every count and time is checked by ``check``)."""
+
+    replicas: int = 2
+    kill: int = 3
+    cut_links: int = 2
+    seed: int = 0
+    sessions: int = 8
+    seconds: float = 60.0
+    constellation: str = "walker-star:150/10/1:500:87"
+    pages: int = 16  # pages per session
+    write_fraction: float = 0.5
+    restart_after_s: float = 1.0
+    handovers: int = 3  # per session, spread over the run
+    state_dir: Path | None = None
+    history: Path | None = None
+
+    def check(self) -> None:
+        problems = []
+        if self.replicas < 1:
+            problems.append(f"--replicas {self.replicas} must be at least 1")
+        if self.kill < 0 or self.cut_links < 0:
+            problems.append(f"--kill {self.kill} and --cut-links {self.cut_links} must be >= 0")
+        if self.sessions < 1 or self.pages < 1:
+            problems.append(f"--sessions {self.sessions} and --pages {self.pages} must be >= 1")
+        if not 5.0 <= self.seconds <= 3600.0:
+            problems.append(f"--seconds {self.seconds} outside [5, 3600]")
+        if not 0.0 <= self.write_fraction <= 1.0:
+            problems.append(f"write fraction {self.write_fraction} outside [0, 1]")
+        if not 0.0 <= self.restart_after_s <= 60.0:
+            problems.append(f"--restart-after {self.restart_after_s} outside [0, 60] s")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+
+def _checksummed(value: str) -> bytes:
+    raw = value.encode()
+    return raw + b"#" + f"{zlib.crc32(raw):08x}".encode()
+
+
+def _unchecksum(data: bytes) -> str | None:
+    """The value of a page's bytes ("" for a page never written), None when corrupt."""
+    if not data:
+        return ""
+    raw, _, crc = data.rpartition(b"#")
+    if not raw or crc != f"{zlib.crc32(raw):08x}".encode():
+        return None
+    return raw.decode(errors="replace")
+
+
+class _Recorder:
+    """The history and the counters, shared by the session threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.ops: list[dict] = []
+        self.failed = 0
+        self.streaks: list[tuple[int, int]] = []  # (first failed call, success) monotonic ns
+        self.corrupt = 0
+
+    def add(self, op: dict) -> None:
+        with self.lock:
+            self.ops.append(op)
+            if not op["ok"]:
+                self.failed += 1
+
+
+class _Session(threading.Thread):
+    """One client session: reads and writes until the deadline, retrying failures."""
+
+    def __init__(self, k: int, cfg: ChaosConfig, target: str, tls_dir, visits, rec: _Recorder,
+                 t0_ns: int, deadline: float, rng: np.random.Generator) -> None:
+        super().__init__(name=f"chaos-session-{k}", daemon=True)
+        self.k, self.cfg, self.target, self.tls_dir = k, cfg, target, tls_dir
+        self.visits, self.rec, self.t0_ns, self.deadline, self.rng = visits, rec, t0_ns, deadline, rng
+        self.sid = f"chaos-{cfg.seed}-{k}"
+        self.acked: dict[int, str] = {}  # page -> last acknowledged value
+        self.unsure: dict[int, list[str]] = {}  # page -> writes that failed after it (may have landed)
+        self.lost: set[int] = set()
+        self.gave_up = False
+        self.error = ""
+        self.last_read: str | None = None
+        self.final: dict[int, str | None] = {}
+
+    def _scenario_ns(self) -> int:
+        return time.monotonic_ns() - self.t0_ns
+
+    def _call(self, stub, md, kind: str, page: int, value: str | None):
+        """One attempt; returns (ok, value read or written, grpc code name)."""
+        import grpc
+
+        from satpage.rpc import satpage_pb2 as pb
+
+        call = time.monotonic_ns()
+        try:
+            if kind == "write":
+                stub.WritePage(pb.WritePageRequest(session_id=self.sid, page=page, data=_checksummed(value),
+                                                   scenario_time_ns=self._scenario_ns()),
+                               timeout=RPC_TIMEOUT_S, metadata=md)
+                got, ok, code = value, True, "OK"
+            else:
+                r = stub.ReadPage(pb.ReadPageRequest(session_id=self.sid, page=page,
+                                                     scenario_time_ns=self._scenario_ns()),
+                                  timeout=RPC_TIMEOUT_S, metadata=md)
+                got = _unchecksum(r.data)
+                if got is None:
+                    with self.rec.lock:
+                        self.rec.corrupt += 1
+                    got = f"CORRUPT:{r.data[:32]!r}"
+                ok, code = True, "OK"
+        except grpc.RpcError as exc:
+            got, ok, code = value if kind == "write" else "", False, exc.code().name
+        ret = time.monotonic_ns()
+        self.rec.add({"client": self.k, "key": f"{self.sid}/{page}", "kind": kind, "value": got or "",
+                      "call_ns": call, "return_ns": ret, "ok": ok})
+        return ok, got, code, call, ret
+
+    def op(self, stub, md, kind: str, page: int, value: str | None, until: float) -> bool:
+        """Run one operation to success, retrying; False when the page is lost or time is up.
+        The value of the last successful read is in self.last_read."""
+        first_fail = None
+        while True:
+            ok, got, code, call, ret = self._call(stub, md, kind, page, value)
+            if ok:
+                self.last_read = got
+                if first_fail is not None:
+                    with self.rec.lock:
+                        self.rec.streaks.append((first_fail, ret))
+                if kind == "write":
+                    self.acked[page] = value
+                    self.unsure.pop(page, None)
+                return True
+            if kind == "write":
+                self.unsure.setdefault(page, []).append(value)
+            if code == "NOT_FOUND":
+                # The page table or the frame is gone: the page is lost (never stale).
+                if page in self.acked or kind == "read":
+                    self.lost.add(page)
+                return False
+            if first_fail is None:
+                first_fail = call
+            if time.monotonic() > until or (time.monotonic_ns() - first_fail) / 1e9 > PATIENCE_S:
+                self.gave_up, self.error = True, f"{kind} page {page}: {code}"
+                return False
+            time.sleep(0.1)
+
+    def run(self) -> None:
+        from satpage.cluster.channel import open_channel, token_metadata
+        from satpage.rpc import satpage_pb2 as pb
+        from satpage.rpc import satpage_pb2_grpc as rpc
+
+        try:
+            with open_channel(self.target, self.tls_dir) as ch:
+                control, stub = rpc.GatewayServiceStub(ch), rpc.PageServiceStub(ch)
+                reg = control.RegisterSession(pb.RegisterSessionRequest(
+                    session_id=self.sid, visits=[pb.Visit(satellite=s, start_ns=t) for s, t in self.visits],
+                    table_pages=self.cfg.pages), timeout=30)
+                md = token_metadata(reg.token)
+                weights = 1.0 / np.arange(1, self.cfg.pages + 1)  # Zipf s = 1, as the paper's workload
+                weights /= weights.sum()
+                n = 0
+                while time.monotonic() < self.deadline:
+                    page = int(self.rng.choice(self.cfg.pages, p=weights))
+                    if page in self.lost:
+                        continue
+                    if self.rng.random() < self.cfg.write_fraction:
+                        n += 1
+                        self.op(stub, md, "write", page, f"{self.sid}/{page}/{n}", self.deadline + PATIENCE_S)
+                    else:
+                        self.op(stub, md, "read", page, None, self.deadline + PATIENCE_S)
+                    if self.gave_up:
+                        return
+                # The final check: every page touched is read back.
+                for page in sorted(set(self.acked) | set(self.unsure) | self.lost):
+                    ok = self.op(stub, md, "read", page, None, time.monotonic() + PATIENCE_S)
+                    self.final[page] = self.last_read if ok else None
+        except Exception as exc:  # noqa: BLE001 - a session that breaks is reported, not raised
+            self.gave_up, self.error = True, f"{type(exc).__name__}: {exc}"
+
+    def pages_lost(self) -> set[int]:
+        """Pages whose acknowledged value is not what the final read returned."""
+        lost = set(self.lost)
+        final = self.final
+        for page, value in self.acked.items():
+            got = final.get(page)
+            if got is None or (got != value and got not in self.unsure.get(page, [])):
+                lost.add(page)
+        return lost
+
+
+def _isls(t: int, planes: int) -> list[tuple[int, int]]:
+    """+Grid ISLs (a < b): in-plane rings and same-slot links to the next plane."""
+    per = t // planes
+    links = set()
+    for i in range(t):
+        p, k = divmod(i, per)
+        links.add(tuple(sorted((i, p * per + (k + 1) % per))))
+        if p + 1 < planes:
+            links.add((i, (p + 1) * per + k))
+    return sorted(links)
+
+
+class _Cluster:
+    """Kills, restarts and ISL cuts on the recorded local cluster."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.lock = threading.Lock()  # guards state (records replaced on restart) and cut
+        self.cut: list[tuple[int, int]] = []
+
+    def _satellite_channel(self, i: int):
+        import grpc
+
+        from satpage.cluster.certs import satellite_name
+
+        addr = self.state.satellite_addr(i)
+        if not self.state.tls_dir:
+            return grpc.insecure_channel(addr)
+        d = Path(self.state.tls_dir)
+        # The ground segment sets the cut ISLs with the gateway's certificate.
+        creds = grpc.ssl_channel_credentials(root_certificates=(d / "ca.pem").read_bytes(),
+                                             private_key=(d / "gateway-key.pem").read_bytes(),
+                                             certificate_chain=(d / "gateway.pem").read_bytes())
+        return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", satellite_name(i))])
+
+    def set_faults(self, satellites: list[int]) -> None:
+        from satpage.rpc import satpage_pb2 as pb
+        from satpage.rpc import satpage_pb2_grpc as rpc
+
+        req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in self.cut])
+        for i in satellites:
+            with self._satellite_channel(i) as ch:
+                try:
+                    rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)
+                except Exception as exc:  # noqa: BLE001 - a dead satellite gets the set when it restarts
+                    log.info("SetFaults to satellite %d: %s", i, exc)
+
+    def kill(self, i: int) -> None:
+        with self.lock:
+            recs = [p for p in self.state.processes if p.index == i and p.role in ("satnode", "redis")]
+        for p in recs:
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in recs:
+            try:
+                os.waitpid(p.pid, 0)
+            except ChildProcessError:
+                pass
+
+    def restart(self, i: int, timeout_s: float = 120.0) -> float:
+        """Start satellite i's redis-server and satnode again, empty; seconds until SERVING."""
+        from satpage.cluster.certs import satellite_name
+
+        t0 = time.monotonic()
+        log_dir = Path(self.state.state_dir) / "logs"
+        with self.lock:
+            old = {p.role: p for p in self.state.processes if p.index == i and p.role in ("satnode", "redis")}
+        new = []
+        if "redis" in old:
+            sock = Path(self.state.state_dir) / "redis" / f"{i}.sock"
+            sock.unlink(missing_ok=True)
+            new.append(_spawn("redis", i, old["redis"].argv, log_dir))
+            while not sock.exists():
+                if time.monotonic() - t0 > timeout_s:
+                    raise OSError(f"redis-server of satellite {i} did not come back")
+                time.sleep(0.02)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
+        env["GOMAXPROCS"], env["GOGC"] = "1", "200"
+        new.append(_spawn("satnode", i, old["satnode"].argv, log_dir, env))
+        with self.lock:
+            keep = [p for p in self.state.processes if not (p.index == i and p.role in old)]
+            self.state = replace(self.state, processes=keep + new)
+            _save(self.state)
+        addr = self.state.satellite_addr(i)
+        names = [satellite_name(i)]
+        while _grpc_serving([addr], timeout_s=2.0, tls_dir=self.state.tls_dir, server_names=names):
+            if time.monotonic() - t0 > timeout_s:
+                raise OSError(f"satellite {i} not SERVING {timeout_s:.0f} s after its restart")
+            time.sleep(0.05)
+        self.set_faults([i])
+        return time.monotonic() - t0
+
+
+def _percentiles(ms: list[float]) -> dict:
+    if not ms:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0, "streaks": 0}
+    a = np.asarray(ms)
+    return {"p50": round(float(np.percentile(a, 50)), 1), "p99": round(float(np.percentile(a, 99)), 1),
+            "max": round(float(a.max()), 1), "streaks": len(ms)}
+
+
+def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
+    """Run the chaos experiment of cfg on a fresh local cluster and return the report."""
+    from orbit_model import parse_walker_spec
+    from satpage.cluster.driver import _free_port_base
+
+    cfg.check()
+    _kind, t, planes, _f, _alt, _inc = parse_walker_spec(cfg.constellation)
+    per = t // planes
+    if cfg.replicas > per:
+        raise ValueError(f"--replicas {cfg.replicas} exceeds the {per} satellites per plane")
+    satcheck = find_binary("satcheck")
+    rng = np.random.default_rng(cfg.seed)
+    say = progress or (lambda msg: log.info("%s", msg))
+    own_dir = cfg.state_dir is None
+    sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
+    say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
+    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=_free_port_base(cfg.constellation),
+                       replicas=cfg.replicas)
+    cl = _Cluster(state)
+    try:
+        # Sessions: each served by a trail of satellites, the next one the slot
+        # behind in the plane (the satellite that covers the region next), now
+        # and then the neighbouring plane's.
+        visit_s = cfg.seconds / (cfg.handovers + 1)
+        visits = []
+        for _ in range(cfg.sessions):
+            s = int(rng.integers(t))
+            trail = []
+            for j in range(cfg.handovers + 1):
+                trail.append((s, int(j * visit_s * 1e9)))
+                p, k = divmod(s, per)
+                if planes > 1 and rng.random() < 0.25:
+                    p = p + 1 if p + 1 < planes else p - 1
+                else:
+                    k = (k - 1) % per
+                s = p * per + k
+            visits.append(trail)
+        # The schedule of faults: kills one at a time (each satellite back and
+        # SERVING, its copies re-made, before the next), cuts at seeded times.
+        kill_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.kill)) * cfg.seconds
+        # Victims are picked when they die: the satellite serving a seeded session
+        # then, or the one before it on its trail (it owns the pages not yet moved).
+        victim_of = [(int(rng.integers(cfg.sessions)), bool(rng.random() < 0.5)) for _ in range(cfg.kill)]
+
+        def victim(k: int, previous: bool, at_ns: int) -> int:
+            trail = visits[k]
+            j = max(v for v in range(len(trail)) if trail[v][1] <= at_ns)
+            return trail[j - 1][0] if previous and j > 0 else trail[j][0]
+        links = _isls(t, planes)
+        cut_at = np.sort(rng.uniform(0.05, 0.8, size=cfg.cut_links)) * cfg.seconds
+        cut_pick = [links[int(x)] for x in rng.choice(len(links), size=cfg.cut_links, replace=False)]
+
+        rec = _Recorder()
+        t0 = time.monotonic()
+        t0_ns = time.monotonic_ns()
+        deadline = t0 + cfg.seconds
+        sessions = [_Session(k, cfg, state.gateway, Path(state.tls_dir) if state.tls_dir else None,
+                             visits[k], rec, t0_ns, deadline, np.random.default_rng([cfg.seed, k]))
+                    for k in range(cfg.sessions)]
+        for s in sessions:
+            s.start()
+        kills, cuts = [], []
+        events = sorted([(float(a), "kill", v) for a, v in zip(kill_at, victim_of, strict=True)]
+                        + [(float(a), "cut", c) for a, c in zip(cut_at, cut_pick, strict=True)])
+        for at, what, arg in events:
+            now = time.monotonic() - t0
+            if at > now:
+                time.sleep(at - now)
+            if time.monotonic() > deadline:
+                break
+            if what == "cut":
+                with cl.lock:
+                    cl.cut.append(arg)
+                cl.set_faults(list(range(t)))
+                cuts.append({"link": list(arg), "at_s": round(time.monotonic() - t0, 2)})
+                say(f"cut ISL {arg[0]}-{arg[1]}")
+                continue
+            k_ns = time.monotonic_ns()
+            arg = victim(*arg, k_ns - t0_ns)
+            cl.kill(arg)
+            say(f"killed satellite {arg} (satnode and redis-server) at {time.monotonic() - t0:.1f} s")
+            time.sleep(cfg.restart_after_s)
+            up_s = cl.restart(arg)
+            kills.append({"satellite": arg, "at_s": round((k_ns - t0_ns) / 1e9, 2), "kill_ns": k_ns,
+                          "down_ms": round(cfg.restart_after_s * 1e3 + up_s * 1e3, 1)})
+            say(f"satellite {arg} back and SERVING {cfg.restart_after_s + up_s:.1f} s after the kill")
+        for s in sessions:
+            s.join(timeout=cfg.seconds + 4 * PATIENCE_S)
+
+        history = Path(cfg.history) if cfg.history else sdir / "history.json"
+        with rec.lock:
+            ops = list(rec.ops)
+        history.write_text(json.dumps({"format": HISTORY_FORMAT, "ops": ops}))
+        say(f"checking {len(ops)} operations with Porcupine")
+        out = subprocess.run([str(satcheck), "--timeout", "120s", str(history)], capture_output=True,
+                             text=True, timeout=1800)
+        if out.returncode not in (0, 1):
+            raise OSError(f"satcheck failed: {out.stderr.strip()}")
+        lin = json.loads(out.stdout)
+
+        # Unavailability: each streak of failures belongs to the last kill before it.
+        per_kill = {k["kill_ns"]: [] for k in kills}
+        all_ms = []
+        for first, end in rec.streaks:
+            ms = (end - first) / 1e6
+            all_ms.append(ms)
+            before = [k for k in per_kill if k <= first]
+            if before:
+                per_kill[max(before)].append(ms)
+        for k in kills:
+            k["unavailability_ms"] = _percentiles(per_kill.pop(k["kill_ns"]))
+            del k["kill_ns"]
+        lost = {s.sid: sorted(s.pages_lost()) for s in sessions}
+        failed = [s for s in sessions if s.gave_up or lost[s.sid] or s.is_alive()]
+        return {
+            "replicas": cfg.replicas, "constellation": cfg.constellation, "satellites": t,
+            "seed": cfg.seed, "seconds": cfg.seconds, "sessions": cfg.sessions,
+            "satellites_killed": len(kills), "links_cut": len(cuts),
+            "requests_total": len(ops), "requests_failed": rec.failed,
+            "reads": sum(o["kind"] == "read" for o in ops), "writes": sum(o["kind"] == "write" for o in ops),
+            "pages_checked": sum(len(s.final) for s in sessions),
+            "pages_lost": sum(len(v) for v in lost.values()),
+            "corrupt_reads": rec.corrupt,
+            "sessions_failed": len(failed),
+            "session_errors": {s.sid: s.error for s in failed if s.error},
+            "linearizable": bool(lin["linearizable"]),
+            "linearizability": lin,
+            "unavailability_ms": _percentiles(all_ms),
+            "kills": kills, "cuts": cuts,
+            "history": str(history),
+        }
+    finally:
+        cluster_down(sdir)  # the history and the logs stay in sdir for a look afterwards
