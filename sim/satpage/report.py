@@ -196,6 +196,7 @@ def _markdown(result: dict, charts: list[Path]) -> str:
         "1000)",
         f"- pages {cfg['workload']['pages']}, {cfg['workload']['page_bytes']} bytes each, "
         f"Zipf s = {cfg['workload']['zipf_s']}",
+        *_faults_lines(result),
         "",
         "Movements are priced in ISL shortest-path hops between the two satellites at the "
         "time of the transfer; fault latency is the path's propagation delay plus per-hop "
@@ -213,6 +214,21 @@ def _markdown(result: dict, charts: list[Path]) -> str:
     lines += [f"![{p.stem}]({p.name})" for p in charts]
     lines += ["", "## Scenario", "", "```json", json.dumps(cfg, indent=2), "```", ""]
     return "\n".join(lines)
+
+
+def _faults_lines(result: dict) -> list[str]:
+    """The report's line on failures and replication (none without [faults])."""
+    f = result.get("faults") or {}
+    cfg = result["config"].get("faults", {})
+    if not f or (not f["failures"] and f["replicas"] == 1):
+        return []
+    life = ("permanent" if f["permanent"]
+            else f"repaired after {cfg.get('repair_after_s', 0):g} s, empty")
+    return [f"- failures: {f['failures']} ({f['satellites_failed']} satellites, {life}); "
+            f"replicas R = {f['replicas']} (the R-1 satellites behind the owner in its "
+            f"plane), recovery {f['recovery_s']:g} s, write share {f['write_share']:g}: "
+            "pages lost, sessions hit and replication traffic as docs/faults.md defines "
+            "them; the schedule is in failures.json"]
 
 
 def _html(result: dict, charts: list[Path]) -> str:
@@ -240,7 +256,8 @@ padding:1em;font-size:0.8em}}</style></head><body>
 <li>code version: <code>{e(result['version'])}</code> (engine {e(result['engine'])},
 orbits {e(result['orbit_backend'])})</li>
 <li>sessions {wl['sessions']:,}; visits {wl['visits']:,}; accesses {wl['accesses']:,}
-({wl['accesses_per_visit']:.1f} per serving satellite)</li></ul>
+({wl['accesses_per_visit']:.1f} per serving satellite)</li>
+{''.join(f"<li>{e(x[2:])}</li>" for x in _faults_lines(result))}</ul>
 {table}
 {''.join(imgs)}
 <h2>Scenario</h2><pre>{e(json.dumps(result['config'], indent=2))}</pre>

@@ -405,9 +405,17 @@ def test_compare_cli_refuses_bad_fault_keys_and_writes_the_schedule(tmp_path):
         assert "error:" in r.stderr and why in " ".join(r.stderr.split())
     path = tmp_path / "sched.json"
     r = CliRunner().invoke(app, ["compare", "faults", *small, "--json",
-                                 "--failure-schedule", str(path)])
+                                 "--failure-schedule", str(path), "--out",
+                                 str(tmp_path / "run"), "--view-sessions", "0"])
     assert r.exit_code == 0, r.output
     result = json.loads(r.stdout)
+    run = tmp_path / "run"
+    assert json.loads((run / "failures.json").read_text()) == json.loads(path.read_text())
+    md = (run / "report.md").read_text()
+    assert "| pages lost |" in md and "- failures: 10 (10 satellites, permanent)" in md
+    assert "pages_lost" in (run / "costs.csv").read_text().splitlines()[0]
+    assert (run / "faults.png").stat().st_size > 10_000
+    assert 'alt="faults"' in (run / "report.html").read_text()
     doc = json.loads(path.read_text())
     assert len(doc["failures"]) == result["faults"]["failures"] == 10
     assert doc["engine"]["on-demand"]["pages_lost"] == result["strategies"]["on-demand"][
