@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import subprocess
 import sys
 import time
@@ -196,3 +197,45 @@ def test_a_forged_token_and_a_page_outside_the_table_are_refused(cluster):
         assert exc.value.code() == grpc.StatusCode.OUT_OF_RANGE
         assert "page 4294967295 outside the session's table of 8 pages" in exc.value.details()
     intact(st, "forgery", own)
+
+
+def test_the_helm_charts_generated_material_works_on_real_processes(tmp_path):
+    """The Secret `helm template` generates (ECDSA keys from genPrivateKey, a
+    genCA root, an Ed25519 token key that is also the verify file) runs a secure
+    cluster: a registration, a write, a handover and a page fault relayed between
+    satellites, all over its certificates."""
+    helm = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "helm"
+    if not helm.is_file():
+        pytest.skip(f"{helm} is missing")
+    import yaml
+
+    out = subprocess.run([str(helm), "template", "t", str(helm.parents[2] / "charts" / "satpage"),
+                          "--kube-version", "1.34.0", "--set", f"constellation.spec={SPEC}"],
+                         capture_output=True, text=True, timeout=120, check=True,
+                         env={**os.environ, "HELM_CACHE_HOME": str(tmp_path / "hc"),
+                              "HELM_CONFIG_HOME": str(tmp_path / "hg"), "HELM_DATA_HOME": str(tmp_path / "hd")})
+    (secret,) = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Secret"]
+    tls = tmp_path / "tls"
+    tls.mkdir(mode=0o700)
+    for name, value in secret["data"].items():
+        (tls / name).write_bytes(base64.b64decode(value))
+    state = tmp_path / "state"
+    satpage = Path(sys.executable).with_name("satpage")
+    subprocess.run([str(satpage), "cluster", "up", "--constellation", SPEC, "--state-dir", str(state),
+                    "--port-base", str(_free_port_base(SPEC)), "--tls-dir", str(tls)],
+                   check=True, capture_output=True, timeout=300)
+    try:
+        st = load_state(state)
+        assert st.tls_dir == str(tls)
+        with secure_channel(st.gateway, tls) as ch:
+            reg = pbg.GatewayServiceStub(ch).RegisterSession(pb.RegisterSessionRequest(
+                session_id="helm", visits=[pb.Visit(satellite=0, start_ns=0), pb.Visit(satellite=1, start_ns=10)]),
+                timeout=10)
+            md = ((TOKEN_METADATA_KEY, reg.token),)
+            page = pbg.PageServiceStub(ch)
+            page.WritePage(pb.WritePageRequest(session_id="helm", page=3, data=b"x" * 64), timeout=10, metadata=md)
+            r = page.ReadPage(pb.ReadPageRequest(session_id="helm", page=3, scenario_time_ns=11), timeout=10,
+                              metadata=md)
+        assert (r.outcome, r.hops, r.satellite, r.previous_owner, r.data) == (pb.OUTCOME_MOVED, 1, 1, 0, b"x" * 64)
+    finally:
+        subprocess.run([str(satpage), "cluster", "down", "--state-dir", str(state)], capture_output=True, timeout=120)

@@ -233,7 +233,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
                isl_schedule: Path | None = None, timeout_s: float = 120.0,
                insecure: bool = False, live: dict | None = None,
-               replicas: int = 1) -> ClusterState:
+               replicas: int = 1, tls_dir: Path | None = None) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -242,7 +242,9 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
 
     Secure by default: a fresh CA, certificates and token keys are written to
     ``<state_dir>/tls`` (docs/security.md) and every connection is mutual TLS;
-    insecure=True starts plain-text daemons with no access control (debugging).
+    insecure=True starts plain-text daemons with no access control (debugging);
+    tls_dir brings your own material in the same layout instead (checked for the
+    files each daemon needs before anything starts).
 
     Raises OSError when a cluster is already recorded in state_dir and running, when
     a port is taken, or when a process does not come up (the ones started are
@@ -286,9 +288,20 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         isl_schedule = Path(isl_schedule).resolve()
         digest = schedule_digest(isl_schedule)
         schedule_args = ["--isl-schedule", str(isl_schedule)]
-    tls_dir = None
     security_args = ["--insecure"]
-    if not insecure:
+    if insecure and tls_dir is not None:
+        raise ValueError("insecure and tls_dir exclude each other")
+    if tls_dir is not None:
+        tls_dir = Path(tls_dir).resolve()
+        need = ["ca.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem", "token-verify-keys.pem"]
+        need += [f"satellite-{i}{s}.pem" for i in range(n) for s in ("", "-key")]
+        missing = [f for f in need if not (tls_dir / f).is_file()]
+        if missing:
+            raise ValueError(f"TLS directory {tls_dir} lacks {', '.join(missing[:4])}"
+                             f"{' ...' if len(missing) > 4 else ''} (layout: docs/security.md)")
+        tls_dir = str(tls_dir)
+        security_args = ["--tls-dir", tls_dir]
+    elif not insecure:
         from satpage.cluster.certs import write_tls_dir
 
         tls_dir = str(write_tls_dir(sdir / "tls", n).tls_dir)

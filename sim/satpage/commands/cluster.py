@@ -46,6 +46,9 @@ def up(
         "--replicas", help="Replication factor R: every page is also held by the R-1 satellites "
         "behind its owner in its plane; writes are acknowledged once all R hold them "
         "(docs/faults.md).")] = 1,
+    tls_dir: Annotated[Path | None, typer.Option(
+        "--tls-dir", help="Bring your own TLS material (layout: docs/security.md) instead of "
+        "a fresh CA.")] = None,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -56,7 +59,8 @@ def up(
         fail(f"--store must be redis or memory, got {store!r}")
     try:
         st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
-                        isl_schedule=isl_schedule, insecure=insecure, replicas=replicas)
+                        isl_schedule=isl_schedule, insecure=insecure, replicas=replicas,
+                        tls_dir=tls_dir)
     except ValueError as exc:
         fail(str(exc))
     if json_out:
