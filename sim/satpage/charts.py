@@ -286,21 +286,23 @@ def sweep_faults_chart(rows: list[dict], path: Path, x_key: str = "faults.rate_p
         for i, rep in enumerate(sorted({r.get(r_key, 1) for r in mine})):
             pts = sorted((r for r in mine if r.get(r_key, 1) == rep),
                          key=lambda r: r.get(x_key, 0))
-            xs = np.array([r["replication_page_hops"] for r in pts], float)
+            xs = np.array([r["replication_page_hops"] for r in pts], float) / 1e6
             ys = np.array([r["pages_lost"] for r in pts], float)
-            ax.plot(np.maximum(xs, 1), ys + 1, marker="o", color=_COLOURS[i], label=f"R = {rep}")
+            ax.plot(xs, ys, marker="o", color=_COLOURS[i], label=f"R = {rep}")
             for r, xv, yv in zip(pts, xs, ys, strict=True):
-                ax.annotate(f"{r.get(x_key, '')}", (max(xv, 1), yv + 1), fontsize=6)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+                ax.annotate(f"{r.get(x_key, '')}", (xv, yv), fontsize=6,
+                            xytext=(3, 2), textcoords="offset points")
+        ax.set_xlim(left=-0.5)
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(0, max(max(r["pages_lost"] for r in mine) * 5, 10))
         ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)
     for ax in axes.flat[len(names):]:
         ax.axis("off")
     axes[0, 0].legend(fontsize=7)
-    fig.supxlabel("replication page-hops (protection cost; 1 = none)")
-    fig.supylabel("pages lost + 1")
+    fig.supxlabel("replication page-hops, millions (the protection cost; 0 at R = 1)")
+    fig.supylabel("pages lost (symmetric log: 0, 1, 10, ...)")
     fig.suptitle(f"Pages lost against protection cost, points labelled by {x_key}",
                  fontsize=10)
     return _save(fig, path)
