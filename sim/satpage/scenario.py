@@ -203,8 +203,8 @@ class FaultsSection:
                          "(docs/faults.md); 1 = the owner only", default=1)
     recovery_s: float = _doc(
         "time from a holder's failure until its replacement holds a copy again (detection + "
-        "copy). Assumption: 1 s, the service's 0.3 s probe timeout "
-        "(services liveness.ProbeTimeout) plus the copy", default=1.0)
+        "copy). Assumption: 1 s, the service's failure detection (a dead satellite is "
+        "noticed within its probe deadline, docs/faults.md) plus the copy", default=1.0)
     write_share: float = _doc(
         "share of accesses that are writes, each copied to every replica (the workload does "
         "not tell reads from writes; 1 = every access, the upper bound replicate-next "
