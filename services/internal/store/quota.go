@@ -81,19 +81,32 @@ func (q *Quota) admit(ctx context.Context, frames []Frame) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	// Re-read when stale, or when the estimate has grown by 1/64 of the limit
-	// (so the estimate's error stays a small share of the headroom).
-	if time.Since(q.at) > q.refresh || (q.limit > 0 && q.added > q.limit/64) {
+	read := func() error {
 		used, limit, err := q.usage.Usage(ctx)
 		if err != nil {
 			return err
 		}
 		q.used, q.limit, q.at, q.added = used, limit, time.Now(), 0
+		return nil
+	}
+	// Re-read when stale, or when the estimate has grown by 1/64 of the limit
+	// (so the estimate's error stays a small share of the headroom).
+	if time.Since(q.at) > q.refresh || (q.limit > 0 && q.added > q.limit/64) {
+		if err := read(); err != nil {
+			return err
+		}
 	}
 	if q.limit <= 0 {
 		return nil
 	}
 	quota := int64(q.fraction * float64(q.limit))
+	if q.used+q.added+bytes > quota && time.Since(q.at) > time.Millisecond {
+		// About to refuse on an estimate: refuse only on a fresh reading (frames
+		// deleted since, e.g. by an ended session, count at once).
+		if err := read(); err != nil {
+			return err
+		}
+	}
 	if q.used+q.added+bytes > quota {
 		return fmt.Errorf("page store holds %d of %d bytes (quota %.0f %% = %d): %d new frames refused; ending or handing over sessions still works: %w",
 			q.used+q.added, q.limit, 100*q.fraction, quota, len(frames), errs.ErrResourceExhausted)
