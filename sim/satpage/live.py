@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 NS_PER_S = 1_000_000_000
 EPHEMERIS_FILE = "ephemeris.bin"
+ISL_SCHEDULE_FILE = "isl-schedule.json"
 
 
 def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hours: float, *,
@@ -46,16 +47,23 @@ def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hou
 def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int, speed: float,
             epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
-            idle_timeout_s: float = 3600.0, insecure: bool = False):
+            idle_timeout_s: float = 3600.0, insecure: bool = False,
+            isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
-    ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``."""
+    ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
+    With a latitude cut-off below 90 deg the satnodes route on an ISL schedule of the same
+    ``hours`` (``write_live_isl_schedule``), as ``compare --backend cluster`` gives them."""
     from satpage.cluster import cluster_up, default_state_dir
 
     if not 0 < speed <= 1e6:
         raise ValueError(f"speed {speed} must be above 0 and at most 1e6")
     if not 0 < hours <= 24 * 31:
         raise ValueError(f"ephemeris horizon {hours} h must be above 0 and at most 31 days")
+    if not 0 <= isl_latitude_cutoff_deg <= 90:
+        raise ValueError(f"ISL latitude cut-off {isl_latitude_cutoff_deg} deg is outside 0..90")
+    if not 0 < routing_step_s <= 3600:
+        raise ValueError(f"routing step {routing_step_s} s must be above 0 and at most 3600")
     sdir = Path(state_dir or default_state_dir()).resolve()
     sdir.mkdir(parents=True, exist_ok=True)
     if epoch is None:
@@ -66,9 +74,34 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     log.info("ephemeris: %s, %.1f h from %s, %d bytes", path, hours, epoch.isoformat(), size)
     live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
             "idle_timeout_s": float(idle_timeout_s), "hours": float(hours), "policy": policy,
-            "sticky": bool(sticky), "min_elevation_deg": float(min_elevation_deg)}
-    st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live)
+            "sticky": bool(sticky), "min_elevation_deg": float(min_elevation_deg),
+            "isl_latitude_cutoff_deg": float(isl_latitude_cutoff_deg), "routing_step_s": float(routing_step_s)}
+    isl = None
+    if isl_latitude_cutoff_deg < 90:
+        isl = sdir / ISL_SCHEDULE_FILE
+        write_live_isl_schedule(isl, constellation, epoch, hours, isl_latitude_cutoff_deg, routing_step_s)
+        live["isl_hours"] = float(hours)  # the satnodes read it once: the refresher stops there
+    st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live,
+                    isl_schedule=isl)
     return _start_refresher(st)
+
+
+def write_live_isl_schedule(path: Path, constellation: str, epoch: dt.datetime, hours: float,
+                            latitude_cutoff_deg: float, routing_step_s: float = 60.0) -> int:
+    """Write the satnodes' ISL schedule (satpage-isl-schedule/1) of a latitude cut-off for
+    ``hours`` from ``epoch``, the writer ``compare --backend cluster`` uses; returns its size."""
+    import json
+
+    from satpage.geometry import SatelliteSet
+    from satpage.network import Router, isl_schedule, topology_from_links
+
+    sats = SatelliteSet(constellation, epoch)
+    router = Router(sats, topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane),
+                    latitude_cutoff_deg, int(round(routing_step_s * NS_PER_S)))
+    tmp = Path(path).with_suffix(".tmp")
+    tmp.write_text(json.dumps(isl_schedule(router, constellation, int(round(hours * 3600 * NS_PER_S)))))
+    tmp.replace(path)
+    return Path(path).stat().st_size
 
 
 def _start_refresher(st):
@@ -105,6 +138,10 @@ def refresh_once(constellation: str, live: dict, now: dt.datetime | None = None)
     if t_h < current_h / 2:
         return None
     hours = math.ceil(t_h + live["hours"])
+    if "isl_hours" in live:  # the satnodes' ISL schedule ends there: so does the gateway's horizon
+        hours = min(hours, live["isl_hours"])
+        if hours <= current_h:
+            return None
     write_live_ephemeris(Path(live["ephemeris"]), constellation, parse_epoch(live["epoch"]), hours,
                          policy=live.get("policy", "highest"), sticky=live.get("sticky", True),
                          min_elevation_deg=live.get("min_elevation_deg", 10.0))
@@ -297,9 +334,12 @@ def trace_of(clients: list[DemoClient], n_pages: int):
                  access_time_ns=np.array(times, np.int64))
 
 
-def engine_counts(trace, strategy: str, constellation: str, epoch: str) -> dict[str, int]:
+def engine_counts(trace, strategy: str, constellation: str, epoch: str, *,
+                  isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0) -> dict[str, int]:
     """Replay ``trace`` in the engine and price every movement with orbit_model's ISL hops
-    between the two satellites at the movement's time: the counts the relays should report."""
+    between the two satellites at the movement's time: the counts the relays should report.
+    With a latitude cut-off below 90 deg the hops are those of the routing snapshot the
+    movement falls in (the satnodes' ISL schedule: topology at the snapshot's start)."""
     import pager
     from orbit_model import Constellation, IslNetwork, parse_epoch
     from pager.strategies_extra import PushAhead
@@ -307,7 +347,11 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str) -> dict[
     strat = {"on-demand": pager.OnDemand(), "proactive": pager.Proactive(),
              "push-ahead": PushAhead(recent_visits=1, lead_ns=0)}[strategy]
     r = pager.replay(trace, strat, events=True)
-    net = IslNetwork(Constellation.from_spec(constellation, epoch=parse_epoch(epoch)))
+    const = Constellation.from_spec(constellation, epoch=parse_epoch(epoch))
+    step_ns = int(round(routing_step_s * NS_PER_S))
+    timed = isl_latitude_cutoff_deg < 90
+    net = (IslNetwork(const, latitude_cutoff_deg=isl_latitude_cutoff_deg, resolution_ns=step_ns) if timed
+           else IslNetwork(const))
     ev = r.events
     out = {"fault_moves": r.total("fault_moves"), "handover_moves": r.total("handover_moves"),
            "push_moves": r.total("push_moves"), "fault_hops": 0, "handover_hops": 0, "push_hops": 0}
@@ -318,7 +362,8 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str) -> dict[
         if key is None or e["from_visit"] < 0:
             continue
         a, b = int(trace.visit_satellite[e["from_visit"]]), int(trace.visit_satellite[e["to_visit"]])
-        out[key] += int(net.route(a, b, int(e["time_ns"])).hops)
+        t = int(e["time_ns"]) // step_ns * step_ns if timed else int(e["time_ns"])
+        out[key] += int(net.route(a, b, t).hops)
     return out
 
 

@@ -23,6 +23,7 @@ from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
 SPEC = "walker-star:150/10/1:500:87"
 SPEED = 240.0
 PLACES = [(59.9, 10.7), (-6.2, 106.8)]
+CUTOFF_DEG = 60.0  # the satnodes route on an ISL schedule: the engine's pricing must follow it
 NS = 1_000_000_000
 _RESTARTED: list = []  # gateways a test started again (reaped after `live down` stopped them)
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
@@ -40,6 +41,7 @@ def gateway(tmp_path_factory):
     # through the CLI, as a user would (and the processes are not this test's children)
     for _ in range(3):  # a port of the range may be taken between the check and the start
         up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "12", "--idle-timeout-s", "2",
+                             "--isl-latitude-cutoff", str(CUTOFF_DEG),
                              "--state-dir", str(sdir), "--port-base", str(_free_port_base(SPEC)), "--json"],
                             capture_output=True, text=True, timeout=300)
         if "in use" not in up.stderr:
@@ -48,6 +50,7 @@ def gateway(tmp_path_factory):
         assert up.returncode == 0, up.stderr[-2000:]
         doc = json.loads(up.stdout)
         assert doc["tls_dir"], "a live cluster is secure by default"
+        assert doc["isl_latitude_cutoff_deg"] == CUTOFF_DEG and load_state(sdir).isl_schedule
         yield doc["gateway"], doc["tls_dir"], sdir
     finally:
         st = subprocess.run([SATPAGE, "cluster", "status", "--state-dir", str(sdir), "--json"],
@@ -79,7 +82,7 @@ def _check_against_the_models(head, clients, strategy):
         assert all(abs(a - b) <= step for (a, _), (b, _) in zip(got, want, strict=True)), (got, want)
     # the accesses replayed in the engine: the relays' movements and page-hops
     trace = trace_of(clients, head["n_pages"])
-    eng = engine_counts(trace, strategy, head["constellation"], head["epoch"])
+    eng = engine_counts(trace, strategy, head["constellation"], head["epoch"], isl_latitude_cutoff_deg=CUTOFF_DEG)
     relays = {"fault_moves": sum(c.stats.ondemand_moves for c in clients),
               "fault_hops": sum(c.stats.ondemand_hops for c in clients),
               "handover_moves": sum(c.stats.proactive_moves for c in clients),

@@ -58,6 +58,9 @@ def up(
     policy: Annotated[str, typer.Option("--policy", help="highest | nearest")] = "highest",
     sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
     min_elevation: Annotated[float, typer.Option("--min-elevation", help="Degrees.")] = 10.0,
+    isl_latitude_cutoff: Annotated[float, typer.Option(
+        "--isl-latitude-cutoff", help="Cross-plane ISLs down while either end is above this |latitude| "
+        "(degrees; 90 = never): the satnodes route on its ISL schedule for --hours.")] = 90.0,
     idle_timeout_s: Annotated[float, typer.Option("--idle-timeout-s", help="End sessions idle this long "
                                                   "(wall seconds; the gateway's --session-idle).")] = 3600.0,
     insecure: Annotated[bool, typer.Option("--insecure", help="Plain text, no access control "
@@ -75,10 +78,13 @@ def up(
     _check(speed, hours, policy, min_elevation)
     if store not in ("redis", "memory"):
         fail(f"--store must be redis or memory, got {store!r}")
+    if not 0 <= isl_latitude_cutoff <= 90:
+        fail(f"--isl-latitude-cutoff {isl_latitude_cutoff} is outside 0..90")
     try:
         st = live_up(constellation, state_dir=state_dir, port_base=port_base, speed=speed, epoch=_epoch(epoch),
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
-                     idle_timeout_s=idle_timeout_s, insecure=insecure)
+                     idle_timeout_s=idle_timeout_s, insecure=insecure,
+                     isl_latitude_cutoff_deg=isl_latitude_cutoff)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
