@@ -237,6 +237,26 @@ func satRPCs() []rpc {
 			_, err := sat(c).SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: id})
 			return err
 		}, peerWant(true)},
+		{"Replicate", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := sat(c).Replicate(ctx, &satpagev1.ReplicateRequest{Route: route(), Namespace: 1})
+			return err
+		}, peerWant(false)},
+		{"InstallSnapshot", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := sat(c).InstallSnapshot(ctx, &satpagev1.InstallSnapshotRequest{Route: route(), Namespace: 1})
+			return err
+		}, peerWant(false)},
+		{"ReplicaState", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := sat(c).ReplicaState(ctx, &satpagev1.ReplicaStateRequest{Namespace: 1})
+			return err
+		}, peerWant(false)},
+		{"RequestSync", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := sat(c).RequestSync(ctx, &satpagev1.RequestSyncRequest{Replica: 1})
+			return err
+		}, peerWant(false)},
+		{"SetFaults", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+			_, err := sat(c).SetFaults(ctx, &satpagev1.SetFaultsRequest{})
+			return err
+		}, peerWant(true)},
 		{"DropSession", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
 			_, err := sat(c).DropSession(ctx, &satpagev1.DropSessionRequest{Route: route(), SessionId: id})
 			return err
