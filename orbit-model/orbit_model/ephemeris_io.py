@@ -63,9 +63,8 @@ def write_ephemeris(path: str | Path, constellation: Constellation, duration_ns:
 
     ``step_ns`` is the handover step (``satpage orbit handovers --step-s``); it must divide
     ``knot_ns``. Size: 12 bytes per satellite per knot (docs/live.md)."""
-    if policy not in ("highest", "nearest"):
-        raise ValueError(f"live handover policy {policy!r} is not highest or nearest "
-                         f"(orbit_model knows {', '.join(POLICIES)}; longest needs the whole window)")
+    if policy not in POLICIES:
+        raise ValueError(f"live handover policy {policy!r} is not one of {', '.join(POLICIES)}")
     if knot_ns <= 0 or step_ns <= 0 or knot_ns % step_ns:
         raise ValueError(f"knot step {knot_ns} ns must be a positive multiple of the handover step {step_ns} ns")
     if duration_ns < 3 * knot_ns:

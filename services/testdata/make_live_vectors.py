@@ -22,7 +22,8 @@ HOURS = 1
 STEP_NS = 10_000_000_000
 #: Oslo, Jakarta, Quito, McMurdo, Honolulu, the antimeridian
 PLACES = [(59.9, 10.7), (-6.2, 106.8), (-0.2, -78.5), (-77.8, 166.7), (21.3, -157.9), (0.0, 180.0)]
-CASES = [("highest", True, 10.0), ("nearest", True, 10.0), ("highest", False, 25.0)]
+CASES = [("highest", True, 10.0), ("nearest", True, 10.0), ("highest", False, 25.0),
+         ("longest", True, 10.0), ("longest", False, 25.0)]
 
 
 def vectors(ephemeris_path: Path) -> dict:

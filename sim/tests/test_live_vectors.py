@@ -48,7 +48,7 @@ def test_an_ephemeris_holds_orbit_models_positions_at_its_knots(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"policy": "longest"}, "longest"),
+    ({"policy": "trail"}, "trail"),
     ({"knot_ns": 25 * 10**9}, "multiple of the handover step"),
     ({"t0_ns": 7}, "t0 7 ns"),
     ({"min_elevation_deg": 95.0}, "95.0"),

@@ -97,8 +97,8 @@ func ParseEphemeris(raw []byte, spec constellation.Spec) (*Ephemeris, error) {
 		return nil, fmt.Errorf("knot step %d ns is not a positive multiple of the handover step %d ns: %w", h.KnotNs, h.StepNs, errs.ErrInvalid)
 	case h.T0Ns < 0 || h.T0Ns%h.KnotNs != 0:
 		return nil, fmt.Errorf("t0 %d ns is not a non-negative multiple of the knot step %d ns: %w", h.T0Ns, h.KnotNs, errs.ErrInvalid)
-	case h.Policy != "highest" && h.Policy != "nearest":
-		return nil, fmt.Errorf("policy %q: the live service applies highest or nearest: %w", h.Policy, errs.ErrInvalid)
+	case h.Policy != "highest" && h.Policy != "nearest" && h.Policy != "longest":
+		return nil, fmt.Errorf("policy %q: the live service applies highest, nearest or longest: %w", h.Policy, errs.ErrInvalid)
 	case !(h.MinElevationDeg >= -90 && h.MinElevationDeg < 90):
 		return nil, fmt.Errorf("minimum elevation %v deg is outside -90..90: %w", h.MinElevationDeg, errs.ErrInvalid)
 	}

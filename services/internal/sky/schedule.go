@@ -35,6 +35,9 @@ type Place struct {
 	serving        int32
 	Schedule       []Handover
 	buf            []float64
+	// longest: visibility of the steps from visBase on, kept for the look-ahead.
+	visBase int64
+	vis     [][]bool
 }
 
 // NewPlace is a ground point at height 0 on the WGS84 ellipsoid.
@@ -66,6 +69,9 @@ func (p *Place) Advance(e *Ephemeris, tNs int64) (int32, error) {
 		p.buf = make([]float64, 3*e.Satellites)
 	}
 	sinMin := math.Sin(e.MinElevationDeg * math.Pi / 180)
+	if e.Policy == "longest" {
+		return p.advanceLongest(e, last, sinMin, tNs)
+	}
 	for k := p.step + 1; k <= last; k++ {
 		t := e.T0Ns + k*e.StepNs
 		if err := e.Positions(t, p.buf); err != nil {
@@ -114,4 +120,83 @@ func (p *Place) ServingAt(tNs int64) int32 {
 		s = h.Satellite
 	}
 	return s
+}
+
+// advanceLongest decides the steps up to last under "longest": among the
+// visible satellites the one whose pass ends last (the first later step it is
+// not visible; a pass still up at the ephemeris' last step ends one step past
+// it, as orbit_model's window end), ties to the lowest index; sticky keeps the
+// serving satellite while it is visible. orbit_model (handover.py `_longest`)
+// decides only when a pass rises or the serving one ends; between those steps
+// the visible passes and so the choice do not change, so deciding every step
+// gives the same schedule.
+func (p *Place) advanceLongest(e *Ephemeris, last int64, sinMin float64, tNs int64) (int32, error) {
+	nSteps := (e.EndNs()-e.T0Ns)/e.StepNs + 1
+	for k := p.step + 1; k <= last; k++ {
+		vis, err := p.visible(e, k, sinMin)
+		if err != nil {
+			return -1, err
+		}
+		choice := int32(-1)
+		if e.Sticky && p.serving >= 0 && vis[p.serving] {
+			choice = p.serving
+		} else {
+			bestSet := int64(-1)
+			for i, up := range vis {
+				if !up {
+					continue
+				}
+				set := k + 1
+				for ; set < nSteps; set++ {
+					v, err := p.visible(e, set, sinMin)
+					if err != nil {
+						return -1, err
+					}
+					if !v[i] {
+						break
+					}
+				}
+				if set > bestSet { // ascending index: ties keep the lower one
+					choice, bestSet = int32(i), set
+				}
+			}
+		}
+		if choice != p.serving || k == 0 {
+			p.Schedule = append(p.Schedule, Handover{TimeNs: e.T0Ns + k*e.StepNs, Satellite: choice})
+			p.serving = choice
+		}
+		p.step = k
+		p.dropVisibleBefore(k)
+	}
+	return p.ServingAt(tNs), nil
+}
+
+// visible reports which satellites are above the minimum elevation at step k
+// (k >= the last step decided), computed once per step.
+func (p *Place) visible(e *Ephemeris, k int64, sinMin float64) ([]bool, error) {
+	if len(p.vis) == 0 {
+		p.visBase = k
+	}
+	for int64(len(p.vis)) <= k-p.visBase {
+		t := e.T0Ns + (p.visBase+int64(len(p.vis)))*e.StepNs
+		if err := e.Positions(t, p.buf); err != nil {
+			return nil, err
+		}
+		row := make([]bool, e.Satellites)
+		for i := range row {
+			dx, dy, dz := p.buf[3*i]-p.g[0], p.buf[3*i+1]-p.g[1], p.buf[3*i+2]-p.g[2]
+			row[i] = (dx*p.up[0]+dy*p.up[1]+dz*p.up[2])/math.Sqrt(dx*dx+dy*dy+dz*dz) >= sinMin
+		}
+		p.vis = append(p.vis, row)
+	}
+	return p.vis[k-p.visBase], nil
+}
+
+// dropVisibleBefore forgets the look-ahead rows of steps before k.
+func (p *Place) dropVisibleBefore(k int64) {
+	if n := k - p.visBase; n > 0 && len(p.vis) > 0 {
+		n = min(n, int64(len(p.vis)))
+		p.vis = p.vis[n:]
+		p.visBase += n
+	}
 }

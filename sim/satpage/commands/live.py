@@ -42,8 +42,8 @@ def _check(speed: float, hours: float, policy: str, min_elevation: float) -> Non
         fail(f"--speed {speed} must be above 0 and at most 1e6")
     if not 0 < hours <= 24 * 31:
         fail(f"--hours {hours} must be above 0 and at most 744 (31 days)")
-    if policy not in ("highest", "nearest"):
-        fail(f"--policy {policy!r}: live mode applies highest or nearest")
+    if policy not in ("highest", "nearest", "longest"):
+        fail(f"--policy {policy!r}: live mode applies highest, nearest or longest")
     if not -90 <= min_elevation < 90:
         fail(f"--min-elevation {min_elevation} is outside -90..90")
 
@@ -55,7 +55,7 @@ def up(
                                               "(default: now).")] = None,
     constellation: Annotated[str, typer.Option("--constellation", help="Walker spec.")] = DEFAULT_CONSTELLATION,
     hours: Annotated[float, typer.Option("--hours", help="Ephemeris horizon, hours of constellation time.")] = 24.0,
-    policy: Annotated[str, typer.Option("--policy", help="highest | nearest")] = "highest",
+    policy: Annotated[str, typer.Option("--policy", help="highest | nearest | longest")] = "highest",
     sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
     min_elevation: Annotated[float, typer.Option("--min-elevation", help="Degrees.")] = 10.0,
     isl_latitude_cutoff: Annotated[float, typer.Option(
@@ -113,7 +113,7 @@ def ephemeris(
     epoch: Annotated[str, typer.Option("--epoch", help="Constellation epoch, ISO 8601 UTC.")],
     constellation: Annotated[str, typer.Option("--constellation")] = DEFAULT_CONSTELLATION,
     hours: Annotated[float, typer.Option("--hours", help="Horizon from the epoch.")] = 24.0,
-    policy: Annotated[str, typer.Option("--policy", help="highest | nearest")] = "highest",
+    policy: Annotated[str, typer.Option("--policy", help="highest | nearest | longest")] = "highest",
     sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
     min_elevation: Annotated[float, typer.Option("--min-elevation")] = 10.0,
 ) -> None:
