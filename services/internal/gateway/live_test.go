@@ -31,12 +31,19 @@ func (w *fakeWall) now() time.Time { return w.t }
 // live gateway whose clock runs at speed 60 on a fake wall clock.
 func liveCluster(t *testing.T) (*clustertest.Cluster, *gateway.LiveOptions, *fakeWall) {
 	t.Helper()
+	return liveClusterWith(t, "highest")
+}
+
+// liveClusterWith is liveCluster with the ephemeris' handover policy set to policy.
+func liveClusterWith(t *testing.T, policy string) (*clustertest.Cluster, *gateway.LiveOptions, *fakeWall) {
+	t.Helper()
 	const spec = "walker-star:150/10/1:500:87"
 	s, _ := constellation.ParseSpec(spec)
 	eph, err := sky.ReadEphemeris("../../testdata/live_ephemeris.bin", s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	eph.Policy = policy
 	clock, err := sky.NewClock(eph.EpochTime, time.Time{}, 60)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +56,12 @@ func liveCluster(t *testing.T) (*clustertest.Cluster, *gateway.LiveOptions, *fak
 
 // osloSchedule is orbit_model's schedule for Oslo (highest, sticky, 10 deg) from the vectors.
 func osloSchedule(t *testing.T) [][2]int64 {
+	t.Helper()
+	return osloScheduleOf(t, "highest")
+}
+
+// osloScheduleOf is orbit_model's schedule for Oslo (sticky, 10 deg) under policy.
+func osloScheduleOf(t *testing.T, policy string) [][2]int64 {
 	raw, err := os.ReadFile("../../testdata/live_vectors.json")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +79,7 @@ func osloSchedule(t *testing.T) [][2]int64 {
 		t.Fatal(err)
 	}
 	for _, c := range v.Cases {
-		if c.LatDeg == 59.9 && c.Policy == "highest" && c.Sticky && c.MinEl == 10 {
+		if c.LatDeg == 59.9 && c.Policy == policy && c.Sticky && c.MinEl == 10 {
 			return c.Schedule
 		}
 	}
@@ -322,5 +335,51 @@ func TestTheTickerHandsOverWhileRequestsRun(t *testing.T) {
 	close(errc)
 	for err := range errc {
 		t.Error(err)
+	}
+}
+
+// Under "longest" the gateway hands a session over as orbit_model's longest-pass
+// schedule does (the vectors differ from highest's for Oslo).
+func TestALiveSessionFollowsTheLongestPolicy(t *testing.T) {
+	c, _, wall := liveClusterWith(t, "longest")
+	ctx := context.Background()
+	want := osloScheduleOf(t, "longest")
+	open, err := c.Control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: 59.9, LonDeg: 10.7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.Satellite != uint32(want[0][1]) {
+		t.Fatalf("serving at open: got %d, want %d", open.Satellite, want[0][1])
+	}
+	for step := 0; step < 5; step++ {
+		if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: open.SessionId, Page: uint32(step), Data: []byte{byte(step)}}); err != nil {
+			t.Fatal(err)
+		}
+		wall.t = wall.t.Add(10 * time.Second)
+		c.GatewayImpl.LiveTick(ctx)
+	}
+	st, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: open.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantVisits [][2]int64
+	for _, h := range want {
+		if h[0] <= int64(50*time.Minute) {
+			wantVisits = append(wantVisits, h)
+		}
+	}
+	if len(st.Visits) != len(wantVisits) || len(st.Visits) < 3 {
+		t.Fatalf("visits: got %v, want %v", st.Visits, wantVisits)
+	}
+	for i, v := range st.Visits {
+		if v.Satellite != uint32(wantVisits[i][1]) || v.StartNs != wantVisits[i][0] {
+			t.Fatalf("visit %d: got %d from %d ns, want %d from %d ns", i, v.Satellite, v.StartNs, wantVisits[i][1], wantVisits[i][0])
+		}
+	}
+	for page := uint32(0); page < 5; page++ {
+		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: page})
+		if err != nil || !bytes.Equal(r.Data, []byte{byte(page)}) {
+			t.Fatalf("page %d: %v %v", page, r, err)
+		}
 	}
 }
