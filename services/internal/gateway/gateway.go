@@ -380,8 +380,12 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 		if err != nil {
 			return nil, err
 		}
+		rid := "" // each visit's part is its own request at its satellite, retried as one
+		if req.RequestId != "" {
+			rid = fmt.Sprintf("%s#%d", req.RequestId, i)
+		}
 		r, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
-			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData})
+			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData, RequestId: rid})
 		if err != nil {
 			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
 		}

@@ -48,17 +48,37 @@ func accessResponse(n *Node, a Access, omitData bool) *satpagev1.ReadPageRespons
 
 func (s *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
 	start := time.Now()
+	out := &satpagev1.ReadPageResponse{}
+	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
+		return nilIf(out, err), s.n.observe(ctx, "ReadPage", start, err)
+	}
 	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, nil)
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReadPage", start, err)
 	}
-	return accessResponse(s.n, a, false), s.n.observe(ctx, "ReadPage", start, nil)
+	out = accessResponse(s.n, a, false)
+	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
+		return nil, s.n.observe(ctx, "ReadPage", start, err)
+	}
+	return out, s.n.observe(ctx, "ReadPage", start, nil)
+}
+
+// nilIf is resp, or nil with an error.
+func nilIf[T any](resp *T, err error) *T {
+	if err != nil {
+		return nil
+	}
+	return resp
 }
 
 func (s *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest) (*satpagev1.ReadPagesResponse, error) {
 	start := time.Now()
 	if err := CheckBatch(req); err != nil {
 		return nil, s.n.observe(ctx, "ReadPages", start, err)
+	}
+	kept := &satpagev1.ReadPagesResponse{}
+	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, kept); ok || err != nil {
+		return nilIf(kept, err), s.n.observe(ctx, "ReadPages", start, err)
 	}
 	as, err := s.n.ReadPages(ctx, req.SessionId, req.Pages, req.ScenarioTimeNs)
 	if err != nil {
@@ -67,6 +87,9 @@ func (s *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequ
 	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, len(as))}
 	for i, a := range as {
 		out.Results[i] = accessResponse(s.n, a, req.OmitData)
+	}
+	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
+		return nil, s.n.observe(ctx, "ReadPages", start, err)
 	}
 	return out, s.n.observe(ctx, "ReadPages", start, nil)
 }
@@ -94,11 +117,19 @@ func (s *pageServer) WritePage(ctx context.Context, req *satpagev1.WritePageRequ
 	if data == nil {
 		data = []byte{}
 	}
+	out := &satpagev1.WritePageResponse{}
+	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
+		return nilIf(out, err), s.n.observe(ctx, "WritePage", start, err)
+	}
 	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, data)
 	if err != nil {
 		return nil, s.n.observe(ctx, "WritePage", start, err)
 	}
-	return &satpagev1.WritePageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: s.n.self}, s.n.observe(ctx, "WritePage", start, nil)
+	out = &satpagev1.WritePageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: s.n.self}
+	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
+		return nil, s.n.observe(ctx, "WritePage", start, err)
+	}
+	return out, s.n.observe(ctx, "WritePage", start, nil)
 }
 
 func (s *pageServer) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {

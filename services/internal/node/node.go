@@ -164,6 +164,9 @@ func checkSession(session string) error {
 	if session == "" {
 		return fmt.Errorf("session_id is empty: %w", errs.ErrInvalid)
 	}
+	if session[0] == 0 {
+		return fmt.Errorf("session_id starts with a NUL byte (reserved): %w", errs.ErrInvalid)
+	}
 	if len(session) > MaxSessionIDBytes {
 		return fmt.Errorf("session_id of %d bytes exceeds %d: %w", len(session), MaxSessionIDBytes, errs.ErrInvalid)
 	}

@@ -214,6 +214,7 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 			return deleted, fmt.Errorf("drop session %q at satellite %d: %w", session, o, err)
 		}
 	}
+	n.forget(ctx, session)
 	return deleted, n.store.DeleteTable(ctx, session)
 }
 

@@ -366,6 +366,12 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         while bad:
             bad = _grpc_serving(bad, timeout_s=5.0, tls_dir=tls_dir,
                                 server_names=[names[a] for a in bad])
+            dead = [r for r in records if not _alive(r)]
+            if bad and dead:
+                r = dead[0]
+                tail = Path(r.log_file).read_text(errors="replace")[-400:] if Path(r.log_file).exists() else ""
+                raise OSError(f"{r.role} {r.index} (pid {r.pid}) exited while waiting for SERVING; "
+                              f"{r.log_file}: {tail.strip()}")
             if bad and time.monotonic() > deadline:
                 raise OSError(f"not SERVING by gRPC health after {timeout_s:.0f} s: {bad[:5]}")
             if bad:
