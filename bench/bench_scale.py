@@ -117,8 +117,8 @@ def main() -> int:
             log(f"compare: {constellation}, {n:,} sessions ...")
             r = run_compare(constellation, n, hours, None)
             runs.append(r)
-            log(f"  {r['wall_s']:.1f} s, {r['sessions_per_s']:.1f} sessions/s, "
-                f"peak {r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
+            log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, {r['sessions_per_s']:.1f} "
+                f"sessions/s, peak {r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
 
     growth = {}
     for constellation in plan["sizes"]:
@@ -153,7 +153,8 @@ def main() -> int:
             log(f"compare: starlink-gen1, {n:,} sessions, {target or 'in-process'} ...")
             r = run_compare("starlink-gen1", n, hours, target)
             dask[target or "in-process"] = r
-            log(f"  {r['wall_s']:.1f} s, peak {r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
+            log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, peak {r['peak_rss_mb']:.0f} MB "
+                f"(load {r['load_average']})")
         dask["speedup_1_to_2_workers"] = round(dask["local:1"]["wall_s"]
                                                / dask["local:2"]["wall_s"], 3)
         dask["overhead_local1_vs_in_process"] = round(dask["local:1"]["wall_s"]
