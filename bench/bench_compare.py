@@ -24,7 +24,7 @@ STARLINK = ROOT.parent / "shared" / "data" / "tle" / "starlink-2022-09-14.tle"
 
 
 def python_page_table(trace, sessions: int) -> tuple[int, float]:
-    """Baseline: the on-demand page table of DESIGN.md section 1 in plain Python over the
+    """Baseline: the on-demand page table of docs/design.md section 1 in plain Python over the
     first ``sessions`` sessions; returns (accesses, seconds)."""
     t0 = time.perf_counter()
     n_acc = 0

@@ -2,7 +2,7 @@
 
     make bench-population        # or: .venv/bin/python bench/bench_population.py [--hours H]
 
-Workload: walker-star:150/10/1:500:87 (DESIGN.md default), 24 h at 10 s steps =
+Workload: walker-star:150/10/1:500:87 (the default of docs/conventions.md), 24 h at 10 s steps =
 150 x 8,640 = 1,296,000 footprints (500 km, 10 deg minimum elevation: 14.05 deg
 caps, about 58 grid rows each) on the embedded GPW 30' grid.
 

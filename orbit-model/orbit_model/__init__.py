@@ -31,13 +31,24 @@ from orbit_model.footprint import (
     footprint_population,
     footprint_radius_km,
 )
-from orbit_model.handover import HandoverSchedule, handover_schedule, step_times_ns
+from orbit_model.handover import (
+    HandoverSchedule,
+    handover_schedule,
+    session_schedule,
+    step_times_ns,
+)
 from orbit_model.isl import (
     IslLinks,
     IslNetwork,
     Routes,
+    RouteWalk,
+    RoutingSnapshots,
+    RoutingStack,
+    RoutingTable,
+    disjoint_route,
     grid_links,
     isl_test_vectors,
+    route_links,
     write_isl_test_vectors,
 )
 from orbit_model.named import (
@@ -74,9 +85,11 @@ __all__ = [
     "Constellation", "Shell", "walker_elements", "parse_walker_spec", "TleRecord", "read_tle_file", "parse_epoch",
     "Ephemeris", "propagate", "teme_positions_km", "itrs_positions_km", "iter_itrs_chunks",
     "geodetic_from_itrs", "subsatellite_points",
-    "IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors", "write_isl_test_vectors",
+    "IslLinks", "IslNetwork", "Routes", "RoutingTable", "RoutingSnapshots", "RouteWalk",
+    "RoutingStack", "route_links", "disjoint_route", "grid_links", "isl_test_vectors",
+    "write_isl_test_vectors",
     "GroundPoints", "elevations_deg", "find_passes", "PASS_DTYPE",
-    "HandoverSchedule", "handover_schedule", "step_times_ns",
+    "HandoverSchedule", "handover_schedule", "session_schedule", "step_times_ns",
     # live service (issue 17)
     "EPHEMERIS_FORMAT", "EphemerisFile", "write_ephemeris", "read_ephemeris",
     # named multi-shell constellations (issue 19)

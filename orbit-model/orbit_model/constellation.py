@@ -4,7 +4,7 @@ A ``Constellation`` is a list of SGP4 element sets (``sgp4.api.Satrec``) plus,
 for every satellite, its shell, orbital plane and slot within the plane: the
 +Grid ISL topology (``orbit_model.isl``) is built from those three indices.
 
-Walker elements follow DESIGN.md section 3 exactly (see ``walker_elements``).
+Walker elements follow docs/conventions.md exactly (see ``walker_elements``).
 A TLE catalogue is grouped at the scenario epoch: shells by inclination then
 mean altitude, planes by right ascension of the ascending node (RAAN), slots by
 argument of latitude, all from mean elements advanced to the epoch
@@ -133,7 +133,7 @@ def _validate_walker(spec: str, total: int, planes: int, phasing: int,
 
 def walker_elements(total: int, planes: int, phasing: int, altitude_km: float,
                     inclination_deg: float, star: bool = False) -> WalkerElements:
-    """The elements of DESIGN.md section 3.
+    """The elements of docs/conventions.md.
 
     RAAN_p = 360 p / P (star: 180 p / P); M(p, k) = 360 k / S + 360 F p / T with
     S = T / P (reduced to [0, 360)); circular, argument of perigee 0; mean motion
@@ -256,7 +256,7 @@ class Constellation:
     @classmethod
     def from_walker(cls, total: int, planes: int, phasing: int, altitude_km: float,
                     inclination_deg: float, epoch: str | dt.datetime, star: bool = False) -> Constellation:
-        """A Walker delta (or star) shell with elements at ``epoch`` (DESIGN.md section 3)."""
+        """A Walker delta (or star) shell with elements at ``epoch`` (docs/conventions.md)."""
         epoch = parse_epoch(epoch)
         elements = walker_elements(total, planes, phasing, altitude_km, inclination_deg, star)
         whole, fraction = utc_jd(epoch, np.zeros(1, np.int64))
@@ -268,7 +268,7 @@ class Constellation:
             # WGS72 constants: the gravity model SGP4 is defined with (as TLEs are fitted).
             satrec.sgp4init(
                 WGS72, "i", index % 100000, sgp4_epoch,
-                0.0, 0.0, 0.0,  # bstar, ndot, nddot: no drag (DESIGN.md: bstar 0)
+                0.0, 0.0, 0.0,  # bstar, ndot, nddot: no drag (docs/conventions.md: bstar 0)
                 0.0, 0.0, inclination,  # eccentricity, argument of perigee, inclination
                 math.radians(elements.mean_anomaly_deg[index]),
                 elements.mean_motion_rad_min,

@@ -33,7 +33,8 @@ from orbit_model.propagate import DEFAULT_KNOT_NS, _as_times, gmst_angles_rad, t
 from orbit_model.timebase import NS_PER_S
 from orbit_model.visibility import GroundPoints
 
-__all__ = ["HandoverSchedule", "handover_schedule", "POLICIES", "STEP_PASS_DTYPE"]
+__all__ = ["HandoverSchedule", "handover_schedule", "session_schedule", "POLICIES",
+           "STEP_PASS_DTYPE"]
 
 log = logging.getLogger(__name__)
 
@@ -136,12 +137,16 @@ def _grow(a, n):
 
 
 @numba.njit(cache=True)
-def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_hi, g_col_lo,
-           g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
+def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, g_row_lo,
+           g_row_hi, g_col_lo, g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
            last_seen, pass_start, pass_max, vis, n_vis, serving,
            p_client, p_sat, p_rise, p_set, p_max, n_pass,
            h_client, h_step, h_sat, n_hand, vis_cap, keep_passes):
     """One time chunk. position: TEME (n_sats, n_c, 3); theta: GMST per step.
+
+    Point ``g`` is followed at steps ``g_first[g] .. g_last[g]`` only (a session's
+    window; the whole span for ``handover_schedule``): its state starts fresh at
+    ``g_first`` and its open passes end at ``g_last + 1``.
 
     State carried between chunks: last_seen / pass_start / pass_max (n_g, n_sats),
     the visible list per client (vis, n_vis), the serving satellite.
@@ -182,6 +187,21 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
                 cell_sats[fill[cell_of[i]]] = i
                 fill[cell_of[i]] += 1
         for g in range(n_g):
+            if step < g_first[g]:
+                continue
+            if step > g_last[g]:
+                # the window ended at the previous step: close its passes there
+                if keep_passes:
+                    for k in range(n_vis[g]):
+                        i = vis[g, k]
+                        if n_pass[0] >= p_sat.size:
+                            return 1
+                        p = n_pass[0]
+                        p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
+                        p_set[p], p_max[p] = step, pass_max[g, i]
+                        n_pass[0] += 1
+                n_vis[g] = 0
+                continue
             gx, gy, gz = g_xyz[g, 0], g_xyz[g, 1], g_xyz[g, 2]
             ux, uy, uz = g_up[g, 0], g_up[g, 1], g_up[g, 2]
             m = 0
@@ -237,7 +257,7 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
             cur = serving[g]
             keep = sticky and cur >= 0 and last_seen[g, cur] == step
             choice = cur if keep else best
-            if choice != cur or step == 0:
+            if choice != cur or step == g_first[g]:
                 if n_hand[0] >= h_sat.size:
                     return 2
                 h = n_hand[0]
@@ -252,14 +272,14 @@ def _sweep(position, theta, step0, n_steps_total, g_xyz, g_up, g_row_lo, g_row_h
                     return 1
                 p = n_pass[0]
                 p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
-                p_set[p], p_max[p] = n_steps_total, pass_max[g, i]
+                p_set[p], p_max[p] = min(n_steps_total, g_last[g] + 1), pass_max[g, i]
                 n_pass[0] += 1
             n_vis[g] = 0
     return 3 if overflow else 0
 
 
 @numba.njit(cache=True)
-def _longest(offsets, p_sat, p_rise, p_set, n_steps, sticky, h_client, h_step, h_sat):
+def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, h_client, h_step, h_sat):
     """Schedule under "longest remaining visibility" from step-resolution passes.
 
     Passes of each client are sorted by rise; at each decision step the candidates
@@ -274,7 +294,8 @@ def _longest(offsets, p_sat, p_rise, p_set, n_steps, sticky, h_client, h_step, h
         nxt = lo  # next pass to become active
         n_act = 0
         cur, cur_set = -1, -1
-        step = 0
+        step = g_first[c]
+        n_steps = g_last[c] + 1
         first = True
         while step < n_steps:
             while nxt < hi and p_rise[nxt] <= step:
@@ -355,35 +376,90 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     passes (``STEP_PASS_DTYPE``). ``progress(done_steps, total_steps)`` is
     called after each chunk.
     """
+    t_ns = _check_times(t_ns)
+    n = len(ground)
+    return _batched(constellation, ground, t_ns, np.zeros(n, np.int64),
+                    np.full(n, t_ns.size - 1, np.int64), min_elevation_deg, policy, sticky,
+                    chunk_steps, knot_ns, return_passes, progress, max_state_pairs,
+                    _initial_capacity)
+
+
+def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, first_step,
+                     last_step, min_elevation_deg: float = 25.0, policy: str = "highest",
+                     sticky: bool = True, chunk_steps: int = 360,
+                     knot_ns: int | None = DEFAULT_KNOT_NS, max_state_pairs: int = 40_000_000,
+                     ) -> HandoverSchedule:
+    """The serving satellite of client ``i`` over its own window of steps
+    ``first_step[i] .. last_step[i]`` (inclusive indices into ``t_ns``, the scenario's
+    evenly spaced steps from 0): a session's handover schedule.
+
+    The same sweep as ``handover_schedule`` on the same step grid: a client's first
+    entry is at ``t_ns[first_step[i]]`` (its state starts fresh there: nothing served
+    before), ``-1`` marks an outage, and for "highest" and "nearest" without
+    ``sticky`` every entry equals ``handover_schedule``'s over the whole span, limited
+    to the window (tests/test_handover.py). Only the time chunks that the windows
+    touch are propagated, so a chunk of sessions that starts close together (sim
+    sorts sessions by start) costs its own time span, and the pass state is
+    ``len(ground) x n_sats`` (batched above ``max_state_pairs``).
+    """
+    t_ns = _check_times(t_ns)
+    first = np.asarray(first_step, np.int64).reshape(-1)
+    last = np.asarray(last_step, np.int64).reshape(-1)
+    if first.size != len(ground) or last.size != len(ground):
+        raise ValueError(f"{len(ground)} clients but {first.size} first and {last.size} last "
+                         "steps")
+    bad = (first < 0) | (last < first) | (last >= t_ns.size)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"client {i}: window of steps {first[i]}..{last[i]} is not inside "
+                         f"0..{t_ns.size - 1}")
+    return _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
+                    chunk_steps, knot_ns, False, None, max_state_pairs, 0)
+
+
+def _check_times(t_ns) -> np.ndarray:
+    t_ns = _as_times(t_ns)
+    if t_ns.size == 0 or t_ns[0] != 0 or (t_ns.size > 1 and np.any(np.diff(t_ns) <= 0)):
+        raise ValueError("handover times must start at 0 and increase")
+    return t_ns
+
+
+def _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
+             chunk_steps, knot_ns, return_passes, progress, max_state_pairs, _initial_capacity):
+    """Clients in batches of at most ``max_state_pairs`` (client, satellite) pairs."""
     per_batch = max(1, max_state_pairs // max(constellation.n_satellites, 1))
-    if len(ground) > per_batch:
-        schedules, pass_parts = [], []
-        for lo in range(0, len(ground), per_batch):
-            part = GroundPoints(ground.latitude_deg[lo:lo + per_batch],
-                                ground.longitude_deg[lo:lo + per_batch],
-                                ground.elevation_m[lo:lo + per_batch])
-            result = handover_schedule(constellation, part, t_ns, min_elevation_deg, policy, sticky,
-                                       chunk_steps, knot_ns, True, progress, max_state_pairs,
-                                       _initial_capacity)
-            schedules.append(result[0])
-            passes = result[1] if return_passes else result[1][:0]
-            passes["client"] += lo
-            pass_parts.append(passes)
-        first = schedules[0]
-        sizes = np.cumsum([0] + [s.time_ns.size for s in schedules])
-        offsets = np.concatenate([[0]] + [s.offsets[1:] + sizes[k] for k, s in enumerate(schedules)])
-        schedule = HandoverSchedule(
-            offsets=offsets.astype(np.int64), time_ns=np.concatenate([s.time_ns for s in schedules]),
-            satellite=np.concatenate([s.satellite for s in schedules]), t_ns=first.t_ns,
-            policy=first.policy, min_elevation_deg=first.min_elevation_deg, sticky=first.sticky)
-        return (schedule, np.concatenate(pass_parts)) if return_passes else schedule
+    if len(ground) <= per_batch:
+        return _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, policy,
+                         sticky, chunk_steps, knot_ns, return_passes, progress,
+                         _initial_capacity)
+    schedules, pass_parts = [], []
+    for lo in range(0, len(ground), per_batch):
+        part = GroundPoints(ground.latitude_deg[lo:lo + per_batch],
+                            ground.longitude_deg[lo:lo + per_batch],
+                            ground.elevation_m[lo:lo + per_batch])
+        schedule, passes = _schedule(constellation, part, t_ns, first[lo:lo + per_batch],
+                                     last[lo:lo + per_batch], min_elevation_deg, policy, sticky,
+                                     chunk_steps, knot_ns, True, progress, _initial_capacity)
+        schedules.append(schedule)
+        passes = passes if return_passes else passes[:0]
+        passes["client"] += lo
+        pass_parts.append(passes)
+    head = schedules[0]
+    sizes = np.cumsum([0] + [s.time_ns.size for s in schedules])
+    offsets = np.concatenate([[0]] + [s.offsets[1:] + sizes[k] for k, s in enumerate(schedules)])
+    schedule = HandoverSchedule(
+        offsets=offsets.astype(np.int64), time_ns=np.concatenate([s.time_ns for s in schedules]),
+        satellite=np.concatenate([s.satellite for s in schedules]), t_ns=head.t_ns,
+        policy=head.policy, min_elevation_deg=head.min_elevation_deg, sticky=head.sticky)
+    return (schedule, np.concatenate(pass_parts)) if return_passes else schedule
+
+
+def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
+              chunk_steps, knot_ns, return_passes, progress, _initial_capacity):
     if policy not in POLICIES:
         raise ValueError(f"handover policy {policy!r} is not one of {', '.join(POLICIES)}")
     if not -90.0 <= min_elevation_deg < 90.0:
         raise ValueError(f"minimum elevation {min_elevation_deg} deg is outside -90..90")
-    t_ns = _as_times(t_ns)
-    if t_ns[0] != 0 or (t_ns.size > 1 and np.any(np.diff(t_ns) <= 0)):
-        raise ValueError("handover times must start at 0 and increase")
     n_g, n_sats, n_steps = len(ground), constellation.n_satellites, t_ns.size
     max_radius = WGS84_A_KM + max(constellation.max_altitude_km, 100.0) + 50.0
     cap = _cap_angle_rad(min_elevation_deg, max_radius)
@@ -419,7 +495,11 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     keep_passes = bool(return_passes or policy == "longest")  # else memory stays per chunk
     sin_min = math.sin(math.radians(min_elevation_deg))
     pass_parts, hand_parts = [], []
-    for start in range(0, n_steps, chunk_steps):
+    # chunks on the fixed grid 0, chunk_steps, ...: a step's positions do not depend on
+    # which windows are asked for (knots of the interpolation lie within a chunk)
+    first_step = int(first.min()) if n_g else 0
+    last_step = int(last.max()) if n_g else -1
+    for start in range(first_step - first_step % chunk_steps, last_step + 1, chunk_steps):
         part = t_ns[start:start + chunk_steps]
         position = teme_positions_km(constellation, part, knot_ns=knot_ns)
         theta = gmst_angles_rad(constellation, part)
@@ -427,7 +507,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
             # snapshot the state so a chunk can be replayed after growing the outputs
             saved = (last_seen.copy(), pass_start.copy(), pass_max.copy(), vis.copy(),
                      n_vis.copy(), serving.copy(), int(n_pass[0]), int(n_hand[0]))
-            status = _sweep(position, theta, start, n_steps, xyz, up, row_lo, row_hi, col_lo,
+            status = _sweep(position, theta, start, n_steps, first, last, xyz, up, row_lo, row_hi, col_lo,
                                   col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, code, sticky,
                                   last_seen, pass_start, pass_max, vis, n_vis, serving,
                                   *p_arrays, n_pass, *h_arrays, n_hand, vis_cap, keep_passes)
@@ -448,7 +528,16 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
         hand_parts.append(tuple(a[:nh_].copy() for a in h_arrays))
         n_pass[0] = n_hand[0] = 0
         if progress is not None:
-            progress(min(start + chunk_steps, n_steps), n_steps)
+            progress(min(start + chunk_steps, last_step + 1), last_step + 1)
+    if keep_passes and n_vis.any():
+        # windows that end before the span does and were not swept past: close their
+        # passes at the step after the window, as the sweep would have
+        g_open = np.repeat(np.arange(n_g), n_vis)
+        k_open = np.concatenate([np.arange(k) for k in n_vis]).astype(np.int64)
+        sat_open = vis[g_open, k_open]
+        pass_parts.append((g_open.astype(np.int32), sat_open.astype(np.int32),
+                           pass_start[g_open, sat_open], (last[g_open] + 1).astype(np.int32),
+                           pass_max[g_open, sat_open]))
 
     passes = np.zeros(sum(part[0].size for part in pass_parts), STEP_PASS_DTYPE)
     for k, name in enumerate(STEP_PASS_DTYPE.names):
@@ -460,7 +549,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
         size = 2 * passes.size + 2 * n_g + 1
         h_client, h_step, h_sat = (np.empty(size, np.int32) for _ in range(3))
         nh = _longest(offsets, passes["satellite"], passes["rise_step"], passes["set_step"],
-                      n_steps, sticky, h_client, h_step, h_sat)
+                      first, last, sticky, h_client, h_step, h_sat)
         h_client, h_step, h_sat = h_client[:nh], h_step[:nh], h_sat[:nh]
     else:
         h_client, h_step, h_sat = (np.concatenate([part[k] for part in hand_parts]) for k in range(3))

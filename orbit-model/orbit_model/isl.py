@@ -43,8 +43,8 @@ from orbit_model.constellation import Constellation
 from orbit_model.propagate import teme_positions_km
 from orbit_model.timebase import NS_PER_S
 
-__all__ = ["IslLinks", "IslNetwork", "Routes", "grid_links", "isl_test_vectors",
-           "write_isl_test_vectors"]
+__all__ = ["IslLinks", "IslNetwork", "Routes", "RoutingTable", "RoutingSnapshots", "RouteWalk",
+           "RoutingStack", "route_links", "disjoint_route", "ISL_SCHEDULE_FORMAT", "grid_links", "isl_test_vectors", "write_isl_test_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -260,6 +260,52 @@ def _answer_static(indptr, nbr, edge, edge_delay_ms, hop_rows, q_bin, q_src, q_d
             delay[layer[li]] = np.inf
 
 
+@numba.njit(cache=True)
+def _routing_rows(indptr, nbr, edge, active, edge_delay_ms, sources, hops_out, pred_out,
+                  link_out):
+    """One BFS per source; then each node's predecessor on the route: the lowest-index
+    neighbour one hop nearer on a fastest fewest-hop path (neighbours are sorted)."""
+    n = indptr.size - 1
+    hops = np.empty(n, np.int32)
+    delay = np.empty(n, np.float64)
+    queue = np.empty(n, np.int32)
+    for r in range(sources.size):
+        s = sources[r]
+        _bfs_delay(indptr, nbr, edge, active, edge_delay_ms, s, hops, delay, queue)
+        for v in range(n):
+            hops_out[r, v] = hops[v]
+            pred_out[r, v] = -1
+            link_out[r, v] = -1
+            if v == s or hops[v] < 0:
+                continue
+            for j in range(indptr[v], indptr[v + 1]):
+                e = edge[j]
+                u = nbr[j]
+                if active[e] and hops[u] == hops[v] - 1 and \
+                        abs(delay[u] + edge_delay_ms[e] - delay[v]) <= 1e-9:
+                    pred_out[r, v] = u
+                    link_out[r, v] = e
+                    break
+
+
+@dataclass(frozen=True)
+class RoutingTable:
+    """Routes of one instant from each of ``sources`` to every satellite.
+
+    ``hops`` int32 (n_sources, n_sats): fewest ISL hops (-1 unreachable);
+    ``pred`` int32: the satellite before ``v`` on the route from ``sources[r]`` (-1 at
+    the source and when unreachable); ``link``: the link id (row of
+    ``IslLinks.endpoints``) of that last hop, so a route is walked back from its
+    destination, link by link.
+    """
+
+    t_ns: int
+    sources: np.ndarray
+    hops: np.ndarray
+    pred: np.ndarray
+    link: np.ndarray
+
+
 class IslNetwork:
     """+Grid ISLs of a constellation over time, answering hop and delay queries in batches.
 
@@ -299,8 +345,10 @@ class IslNetwork:
         return indptr, dst[order].astype(np.int32), eid[order]
 
     def _state(self, t_ns: np.ndarray):
-        """Active mask (n_times, m) and link propagation delay in ms (n_times, m) at ``t_ns``."""
-        position = teme_positions_km(self.constellation, t_ns)
+        """Active mask (n_times, m) and link propagation delay in ms (n_times, m) at ``t_ns``
+        (SGP4 at each time, no interpolation: a topology does not depend on which other
+        times are asked for)."""
+        position = teme_positions_km(self.constellation, t_ns, knot_ns=None)
         cutoff = -1.0 if self.latitude_cutoff_deg is None else float(self.latitude_cutoff_deg)
         m = self.links.n_links
         active = np.empty((t_ns.size, m), np.bool_)
@@ -361,27 +409,28 @@ class IslNetwork:
         path), src first and dst last; empty when unreachable. Ties: lowest index."""
         src_a, dst_a, t_a = self._check(src, dst, t_ns)
         s, d = int(src_a.ravel()[0]), int(dst_a.ravel()[0])
-        active, delay = self._state(np.array([self._round(t_a.ravel()[0])]))
-        indptr, nbr, edge = self._csr
-        n = self.constellation.n_satellites
-        hops = np.empty(n, np.int32)
-        arrival = np.empty(n)
-        _bfs_delay(indptr, nbr, edge, active[0], delay[0], s, hops, arrival, np.empty(n, np.int32))
-        if hops[d] < 0:
+        table = self.routing_table(int(self._round(t_a.ravel()[0])), sources=np.array([s]))
+        if table.hops[0, d] < 0:
             return np.zeros(0, np.int32)
         path = [d]
-        v = d
-        while v != s:
-            lo, hi = indptr[v], indptr[v + 1]
-            best = None
-            for u, e in sorted(zip(nbr[lo:hi].tolist(), edge[lo:hi].tolist(), strict=True)):
-                if active[0, e] and hops[u] == hops[v] - 1 and \
-                        math.isclose(arrival[u] + delay[0, e], arrival[v], rel_tol=0, abs_tol=1e-9):
-                    best = u
-                    break
-            v = best
-            path.append(v)
+        while path[-1] != s:
+            path.append(int(table.pred[0, path[-1]]))
         return np.array(path[::-1], np.int32)
+
+    def routing_table(self, t_ns: int, sources=None) -> RoutingTable:
+        """Routes from ``sources`` (default: every satellite) to every satellite at exactly
+        ``t_ns`` (not rounded): fewest hops, and of those the fastest path; among equally
+        fast ones the predecessor with the lowest index (``path`` walks these)."""
+        n = self.constellation.n_satellites
+        src = np.arange(n, dtype=np.int32) if sources is None else \
+            np.asarray(sources, dtype=np.int32).reshape(-1)
+        active, delay = self._state(np.array([int(t_ns)], dtype=np.int64))
+        indptr, nbr, edge = self._csr
+        hops = np.empty((src.size, n), np.int32)
+        pred = np.empty((src.size, n), np.int32)
+        link = np.empty((src.size, n), np.int32)
+        _routing_rows(indptr, nbr, edge, active[0], delay[0], src, hops, pred, link)
+        return RoutingTable(t_ns=int(t_ns), sources=src, hops=hops, pred=pred, link=link)
 
     def hops(self, src, dst, t_ns) -> np.ndarray:
         """Fewest ISL hops for each (src, dst, t) (broadcast); -1 when unreachable."""
@@ -425,6 +474,275 @@ class IslNetwork:
                     out_hops, out_delay)
         out_delay = np.where(out_hops >= 0, out_delay + out_hops * self.per_hop_processing_ms, np.inf)
         return Routes(out_hops.reshape(shape), out_delay.reshape(shape))
+
+
+# ------------------------------------------------------------ routing snapshots
+ISL_SCHEDULE_FORMAT = "satpage-isl-schedule/1"
+
+
+@dataclass(frozen=True)
+class RouteWalk:
+    """Routes walked link by link, one per query.
+
+    ``hops`` int32 (q,): -1 when unreachable; ``length_km`` float64 (q,): the path's
+    length at the query's position step (0 when unreachable); query ``i`` crossed
+    links ``links[offsets[i]:offsets[i + 1]]`` (ids into ``IslLinks.endpoints``),
+    from its destination back to its source.
+    """
+
+    hops: np.ndarray
+    length_km: np.ndarray
+    offsets: np.ndarray
+    links: np.ndarray
+
+
+@dataclass(frozen=True)
+class RoutingStack:
+    """Routing tables of several snapshots stacked for compiled code: ``hops``,
+    ``pred``, ``link`` int32 (n_tables, n_sats, n_sats) (``RoutingTable`` of every
+    source), the link list ``endpoints`` (m, 2) and the adjacency in CSR form
+    (``indptr``, ``nbr``, ``edge``: neighbours of each satellite, ascending, with the
+    link id of each). A link a-b is up in table k iff ``hops[k, a, b] == 1``."""
+
+    hops: np.ndarray
+    pred: np.ndarray
+    link: np.ndarray
+    endpoints: np.ndarray
+    indptr: np.ndarray
+    nbr: np.ndarray
+    edge: np.ndarray
+
+
+@numba.njit(cache=True, nogil=True)
+def route_links(pred, link, endpoints, tb, src, dst, position, step, ids, nodes):
+    """Walk the route ``src -> dst`` of table ``tb`` back from ``dst``: the link ids into
+    ``ids[:h]``, the satellites (``dst`` first) into ``nodes[:h + 1]``; returns
+    (h, length km at ``position[:, step]``), h = -1 when unreachable. Compiled code
+    (a cost model's event loop) calls this; Python calls ``RoutingSnapshots.walk``."""
+    h = 0
+    d = 0.0
+    cur = dst
+    nodes[0] = dst
+    while cur != src:
+        prev = pred[tb, src, cur]
+        if prev < 0:
+            return -1, 0.0
+        e = link[tb, src, cur]
+        a, b = endpoints[e, 0], endpoints[e, 1]
+        dx = position[a, step, 0] - position[b, step, 0]
+        dy = position[a, step, 1] - position[b, step, 1]
+        dz = position[a, step, 2] - position[b, step, 2]
+        d += np.sqrt(dx * dx + dy * dy + dz * dz)
+        ids[h] = e
+        h += 1
+        nodes[h] = prev
+        cur = prev
+    return h, d
+
+
+@numba.njit(cache=True, nogil=True)
+def disjoint_route(hops, indptr, nbr, edge, tb, src, dst, position, step, avoid, n_avoid, ids,
+                   parent, seen, stamp, queue):
+    """A fewest-hop path ``dst -> src`` over the links up in table ``tb`` that avoids the
+    link ids ``avoid[:n_avoid]`` (a second, link-disjoint path): breadth-first from
+    ``dst``, neighbours in ascending order. Link ids into ``ids``; returns (h, length
+    km at ``position[:, step]``), h = -1 when there is none. ``seen`` entries equal to
+    ``stamp`` mark visited satellites (pass a new stamp per call: no reset needed)."""
+    head = 0
+    tail = 0
+    queue[tail] = dst
+    tail += 1
+    seen[dst] = stamp
+    parent[dst] = -1
+    found = False
+    while head < tail:
+        u = queue[head]
+        head += 1
+        if u == src:
+            found = True
+            break
+        for j in range(indptr[u], indptr[u + 1]):
+            w = nbr[j]
+            if seen[w] == stamp or hops[tb, u, w] != 1:      # visited, or link down
+                continue
+            e = edge[j]
+            blocked = False
+            for k in range(n_avoid):
+                if avoid[k] == e:
+                    blocked = True
+                    break
+            if blocked:
+                continue
+            seen[w] = stamp
+            parent[w] = u
+            queue[tail] = w
+            tail += 1
+    if not found:
+        return -1, 0.0
+    h = 0
+    d = 0.0
+    cur = src
+    while cur != dst:
+        nxt = parent[cur]
+        dx = position[nxt, step, 0] - position[cur, step, 0]
+        dy = position[nxt, step, 1] - position[cur, step, 1]
+        dz = position[nxt, step, 2] - position[cur, step, 2]
+        d += np.sqrt(dx * dx + dy * dy + dz * dz)
+        for j in range(indptr[cur], indptr[cur + 1]):
+            if nbr[j] == nxt:
+                ids[h] = edge[j]
+                break
+        h += 1
+        cur = nxt
+    return h, d
+
+
+@numba.njit(cache=True)
+def _walk(pred, link, endpoints, table, row, dst, position, step, offsets, length, links):
+    ids = np.empty(pred.shape[1] + 1, np.int64)
+    nodes = np.empty(pred.shape[1] + 2, np.int64)
+    for i in range(dst.size):
+        if offsets[i + 1] == offsets[i]:
+            continue
+        h, d = route_links(pred, link, endpoints, table[i], row[i], dst[i], position, step[i],
+                           ids, nodes)
+        for k in range(h):
+            links[offsets[i] + k] = ids[k]
+        length[i] = d
+
+
+class RoutingSnapshots:
+    """The routes of an ``IslNetwork`` over time, as routing snapshots.
+
+    Snapshot ``k`` covers times ``[k * step_ns, (k + 1) * step_ns)`` and is evaluated
+    at ``k * step_ns`` (``IslNetwork.routing_table``); without a latitude cut-off the
+    +Grid never changes and snapshot 0 serves all time. This is the convention of the
+    ISL schedule file the Go relays read (``isl_schedule``, format
+    satpage-isl-schedule/1 in services/README.md), so the in-process engine and a
+    deployed cluster route on the same graphs. At snapshot times ``hops`` equals
+    ``IslNetwork.hops``. Tables are cached (``max_cached``, oldest out first:
+    callers visit snapshots in time order).
+    """
+
+    def __init__(self, network: IslNetwork, step_ns: int, max_cached: int = 64):
+        if step_ns < 1:
+            raise ValueError(f"routing step {step_ns} ns must be positive")
+        self.network = network
+        self.step_ns = int(step_ns)
+        self.max_cached = int(max_cached)
+        self._cache: dict[int, RoutingTable] = {}
+
+    @property
+    def links(self) -> IslLinks:
+        return self.network.links
+
+    @property
+    def n_link_ids(self) -> int:
+        return self.network.links.n_links
+
+    @property
+    def static(self) -> bool:
+        return self.network.latitude_cutoff_deg is None
+
+    def link_exists(self) -> np.ndarray:
+        """bool (n_link_ids,): every id names a link (kept for per-link summaries)."""
+        return np.ones(self.n_link_ids, dtype=bool)
+
+    def snapshot_index(self, t_ns) -> np.ndarray:
+        t_ns = np.asarray(t_ns, dtype=np.int64)
+        if self.static:
+            return np.zeros(t_ns.shape, dtype=np.int64)
+        return np.floor_divide(t_ns, self.step_ns)
+
+    def table(self, snapshot: int) -> RoutingTable:
+        snapshot = int(snapshot)
+        if snapshot not in self._cache:
+            if len(self._cache) >= self.max_cached:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[snapshot] = self.network.routing_table(snapshot * self.step_ns)
+        return self._cache[snapshot]
+
+    def stack(self, t_ns) -> tuple[np.ndarray, RoutingStack]:
+        """(table index int64 per time, the stacked tables of the snapshots named) for
+        compiled code that walks routes itself (``route_links``, ``disjoint_route``)."""
+        snaps = self.snapshot_index(np.asarray(t_ns, dtype=np.int64).reshape(-1))
+        uniq, table = np.unique(snaps, return_inverse=True)
+        n = self.network.constellation.n_satellites
+        tables = [self.table(int(k)) for k in uniq]
+
+        def stacked(name):
+            if not tables:
+                return np.zeros((0, n, n), np.int32)
+            return np.stack([getattr(tb, name) for tb in tables])
+
+        indptr, nbr, edge = self.network._csr
+        return table.astype(np.int64), RoutingStack(
+            hops=stacked("hops"), pred=stacked("pred"), link=stacked("link"),
+            endpoints=self.links.endpoints, indptr=indptr, nbr=nbr, edge=edge)
+
+    def walk(self, src, dst, t_ns, position_km: np.ndarray | None = None,
+             step=None) -> RouteWalk:
+        """Walk the route ``src -> dst`` of the snapshot of each ``t_ns``. With
+        ``position_km`` (n_sats, n_steps, 3, any frame) and ``step`` (index into its time
+        axis, per query) the path length is summed from those positions."""
+        src = np.asarray(src, dtype=np.int64).reshape(-1)
+        dst = np.asarray(dst, dtype=np.int64).reshape(-1)
+        table, st = self.stack(np.asarray(t_ns, dtype=np.int64).reshape(-1))
+        hops = st.hops[table, src, dst] if src.size else np.zeros(0, np.int32)
+        offsets = np.zeros(src.size + 1, dtype=np.int64)
+        np.cumsum(np.maximum(hops, 0), out=offsets[1:])
+        links = np.empty(int(offsets[-1]), dtype=np.int32)
+        length = np.zeros(src.size)
+        if position_km is None:
+            position = np.zeros((self.network.constellation.n_satellites, 1, 3))
+            step = np.zeros(src.size, dtype=np.int64)
+        else:
+            position = np.ascontiguousarray(position_km, dtype=np.float64)
+            step = np.broadcast_to(np.asarray(step, dtype=np.int64), src.shape)
+        _walk(st.pred, st.link, st.endpoints, table, src, dst, position,
+              np.ascontiguousarray(step), offsets, length, links)
+        return RouteWalk(hops=hops.astype(np.int32), length_km=length, offsets=offsets,
+                         links=links)
+
+    def hops(self, src, dst, t_ns) -> np.ndarray:
+        """Fewest hops (int32, -1 unreachable) on the snapshot of each time (broadcast)."""
+        src, dst, t_ns = np.broadcast_arrays(np.asarray(src, np.int64), np.asarray(dst, np.int64),
+                                             np.asarray(t_ns, np.int64))
+        snaps = self.snapshot_index(t_ns.reshape(-1))
+        out = np.empty(src.size, np.int32)
+        for k in np.unique(snaps):
+            sel = snaps == k
+            out[sel] = self.table(int(k)).hops[src.reshape(-1)[sel], dst.reshape(-1)[sel]]
+        return out.reshape(src.shape)
+
+    def high_latitude(self, snapshots) -> np.ndarray:
+        """bool (n_sats, len(snapshots)): satellites above the cut-off at each snapshot
+        (|geocentric latitude| strictly greater; a satellite whose SGP4 fails is not:
+        its links are down anyway, which the schedule file cannot say)."""
+        if self.static:
+            raise ValueError("no latitude cut-off: the +Grid is time-invariant")
+        t = np.asarray(snapshots, dtype=np.int64) * self.step_ns
+        position = teme_positions_km(self.network.constellation, t, knot_ns=None, report=False)
+        sin_cut = math.sin(math.radians(float(self.network.latitude_cutoff_deg)))
+        with np.errstate(invalid="ignore"):
+            return np.abs(position[..., 2]) > sin_cut * np.linalg.norm(position, axis=-1)
+
+    def isl_schedule(self, constellation_spec: str, duration_ns: int,
+                     chunk_snapshots: int = 256) -> dict:
+        """The ISL schedule file (satpage-isl-schedule/1, services/README.md): for every
+        snapshot that covers [0, duration_ns], the satellites above the cut-off, as
+        [sat, k0, k1) runs of snapshots: the same test the routing tables apply."""
+        if self.static:
+            raise ValueError("no latitude cut-off (90 deg or more): the +Grid is time-invariant")
+        k = int(duration_ns) // self.step_ns + 1
+        high = np.concatenate([self.high_latitude(np.arange(a, min(k, a + chunk_snapshots)))
+                               for a in range(0, k, chunk_snapshots)], axis=1)
+        edges = np.diff(np.pad(high.astype(np.int8), ((0, 0), (1, 1))), axis=1)
+        starts, ends = np.argwhere(edges == 1), np.argwhere(edges == -1)  # row-major: paired
+        runs = np.column_stack([starts[:, 0], starts[:, 1], ends[:, 1]])
+        return {"format": ISL_SCHEDULE_FORMAT, "constellation": constellation_spec,
+                "latitude_cutoff_deg": float(self.network.latitude_cutoff_deg),
+                "step_ns": self.step_ns, "snapshots": k, "high": runs.tolist()}
 
 
 # ------------------------------------------------------------ test vectors

@@ -85,7 +85,7 @@ NAMED_CONSTELLATIONS: dict[str, NamedConstellation] = {
             "the in-orbit phasing: every shell is a Walker delta with phasing F = 1 (the "
             "smallest non-zero offset between neighbouring planes), ascending nodes spread "
             "evenly over 360 deg from RAAN 0 at the scenario epoch, circular orbits "
-            "(DESIGN.md section 3). Shells 3 and 4 share altitude and inclination, so "
+            "(docs/conventions.md). Shells 3 and 4 share altitude and inclination, so "
             "under this assumption their planes at RAAN 0 and 180 deg coincide (they carry "
             "58 and 43 satellites at different spacings; no ISLs join them). No ISLs "
             "between shells."

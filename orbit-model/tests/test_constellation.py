@@ -1,4 +1,4 @@
-"""Walker shells hold exactly the elements of DESIGN.md section 3; bad specs name the value."""
+"""Walker shells hold exactly the elements of docs/conventions.md; bad specs name the value."""
 
 import math
 

@@ -9,6 +9,7 @@ from orbit_model import (
     GroundPoints,
     elevations_deg,
     handover_schedule,
+    session_schedule,
     step_times_ns,
 )
 from orbit_model.propagate import itrs_positions_km
@@ -125,3 +126,63 @@ def test_clients_split_into_batches_give_the_same_schedule_and_passes(case):
     assert (whole.offsets == split.offsets).all() and (whole.time_ns == split.time_ns).all()
     assert (whole.satellite == split.satellite).all()
     assert (passes == split_passes).all()
+
+
+def windows(n, n_steps, seed=3):
+    """Session windows of steps: random starts and lengths, one the whole span."""
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, n_steps - 1, n)
+    last = np.minimum(first + rng.integers(0, n_steps // 2, n), n_steps - 1)
+    first[0], last[0] = 0, n_steps - 1
+    return first, last
+
+
+@pytest.mark.parametrize("sticky", [True, False])
+@pytest.mark.parametrize("policy", ["highest", "nearest", "longest"])
+def test_session_windows_equal_the_brute_force_replay_of_each_window(case, policy, sticky):
+    c, points, t_ns, el, rng_km = case
+    first, last = windows(len(points), t_ns.size)
+    schedule = session_schedule(c, points, t_ns, first, last, min_elevation_deg=MIN_EL,
+                                policy=policy, sticky=sticky, chunk_steps=97)
+    for g in range(len(points)):
+        times, sats = schedule.for_client(g)
+        part = slice(first[g], last[g] + 1)
+        expected = [(j + first[g], s) for j, s in reference(el[g][:, part], rng_km[g][:, part],
+                                                            policy, sticky)]
+        assert list(zip((times // (10 * S)).tolist(), sats.tolist(), strict=True)) == expected
+
+
+@pytest.mark.parametrize("policy", ["highest", "nearest"])
+def test_memoryless_session_schedules_are_the_whole_span_schedule_cut_to_the_window(case, policy):
+    """The same sweep on the same step grid: equal, not close."""
+    c, points, t_ns, _, _ = case
+    first, last = windows(len(points), t_ns.size, seed=4)
+    whole = handover_schedule(c, points, t_ns, min_elevation_deg=MIN_EL, policy=policy,
+                              sticky=False)
+    part = session_schedule(c, points, t_ns, first, last, min_elevation_deg=MIN_EL,
+                            policy=policy, sticky=False)
+    for g in range(len(points)):
+        steps = np.arange(first[g], last[g] + 1)
+        want = whole.serving_at(np.full(steps.size, g), t_ns[steps])
+        got = part.serving_at(np.full(steps.size, g), t_ns[steps])
+        np.testing.assert_array_equal(got, want)
+        assert part.for_client(g)[0][0] == t_ns[first[g]]
+
+
+def test_session_windows_in_batches_give_the_same_schedule(case):
+    c, points, t_ns, _, _ = case
+    first, last = windows(len(points), t_ns.size, seed=5)
+    a = session_schedule(c, points, t_ns, first, last, min_elevation_deg=MIN_EL, policy="longest")
+    b = session_schedule(c, points, t_ns, first, last, min_elevation_deg=MIN_EL, policy="longest",
+                         max_state_pairs=3 * c.n_satellites)
+    assert (a.offsets == b.offsets).all() and (a.time_ns == b.time_ns).all()
+    assert (a.satellite == b.satellite).all()
+
+
+def test_a_window_outside_the_steps_is_named(case):
+    c, points, t_ns, _, _ = case
+    n = len(points)
+    with pytest.raises(ValueError, match="client 0: window of steps 5..4"):
+        session_schedule(c, points, t_ns, np.full(n, 5), np.full(n, 4))
+    with pytest.raises(ValueError, match=f"not inside 0..{t_ns.size - 1}"):
+        session_schedule(c, points, t_ns, np.zeros(n, int), np.full(n, t_ns.size))

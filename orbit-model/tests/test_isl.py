@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from sgp4.api import jday
 
-from orbit_model import Constellation, IslNetwork, isl_test_vectors
+from orbit_model import Constellation, IslNetwork, RoutingSnapshots, isl_test_vectors
+from orbit_model.propagate import itrs_positions_km
 
 EPOCH = "2022-09-14T00:00:00Z"
 S = 1_000_000_000
@@ -57,7 +58,7 @@ def test_links_follow_the_grid_rules(spec, star):
 
 def test_every_cross_link_of_a_delta_shell_has_the_same_phase_offset_across_the_wrap_too():
     """Why (P-1, k) links to (0, (k+F) mod S): with plane 0 seen as plane P, every cross
-    link joins satellites whose mean anomalies differ by 360 F / T (DESIGN.md elements)."""
+    link joins satellites whose mean anomalies differ by 360 F / T (docs/conventions.md elements)."""
     c = Constellation.from_spec("walker:60/6/2:550:53", epoch=EPOCH)
     network = IslNetwork(c)
     mean_anomaly = np.degrees([s.mo for s in c.satrecs])
@@ -172,3 +173,85 @@ def test_the_shared_test_vectors_are_current():
     """The Go daemon reads this file: it must be what the code produces
     (regenerate with `satpage orbit isl-vectors orbit-model/tests/data/isl_vectors.json`)."""
     assert json.loads(VECTORS.read_text()) == json.loads(json.dumps(isl_test_vectors()))
+
+
+# ------------------------------------------------------------ routing snapshots
+@pytest.mark.parametrize(("spec", "cutoff"), [("walker-star:150/10/1:500:87", None),
+                                              ("walker-star:150/10/1:500:87", 70.0),
+                                              ("walker:60/6/2:550:53", 55.0)])
+def test_walked_routes_are_the_networks_fastest_fewest_hop_paths(spec, cutoff):
+    """Each walked route crosses links that are up at its snapshot, as many as
+    networkx's fewest hops, and its light time is the network's route delay."""
+    c = Constellation.from_spec(spec, epoch=EPOCH)
+    step = 60 * S
+    network = IslNetwork(c, latitude_cutoff_deg=cutoff, resolution_ns=step)
+    routing = RoutingSnapshots(network, step)
+    rng = np.random.default_rng(4)
+    n = c.n_satellites
+    src, dst = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    t = rng.integers(0, 3 * 3600, 400) * S
+    snap_t = routing.snapshot_index(t) * step if cutoff else np.zeros_like(t)
+    times = np.unique(snap_t)
+    pos = itrs_positions_km(c, times, knot_ns=None)
+    walk = routing.walk(src, dst, t, pos, np.searchsorted(times, snap_t))
+    np.testing.assert_array_equal(walk.hops, network.hops(src, dst, snap_t))
+    np.testing.assert_array_equal(walk.hops, routing.hops(src, dst, t))
+    routes = network.route(src, dst, snap_t)
+    ends = network.links.endpoints
+    for i in range(src.size):
+        links = walk.links[walk.offsets[i]:walk.offsets[i + 1]]
+        assert links.size == max(walk.hops[i], 0)
+        active = network.active_links(int(snap_t[i]))
+        assert active[links].all()
+        graph = nx.Graph(ends[active].tolist())
+        graph.add_nodes_from(range(n))
+        want = nx.shortest_path_length(graph, int(src[i]), int(dst[i])) \
+            if nx.has_path(graph, int(src[i]), int(dst[i])) else -1
+        assert walk.hops[i] == want
+        # the links chain from dst back to src
+        cur = int(dst[i])
+        for e in links:
+            a, b = ends[e]
+            assert cur in (a, b)
+            cur = int(b if cur == a else a)
+        assert cur == src[i] or walk.hops[i] < 0
+    ok = walk.hops >= 0
+    np.testing.assert_allclose(walk.length_km[ok] / C_KM_S * 1e3, routes.delay_ms[ok],
+                               rtol=0, atol=1e-6)
+
+
+def test_one_in_plane_hop_is_the_chord_between_neighbouring_slots():
+    c = Constellation.from_spec("walker-star:150/10/1:500:87", epoch=EPOCH)
+    routing = RoutingSnapshots(IslNetwork(c), 60 * S)
+    walk = routing.walk([0], [1], [0], itrs_positions_km(c, np.array([0]), knot_ns=None), [0])
+    a_km = 6378.137 + 500.0      # circular orbit: slots 24 deg apart, chord 2 a sin(12 deg)
+    assert walk.hops[0] == 1
+    assert walk.length_km[0] == pytest.approx(2 * a_km * np.sin(np.radians(12)), rel=5e-3)
+
+
+def test_the_isl_schedule_lists_exactly_the_satellites_above_the_cutoff():
+    spec = "walker-star:150/10/1:500:87"
+    c = Constellation.from_spec(spec, epoch=EPOCH)
+    step = 60 * S
+    routing = RoutingSnapshots(IslNetwork(c, latitude_cutoff_deg=60.0), step)
+    doc = routing.isl_schedule(spec, duration_ns=3 * 3600 * S, chunk_snapshots=7)
+    assert doc["format"] == "satpage-isl-schedule/1" and doc["constellation"] == spec
+    assert doc["snapshots"] == 3 * 60 + 1 and doc["step_ns"] == step
+    got = np.zeros((150, doc["snapshots"]), bool)
+    for sat, k0, k1 in doc["high"]:
+        assert 0 <= k0 < k1 <= doc["snapshots"]
+        got[sat, k0:k1] = True
+    # independently: scalar SGP4 at each snapshot, latitude by atan2
+    want = np.zeros_like(got)
+    for k in range(0, doc["snapshots"], 9):
+        r = scalar_positions(c, k * step)
+        want[:, k] = np.degrees(np.abs(np.arctan2(r[:, 2], np.hypot(r[:, 0], r[:, 1])))) > 60.0
+    np.testing.assert_array_equal(got[:, ::9], want[:, ::9])
+    assert 0.1 < got.mean() < 0.5  # the cut-off really takes satellites out
+    # and the schedule is what the routing tables apply: cross links of high satellites down
+    k = 40
+    active = routing.network.active_links(k * step)
+    a, b = routing.links.endpoints.T
+    np.testing.assert_array_equal(active, ~(routing.links.cross_plane & (got[a, k] | got[b, k])))
+    with pytest.raises(ValueError, match="time-invariant"):
+        RoutingSnapshots(IslNetwork(c), step).isl_schedule(spec, duration_ns=step)

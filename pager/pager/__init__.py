@@ -58,6 +58,7 @@ from pager.workload import (
     ZipfSampler,
     paper_key,
     paper_trace,
+    trail_trace,
     zipf_probabilities,
 )
 
@@ -112,6 +113,7 @@ __all__ = [
     "paper_key",
     "paper_summary",
     "paper_trace",
+    "trail_trace",
     "replay",
     "run_paper",
     "select_all",

@@ -172,6 +172,18 @@ def paper_pages(key, first_session, n_sessions, n_visits, n_accesses, threshold,
             out[i, j] = _draw(u, n_pages, threshold, alias)
 
 
+@njit(cache=True, parallel=True)
+def session_pages(key, sessions, offsets, threshold, alias, out):
+    """``out[offsets[i]:offsets[i + 1]]``: the first draws of session ``sessions[i]``'s
+    stream (the same stream ``paper_pages`` reads for that session)."""
+    n_pages = threshold.size
+    for i in prange(sessions.size):
+        s0, s1 = session_state(key, sessions[i])
+        for j in range(offsets[i], offsets[i + 1]):
+            u, s0, s1 = _next(s0, s1)
+            out[j] = _draw(u, n_pages, threshold, alias)
+
+
 @njit(cache=True)
 def _put(ev, k, s, p, frm, to, t, kind):
     e = ev[k]
@@ -187,7 +199,7 @@ def _put(ev, k, s, p, frm, to, t, kind):
 def _run_visit(pages, times, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
                create_on_ground, cnt, record, log_creations, ev, k, s, v0):
     """Apply accesses ``pages[lo:hi]`` at trail position ``pos``: the page-table
-    semantics of DESIGN.md section 1. This loop is the engine's hot path, so the
+    semantics of docs/design.md section 1. This loop is the engine's hot path, so the
     counters live in local variables (registers). With ``record``, every
     movement / remote access (and creation, with ``log_creations``) is written
     to the event log ``ev`` from index ``k``, with global visit indices (the

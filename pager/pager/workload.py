@@ -30,6 +30,7 @@ __all__ = [
     "ZipfSampler",
     "paper_key",
     "paper_trace",
+    "trail_trace",
     "zipf_probabilities",
 ]
 
@@ -69,6 +70,23 @@ class ZipfSampler:
         prob = zipf_probabilities(n_pages, zipf_s)
         threshold, alias = K.build_alias(prob)
         return cls(prob=prob, threshold=threshold, alias=alias)
+
+    def session_pages(self, key, sessions, counts) -> np.ndarray:
+        """int32 pages: ``counts[i]`` draws from the stream of session ``sessions[i]``
+        (keyed by ``key``, e.g. ``paper_key(rng)``), concatenated in order. A session's
+        draws depend only on (key, session), never on which other sessions are drawn
+        with it, so chunks of sessions can be drawn anywhere in any grouping."""
+        sessions = np.ascontiguousarray(sessions, dtype=np.int64).reshape(-1)
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        if counts.size != sessions.size:
+            raise ValueError(f"{sessions.size} sessions but {counts.size} counts")
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"a count is negative: {int(counts.min())}")
+        offsets = np.zeros(sessions.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        out = np.empty(int(offsets[-1]), dtype=np.int32)
+        K.session_pages(np.uint64(key), sessions, offsets, self.threshold, self.alias, out)
+        return out
 
     def realised_probabilities(self) -> np.ndarray:
         """float64 (n,): the exact probabilities the integer table draws with
@@ -121,24 +139,44 @@ def paper_trace(params: PaperParams, runs: int, rng: np.random.Generator, *,
     generator in the same state. Visit i of each session is served by satellite i
     (slot i of plane 0); accesses are ``PAPER_ACCESS_INTERVAL_NS`` apart and a
     visit starts at its first access."""
+    return trail_trace(params, paper_key(rng), runs, first_session=first_session)
+
+
+def trail_trace(params: PaperParams, key, runs: int, *, first_session: int = 0,
+                satellites=None, start_ns=None,
+                visit_ns: int | None = None) -> Trace:
+    """The paper's trail as a Trace, placed on a constellation: session i (global index
+    ``first_session + i``) visits ``satellites[0..handovers]`` in order (default
+    0, 1, ...), starting at ``start_ns[i]`` (default 0), each visit ``visit_ns`` long
+    (default ``accesses`` x ``PAPER_ACCESS_INTERVAL_NS``) with its ``accesses``
+    accesses evenly spaced from the visit start. The pages are the session streams
+    of ``key`` that ``pager.run_paper`` draws for the same key, so replaying this
+    trace gives ``run_paper``'s counts exactly."""
     runs = _positive_int("runs", runs)
-    key = paper_key(rng)
-    sampler = params.sampler()
     v, a = params.n_visits, params.accesses
+    if visit_ns is None:
+        visit_ns = a * PAPER_ACCESS_INTERVAL_NS
+    visit_ns = _positive_int("visit_ns", visit_ns)
+    sat = np.arange(v, dtype=np.int32) if satellites is None else \
+        np.asarray(satellites, dtype=np.int32).reshape(-1)
+    if sat.size != v:
+        raise ValueError(f"the trail has {v} visits but {sat.size} satellites were given")
+    start = np.zeros(runs, np.int64) if start_ns is None else \
+        np.broadcast_to(np.asarray(start_ns, dtype=np.int64), (runs,))
+    sampler = params.sampler()
     pages = np.empty((runs, v * a), dtype=np.int32)
-    K.paper_pages(key, np.int64(first_session), np.int64(runs), np.int64(v), np.int64(a),
-                  sampler.threshold, sampler.alias, pages)
-    n_visits = runs * v
-    t_visit = np.arange(v, dtype=np.int64) * a * PAPER_ACCESS_INTERVAL_NS
+    K.paper_pages(np.uint64(key), np.int64(first_session), np.int64(runs), np.int64(v),
+                  np.int64(a), sampler.threshold, sampler.alias, pages)
+    visit_start = (start[:, None] + visit_ns * np.arange(v, dtype=np.int64)[None, :]).reshape(-1)
+    within = np.arange(a, dtype=np.int64) * visit_ns // a
     return Trace(
         n_pages=params.n_pages,
         visit_offsets=np.arange(runs + 1, dtype=np.int64) * v,
-        visit_satellite=np.tile(np.arange(v, dtype=np.int32), runs),
-        visit_start_ns=np.tile(t_visit, runs),
-        access_offsets=np.arange(n_visits + 1, dtype=np.int64) * a,
+        visit_satellite=np.tile(sat, runs),
+        visit_start_ns=visit_start,
+        access_offsets=np.arange(runs * v + 1, dtype=np.int64) * a,
         access_page=pages.reshape(-1),
-        access_time_ns=np.tile(np.arange(v * a, dtype=np.int64) * PAPER_ACCESS_INTERVAL_NS,
-                               runs),
+        access_time_ns=(visit_start[:, None] + within[None, :]).reshape(-1),
     )
 
 

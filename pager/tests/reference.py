@@ -1,4 +1,4 @@
-"""Plain scalar implementation of the paging model, written from DESIGN.md section 1
+"""Plain scalar implementation of the paging model, written from docs/design.md section 1
 without the engine's code: the authority for the engine's parity tests, and the
 baseline of bench/bench_pager.py.
 

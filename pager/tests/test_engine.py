@@ -260,7 +260,7 @@ def test_the_papers_table_gives_its_1162_movements_and_1697_page_hops():
         assert sum(row["per_satellite"]) == row["total"]
     moves, hops = pager.table_movements(rows)
     assert moves.sum() == raw["ondemand_page_movements"] == 1162
-    assert hops.sum() == 1697  # DESIGN.md section 1
+    assert hops.sum() == 1697  # docs/design.md section 1
     assert sum(r["total"] for r in table[:-1]) == raw["proactive_page_movements"]
 
 

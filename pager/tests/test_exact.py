@@ -110,7 +110,7 @@ def test_the_papers_single_run_lies_within_the_one_run_spread_of_the_model():
 
 
 def test_on_demand_costs_more_in_page_hops_than_in_movements_relative_to_proactive():
-    # DESIGN.md section 1: the paper's 40 % (movements) becomes 58 % in page-hops.
+    # docs/design.md section 1: the paper's 40 % (movements) becomes 58 % in page-hops.
     e = pager.exact_paper(pager.PaperParams())
     assert e.ondemand_moves / e.proactive_moves < e.ondemand_hops / e.proactive_hops
     assert e.proactive_hops == e.proactive_moves

@@ -70,3 +70,36 @@ def test_bad_workload_parameters_are_rejected_naming_the_value(kwargs, words):
         pager.PaperParams(**kwargs)
     for word in words:
         assert word in str(info.value)
+
+
+def test_session_pages_are_each_sessions_own_stream_in_any_grouping(ref):
+    sampler = pager.ZipfSampler.zipf(40, 1.0)
+    key = int(pager.paper_key(np.random.default_rng(3)))
+    sessions, counts = np.array([7, 2, 1000, 3]), np.array([5, 0, 9, 4])
+    got = sampler.session_pages(key, sessions, counts)
+    want = sum((ref.paper_pages(key, int(s), int(c), sampler.threshold, sampler.alias)
+                for s, c in zip(sessions, counts, strict=True)), [])
+    assert got.tolist() == want
+    # one session at a time gives the same draws
+    alone = np.concatenate([sampler.session_pages(key, [s], [c])
+                            for s, c in zip(sessions, counts, strict=True)])
+    np.testing.assert_array_equal(alone, got)
+    with pytest.raises(ValueError, match="count is negative: -1"):
+        sampler.session_pages(key, [1], [-1])
+
+
+def test_a_trail_placed_on_satellites_replays_to_run_papers_counts_exactly():
+    params = pager.PaperParams(n_pages=80, accesses=30, handovers=5, zipf_s=1.0)
+    key = pager.paper_key(np.random.default_rng(21))
+    want = pager.run_paper(params, 24, np.random.default_rng(21))
+    # two chunks of sessions, on satellites 30..35, starting at scattered times
+    parts = [pager.trail_trace(params, key, n, first_session=first, satellites=np.arange(30, 36),
+                               start_ns=np.arange(n) * 10**12, visit_ns=240 * 10**9)
+             for first, n in ((0, 10), (10, 14))]
+    got = pager.paper_counts(parts[0]).merge(pager.paper_counts(parts[1]))
+    for name in pager.PAPER_QUANTITIES:
+        np.testing.assert_array_equal(getattr(got, name).total, getattr(want, name).total)
+    tr = parts[1]
+    assert tr.visit_satellite[:6].tolist() == list(range(30, 36))
+    assert tr.visit_start_ns[7] == 10**12 + 240 * 10**9
+    assert tr.access_time_ns[tr.access_offsets[7] + 1] == tr.visit_start_ns[7] + 8 * 10**9

@@ -1,4 +1,4 @@
-"""The costs of DESIGN.md section 4, accumulated from movement event logs.
+"""The costs of docs/design.md section 4, accumulated from movement event logs.
 
 `CostAccumulator` takes one chunk's event log at a time (``add``) and merges
 with others (``merge``), so a run can be split over processes in any way; all
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import pager
+from orbit_model import RoutingSnapshots
 from satpage.linkmodel import (
     HANDOVER,
     PRICE_KEYS,
@@ -38,7 +39,6 @@ from satpage.linkmodel import (
     price_events,
     transfer_stalls,
 )
-from satpage.network import Router
 from satpage.workload import ChunkTrace
 
 __all__ = ["CostAccumulator", "LATENCY_BIN_MS", "LATENCY_MAX_MS", "SUMMARY_KEYS"]
@@ -107,7 +107,7 @@ class CostAccumulator:
         b = (np.asarray(t_ns, np.int64) * self.load_bins) // max(self.duration_ns, 1)
         return np.clip(b, 0, self.load_bins - 1)
 
-    def add(self, rl: pager.Replay, ct: ChunkTrace, router: Router, step_ns: int,
+    def add(self, rl: pager.Replay, ct: ChunkTrace, router: RoutingSnapshots, step_ns: int,
             per_hop_processing_ms: float, strategy: pager.Strategy | None = None,
             links: LinkModel | None = None, wait_ms: np.ndarray | None = None) -> None:
         """Account one chunk's replay (pager.Replay, its event log included): one compiled pass over
@@ -127,7 +127,7 @@ class CostAccumulator:
         c["visits"] += tr.n_visits
         c["handovers"] += tr.n_visits - tr.n_sessions
         t = np.ascontiguousarray(events["time_ns"])
-        pred, table = router.predecessors(router.snapshot_index(t))
+        table, st = router.stack(t)             # orbit_model's routing tables
         if wait_ms is None:
             wait_ms = np.zeros((self.load_bins, self.n_link_ids))
         background = links.background if links is not None else wait_ms
@@ -137,9 +137,10 @@ class CostAccumulator:
         arrival = np.empty(events.size, np.int64)
         kind = events["kind"]
         price_events(np.ascontiguousarray(events),
-                     table.astype(np.int64), vsat, ct.gateway_sat.astype(np.int64),
-                     ct.gateway_range_km, int(step_ns), int(ct.window_step0), pred, ct.pos,
-                     router.topology.neighbours, self.load_bins, int(self.duration_ns),
+                     table, vsat, ct.gateway_sat.astype(np.int64),
+                     ct.gateway_range_km, int(step_ns), int(ct.window_step0), st.hops, st.pred,
+                     st.link, st.endpoints, st.indptr, st.nbr, st.edge,
+                     np.ascontiguousarray(ct.pos), self.load_bins, int(self.duration_ns),
                      float(per_hop_processing_ms), float(tx_ms),
                      np.ascontiguousarray(wait_ms, dtype=np.float64),
                      np.ascontiguousarray(background, dtype=np.float64),

@@ -1,9 +1,10 @@
-"""Earth-fixed geometry the simulation needs: satellite positions over a time window,
-ground points, elevations, and the +Grid plane layout of a constellation.
+"""The scenario's satellites and a cache of their Earth-fixed positions.
 
-`SatelliteSet` is the one object the rest of satpage.sim uses. It is built from
-orbit_model's `Constellation` (SGP4 through its batched propagation) and its
-+Grid links: one implementation of the constellation for every backend.
+`SatelliteSet` wraps orbit_model's `Constellation` (SGP4 through its batched
+propagation) and its +Grid links; `PositionCache` keeps the positions at the
+handover steps (for path lengths and gateway ranges in satpage.costs) in memory
+or in a file the worker processes share. No geometry is computed here: routing,
+visibility and schedules are orbit_model's.
 
 Shape contract: positions are float64 ``(n_sats, n_times, 3)`` in km, Earth-fixed
 (ITRS/ECEF), for integer-ns times from the scenario epoch.
@@ -16,38 +17,25 @@ import logging
 
 import numpy as np
 
-from orbit_model.constants import EARTH_RADIUS_KM
-from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
-from orbit_model.constellation import Constellation
-from orbit_model.isl import grid_links
-from orbit_model.propagate import itrs_positions_km
+from orbit_model import Constellation, grid_links, itrs_positions_km
 
-__all__ = ["SatelliteSet", "PositionCache", "ground_ecef_km", "EARTH_RADIUS_KM", "C_KM_S"]
+__all__ = ["SatelliteSet", "PositionCache"]
 
 log = logging.getLogger(__name__)
-
-
-
-def ground_ecef_km(lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
-    """(n, 3) Earth-fixed positions of ground points on a sphere of the equatorial radius
-    (the same sphere the footprint radius is computed on)."""
-    lat, lon = np.radians(np.asarray(lat_deg, float)), np.radians(np.asarray(lon_deg, float))
-    return EARTH_RADIUS_KM * np.stack(
-        [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=-1)
 
 
 class SatelliteSet:
     """The satellites of a scenario: count, plane layout, +Grid links, Earth-fixed positions.
 
     ``links`` int32 (m, 2) and ``link_cross_plane`` bool (m,) are the +Grid ISLs
-    (orbit_model.isl.grid_links: DESIGN.md section 3, including TLE catalogues
-    grouped into planes)."""
+    (orbit_model.grid_links: docs/conventions.md, "+Grid", including TLE catalogues
+    grouped into planes); ``constellation`` is the orbit_model object."""
 
     def __init__(self, spec: str, epoch: dt.datetime) -> None:
         self.spec = spec
         self.epoch = epoch
         c = Constellation.from_spec(spec, epoch=epoch)
-        self._constellation = c
+        self.constellation = c
         self.backend = "orbit_model-sgp4"
         self.n_sats = c.n_satellites
         self.plane = np.asarray(c.plane, dtype=np.int64)
@@ -61,7 +49,7 @@ class SatelliteSet:
     def positions_km(self, t_ns: np.ndarray) -> np.ndarray:
         """float64 (n_sats, n_times, 3), Earth-fixed km; NaN rows where SGP4 fails."""
         t_ns = np.asarray(t_ns, dtype=np.int64)
-        return np.asarray(itrs_positions_km(self._constellation, t_ns), dtype=np.float64)
+        return np.asarray(itrs_positions_km(self.constellation, t_ns), dtype=np.float64)
 
 
 class PositionCache:

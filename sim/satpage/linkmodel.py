@@ -7,16 +7,19 @@
   where rho is the link's utilisation in that bin: the background load
   (``network.background_load``, constant or following the population under the
   link) plus the pages the strategy itself sends over it.
-- ``price_events`` is the one compiled pass over a chunk's event log: route every
-  transfer (shortest hops, a second link-disjoint path for multipath faults, the
+- ``price_events`` is the one compiled pass over a chunk's event log: price every
+  transfer on orbit_model's routes (shortest hops, a second link-disjoint path for multipath faults, the
   nearest custody holder for custody faults, pushes deferred to idle bins for
   idle-link), add the link loads, fault latencies (propagation + processing +
   transmission + queueing), and each transfer's arrival time (for handover stalls).
 - ``transfer_stalls`` and ``migration_waits`` turn arrival times and container
   downtimes into the waits of the accesses (vectorised, per chunk).
 
-Links are the simulation's undirected link ids (``lo * degree + j``, see
-satpage.network); both directions of a link share its capacity (conservative).
+Routes are orbit_model's: ``price_events`` reads its stacked routing tables
+(``RoutingSnapshots.stack``) and walks them with ``orbit_model.route_links`` and
+``orbit_model.disjoint_route``; custody looks hop counts up in the tables. Link ids
+are rows of orbit_model's link list (``IslLinks.endpoints``); both directions of a
+link share its capacity (conservative).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numba
 import numpy as np
 
 import pager
+from orbit_model import disjoint_route, route_links
 from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
 
 __all__ = ["LinkModel", "price_events", "transfer_stalls", "migration_waits",
@@ -121,112 +125,10 @@ def background_utilisation(profile: str, load: float, link_ends: np.ndarray,
     return out
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _link_id(a, b, neighbours):
-    lo = min(a, b)
-    hi = max(a, b)
-    for j in range(neighbours.shape[1]):
-        if neighbours[lo, j] == hi:
-            return lo * neighbours.shape[1] + j
-    return -1
-
-
 @numba.njit(cache=True, nogil=True)
-def _walk(pred, tbl, src, dst, pos, step, neighbours, ids, nodes):
-    """Shortest-hop path dst -> src: link ids into ``ids[:h]``, nodes (dst first) into
-    ``nodes[:h + 1]``; returns (h, km), h = -1 when unreachable."""
-    h = 0
-    d = 0.0
-    cur = dst
-    nodes[0] = dst
-    while cur != src:
-        prev = pred[tbl, src, cur]
-        if prev < 0:
-            return -1, 0.0
-        dx = pos[prev, step, 0] - pos[cur, step, 0]
-        dy = pos[prev, step, 1] - pos[cur, step, 1]
-        dz = pos[prev, step, 2] - pos[cur, step, 2]
-        d += np.sqrt(dx * dx + dy * dy + dz * dz)
-        ids[h] = _link_id(prev, cur, neighbours)
-        h += 1
-        nodes[h] = prev
-        cur = prev
-    return h, d
-
-
-@numba.njit(cache=True, nogil=True)
-def _hops(pred, tbl, src, dst):
-    """Shortest-path hops src -> dst (-1 unreachable)."""
-    h = 0
-    cur = dst
-    while cur != src:
-        prev = pred[tbl, src, cur]
-        if prev < 0:
-            return -1
-        h += 1
-        cur = prev
-    return h
-
-
-@numba.njit(cache=True, nogil=True)
-def _disjoint(pred, tbl, src, dst, pos, step, neighbours, avoid, n_avoid, ids, parent, seen,
-              stamp, queue):
-    """Fewest-hop path dst -> src over the links up in snapshot ``tbl`` (a link a-b is
-    up when b's predecessor from a is a) that avoids the link ids ``avoid[:n_avoid]``:
-    breadth-first search, neighbours in table order. Link ids into ``ids``; returns
-    (h, km), h = -1 when there is none."""
-    deg = neighbours.shape[1]
-    head = 0
-    tail = 0
-    queue[tail] = dst
-    tail += 1
-    seen[dst] = stamp
-    parent[dst] = -1
-    found = False
-    while head < tail:
-        u = queue[head]
-        head += 1
-        if u == src:
-            found = True
-            break
-        for j in range(deg):
-            w = neighbours[u, j]
-            if w < 0 or seen[w] == stamp:
-                continue
-            if pred[tbl, u, w] != u:                 # link down in this snapshot
-                continue
-            lid = _link_id(u, w, neighbours)
-            blocked = False
-            for k in range(n_avoid):
-                if avoid[k] == lid:
-                    blocked = True
-                    break
-            if blocked:
-                continue
-            seen[w] = stamp
-            parent[w] = u
-            queue[tail] = w
-            tail += 1
-    if not found:
-        return -1, 0.0
-    h = 0
-    d = 0.0
-    cur = src
-    while cur != dst:
-        nxt = parent[cur]
-        dx = pos[nxt, step, 0] - pos[cur, step, 0]
-        dy = pos[nxt, step, 1] - pos[cur, step, 1]
-        dz = pos[nxt, step, 2] - pos[cur, step, 2]
-        d += np.sqrt(dx * dx + dy * dy + dz * dz)
-        ids[h] = _link_id(nxt, cur, neighbours)
-        h += 1
-        cur = nxt
-    return h, d
-
-
-@numba.njit(cache=True, nogil=True)
-def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
-                 pred, pos, neighbours, load_bins, duration_ns, per_hop_ms, tx_ms, wait_ms,
+def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, pred_t, link_t,
+                 endpoints, indptr, nbr, edge, pos, load_bins, duration_ns, per_hop_ms, tx_ms,
+                 wait_ms,
                  background, idle_threshold, lead_ns, fault_paths, custody_pages, replicate,
                  n_pages, link_load, held_delta, lat_hist, bin_ms, out, lat_max, arrival_ns):
     """One pass over an event log ``ev`` (pager.EVENT_DTYPE, by session then time).
@@ -241,7 +143,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
     deferred to the first bin whose path links are all below it in ``background``),
     ``replicate`` (HANDOVER events switch ownership to the replica: no transfer)."""
     n_t = pos.shape[1]
-    n_sats = neighbours.shape[0]
+    n_sats = hops_t.shape[1]
     n_hist = lat_hist.size
     ids = np.empty(n_sats + 1, np.int64)
     nodes = np.empty(n_sats + 2, np.int64)
@@ -297,7 +199,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
         if custody_pages > 0 and k == FAULT and not ground:
             # nearest holder: the owner or a relay with a custody copy (ties: the owner)
             best = src
-            best_h = _hops(pred, tbl, src, dst) if src != dst else 0
+            best_h = hops_t[tbl, src, dst] if src != dst else 0
             if best_h < 0:
                 best_h = n_sats + 1
             p = p_e
@@ -308,7 +210,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
                 c = np.int64(hold[p, i])
                 if c == src:
                     continue
-                hc = 0 if c == dst else _hops(pred, tbl, c, dst)
+                hc = 0 if c == dst else hops_t[tbl, c, dst]
                 # fewest hops; ties: the owner, else the lowest satellite index
                 if hc >= 0 and (hc < best_h or (hc == best_h and best != src and c < best)):
                     best_h = hc
@@ -325,7 +227,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
                 held_delta[vsat[fv_e], b] -= 1
                 held_delta[dst, b] += 1
             continue
-        h, d = _walk(pred, tbl, src, dst, pos, step, neighbours, ids, nodes)
+        h, d = route_links(pred_t, link_t, endpoints, tbl, src, dst, pos, step, ids, nodes)
         if h < 0:
             out[7] += 1
             h = 0
@@ -363,8 +265,8 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0,
         lat = 2.0 * prop_ms + link_ms
         if fault_paths == 2 and k == FAULT and h > 0:
             stamp += 1
-            h2, d2 = _disjoint(pred, tbl, src, dst, pos, step, neighbours, ids, h, ids2,
-                               parent, seen, stamp, queue)
+            h2, d2 = disjoint_route(hops_t, indptr, nbr, edge, tbl, src, dst, pos, step, ids, h,
+                                    ids2, parent, seen, stamp, queue)
             if h2 > 0:
                 out[11] += 1
                 link2 = 0.0

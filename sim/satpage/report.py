@@ -1,6 +1,6 @@
 """Reports of a comparison run: the JSON object, CSV, Markdown and a self-contained HTML
 page (charts embedded as data URIs). Every report records scenario, seed and code
-version (DESIGN.md section 3).
+version (docs/conventions.md).
 
 Files written by ``write_reports(res, DIR)``:
 
@@ -143,11 +143,9 @@ def _csv_series(res, out: Path) -> None:
             for b in range(bins):
                 w.writerow([name, (b + 1) * sc.time.duration_s / bins, int(held[:, b].max()),
                             float(held[:, b].mean())])
-    exists = res.world.topology.link_exists()
-    ids = np.flatnonzero(exists)
-    nb = res.world.topology.neighbours
-    lo, j = np.divmod(ids, nb.shape[1])
-    hi = nb[lo, j]
+    ends = res.world.routing.links.endpoints          # link id = row (orbit_model)
+    ids = np.arange(ends.shape[0])
+    lo, hi = ends[:, 0], ends[:, 1]
     with (out / "isl_load.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["strategy", "sat_a", "sat_b", "bytes"])
@@ -188,8 +186,8 @@ def _markdown(result: dict, charts: list[Path]) -> str:
         f"orbits: {result['orbit_backend']})",
         f"- written: {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
         f"- constellation: `{cfg['constellation']['spec']}` ({wl['satellites']} satellites, "
-        f"{wl['isl_links']} ISLs); the paper's 150 satellites at 500 km as DESIGN.md "
-        "section 3 fixes planes and inclination",
+        f"{wl['isl_links']} ISLs); the paper's 150 satellites at 500 km, with planes and "
+        "inclination as docs/conventions.md fixes them",
         f"- sessions: {wl['sessions']:,}, visits: {wl['visits']:,} "
         f"({wl['handovers_per_session']:.2f} handovers per session), accesses: "
         f"{wl['accesses']:,} ({wl['accesses_per_visit']:.1f} per serving satellite; paper: "

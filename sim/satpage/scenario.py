@@ -62,7 +62,7 @@ def _doc(text: str, **kw: Any) -> Any:
 @dataclass(frozen=True)
 class ConstellationSection:
     spec: str = _doc("constellation spec: `walker:T/P/F:ALT_KM:INC_DEG`, "
-                     "`walker-star:T/P/F:ALT_KM:INC_DEG`, `tle:PATH` (DESIGN.md section 3), several "
+                     "`walker-star:T/P/F:ALT_KM:INC_DEG`, `tle:PATH` (docs/conventions.md), several "
                      "joined with `+`, or a named constellation: `starlink-gen1` (five shells, "
                      "4,408 satellites, docs/orbit-model.md)",
                      default="walker-star:150/10/1:500:87")

@@ -1,6 +1,10 @@
 """The handover simulation: scenario -> satellites, ISL routing, sessions -> traces ->
 replay per strategy -> costs. This is what `satpage compare` runs.
 
+sim only joins: routing is orbit_model's (``IslNetwork`` and its ``RoutingSnapshots``),
+handover schedules are orbit_model's (``session_schedule``, in satpage.workload),
+pages, trails and the replay are pager's.
+
 Work is split into chunks of ``run.chunk_sessions`` sessions (start-time order).
 Chunk ``i`` draws its randomness from ``SeedSequence(seed, spawn_key=(1 + i,))``
 and the session table from ``spawn_key=(0,)``, and chunk results are merged in
@@ -23,15 +27,16 @@ from typing import Any
 import numpy as np
 
 import pager
+from orbit_model import IslNetwork, RoutingSnapshots
 from pager import Trace
 from satpage.costs import CostAccumulator
 from satpage.geometry import PositionCache, SatelliteSet
 from satpage.linkmodel import LinkModel, background_utilisation
-from satpage.network import Router, Topology, topology_from_links
 from satpage.scenario import Scenario
 from satpage.workload import ChunkTrace, build_trace, make_sessions
 
-__all__ = ["World", "RunResult", "prepare", "run_scenario", "chunk_traces", "chunk_trace",
+__all__ = ["World", "RunResult", "prepare", "routing_snapshots", "run_scenario", "chunk_traces",
+           "chunk_trace",
            "strategy_for", "replay_strategy", "STAGES", "ENGINE"]
 
 log = logging.getLogger(__name__)
@@ -44,12 +49,15 @@ ENGINE = "pager"
 
 @dataclass(eq=False)
 class World:
-    """What every chunk needs: satellites, routing, the session table."""
+    """What every chunk needs: satellites, routing, the session table, the link model.
+
+    ``routing`` is orbit_model's ``RoutingSnapshots`` (link ids are rows of
+    ``routing.links.endpoints``); ``topology`` and ``router`` name the same object
+    (per-link summaries and cost accounting read it under those names)."""
 
     scenario: Scenario
     sats: SatelliteSet
-    topology: Topology
-    router: Router
+    routing: RoutingSnapshots
     sessions: np.ndarray
     setup_s: float
     positions: PositionCache
@@ -61,6 +69,14 @@ class World:
         """The pager Strategy object of each compared strategy, by name."""
         return {name: strategy_for(self.scenario, name)
                 for name in self.scenario.strategies.compare}
+
+    @property
+    def topology(self) -> RoutingSnapshots:
+        return self.routing
+
+    @property
+    def router(self) -> RoutingSnapshots:
+        return self.routing
 
     @property
     def n_chunks(self) -> int:
@@ -77,15 +93,13 @@ def prepare(sc: Scenario, store_dir: str | None = None) -> World:
     positions in a file under ``store_dir``, shared by the worker processes)."""
     t0 = time.perf_counter()
     sats = SatelliteSet(sc.constellation.spec, sc.epoch)
-    topo = topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane)
-    router = Router(sats, topo, sc.constellation.isl_latitude_cutoff_deg,
-                    int(round(sc.time.routing_step_s * 1e9)))
+    routing = routing_snapshots(sc, sats)
     sessions = make_sessions(sc)
     positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2,
                               store_dir=store_dir or _default_store())
-    links = link_model(sc, sats, topo)
+    links = link_model(sc, sats, routing)
     failures = failure_schedule(sc, sats.n_sats)
-    return World(sc, sats, topo, router, sessions, time.perf_counter() - t0, positions, links,
+    return World(sc, sats, routing, sessions, time.perf_counter() - t0, positions, links,
                  failures, replica_ring(sats))
 
 
@@ -114,14 +128,22 @@ def replica_ring(sats: SatelliteSet) -> pager.ReplicaRing:
     return pager.ReplicaRing.from_planes(key, sats.slot)
 
 
-def link_model(sc: Scenario, sats: SatelliteSet, topo: Topology) -> LinkModel:
+def routing_snapshots(sc: Scenario, sats: SatelliteSet) -> RoutingSnapshots:
+    """orbit_model's routing of the scenario: its +Grid, the latitude cut-off (none at 90
+    deg or more), one snapshot per ``time.routing_step_s``."""
+    cutoff = sc.constellation.isl_latitude_cutoff_deg
+    step_ns = int(round(sc.time.routing_step_s * 1e9))
+    network = IslNetwork(sats.constellation, latitude_cutoff_deg=cutoff if cutoff < 90.0 else None,
+                         resolution_ns=step_ns)
+    return RoutingSnapshots(network, step_ns)
+
+
+def link_model(sc: Scenario, sats: SatelliteSet, routing: RoutingSnapshots) -> LinkModel:
     """Capacity and background load of every ISL in every load bin of the scenario."""
     net = sc.network
     bins = net.load_bins
-    exists = topo.link_exists()
-    ids = np.flatnonzero(exists)
-    lo, j = np.divmod(ids, topo.degree)
-    ends = np.stack([lo, topo.neighbours[lo, j]], axis=1)
+    ends = routing.links.endpoints                  # link id = row (orbit_model)
+    ids = np.arange(ends.shape[0])
     bin_ns = sc.duration_ns / bins
     if net.background_load > 0 and net.background_profile == "population":
         mid_ns = np.round((np.arange(bins) + 0.5) * bin_ns).astype(np.int64)
@@ -130,7 +152,7 @@ def link_model(sc: Scenario, sats: SatelliteSet, topo: Topology) -> LinkModel:
         pos = np.zeros((sats.n_sats, bins, 3))
     bg = background_utilisation(net.background_profile, net.background_load, ends, pos,
                                 sats.altitude_km, sc.handover.min_elevation_deg,
-                                sc.clients.source, topo.n_link_ids, ids)
+                                sc.clients.source, routing.n_link_ids, ids)
     return LinkModel(net.isl_capacity_gbps, sc.workload.page_bytes, bin_ns / 1e9, bg)
 
 

@@ -1,10 +1,24 @@
 """From a scenario to `pager.Trace`s: sessions, their handover schedules, their accesses.
 
+This module only joins: the handover schedule of each session is orbit_model's
+(``orbit_model.session_schedule``, the sweep of ``handover_schedule`` over each
+session's own window), the pages are pager's (``ZipfSampler.session_pages``) and
+the paper's trail is pager's (``pager.trail_trace``).
+
 Randomness follows one rule so that results do not depend on the process count:
 ``SeedSequence(seed)`` spawns child 0 for the session table (drawn once, whole)
-and child ``1 + i`` for chunk ``i`` of sessions (accesses). Sessions are sorted by
-start time, so a chunk covers a short time window and its satellite positions
-stay small.
+and child ``1 + i`` for chunk ``i`` of sessions (access counts and times); the
+pages of session ``i`` (its index in the start-sorted table) are pager's session
+stream ``i`` of the key ``pager.paper_key(numpy.random.default_rng(seed))``, the
+key `satpage paper --seed` and ``pager.run_paper`` use, so the paper-mimic scenario
+gives ``run_paper``'s counts exactly. Sessions are sorted by start time, so a
+chunk covers a short time window and its satellite positions stay small.
+
+Outages: while no satellite is above the minimum elevation a session stays with its
+last server (those steps are counted as uncovered); before its first one it waits
+for it (the first server's visit starts at the session start). A session that sees
+no satellite above the mask at all, and the ground-store gateway at such steps, is
+served by the highest satellite whatever its elevation.
 """
 
 from __future__ import annotations
@@ -12,21 +26,24 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+import pager
+from orbit_model import GroundPoints, session_schedule
 from pager import Trace
-from satpage.geometry import EARTH_RADIUS_KM, PositionCache, SatelliteSet, ground_ecef_km
+from satpage.geometry import PositionCache, SatelliteSet
 from satpage.scenario import Scenario
 
-__all__ = ["SESSION_DTYPE", "make_sessions", "chunk_rng", "build_trace", "ChunkTrace",
-           "serving_schedule", "zipf_cdf", "POLICY_CODES"]
+__all__ = ["SESSION_DTYPE", "make_sessions", "chunk_rng", "access_key", "build_trace",
+           "ChunkTrace", "session_visits", "ORBIT_MODEL_POLICY"]
 
 log = logging.getLogger(__name__)
 
 SESSION_DTYPE = np.dtype([("lat_deg", "f8"), ("lon_deg", "f8"),
                           ("start_ns", "i8"), ("end_ns", "i8")])
-POLICY_CODES = {"highest-elevation": 0, "longest-visibility": 1, "nearest": 2}
+#: scenario policy names -> orbit_model.handover policy names
+ORBIT_MODEL_POLICY = {"highest-elevation": "highest", "longest-visibility": "longest",
+                      "nearest": "nearest"}
 
 
 def root_seed_sequence(sc: Scenario) -> np.random.SeedSequence:
@@ -37,6 +54,11 @@ def chunk_rng(sc: Scenario, chunk: int) -> np.random.Generator:
     """The Generator of chunk ``chunk``: child ``1 + chunk`` of the scenario seed."""
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(sc.seed, spawn_key=(1 + chunk,))))
+
+
+def access_key(sc: Scenario) -> np.uint64:
+    """The key of the pages' session streams: ``pager.paper_key`` of the scenario seed."""
+    return pager.paper_key(np.random.default_rng(sc.seed))
 
 
 def _session_rng(sc: Scenario) -> np.random.Generator:
@@ -81,132 +103,62 @@ def make_sessions(sc: Scenario) -> np.ndarray:
     return out[order]
 
 
-def zipf_cdf(n_pages: int, s: float) -> np.ndarray:
-    """Cumulative Zipf probabilities over ranks 1..N (page index = rank - 1)."""
-    w = np.arange(1, n_pages + 1, dtype=np.float64) ** (-float(s))
-    c = np.cumsum(w)
-    return c / c[-1]
+def _with_fallback(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: np.ndarray,
+                   first: np.ndarray, last: np.ndarray, min_elevation_deg: float, policy: str,
+                   sticky: bool):
+    """orbit_model's schedule of each window, and for windows with no satellite above
+    the mask at any step the highest satellite below it (so every session has a server)."""
+    ground = GroundPoints.from_degrees(lat, lon)
+    sch = session_schedule(sats.constellation, ground, t_ns, first, last,
+                           min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky)
+    offsets, time_ns, sat = sch.offsets, sch.time_ns, sch.satellite
+    seen = np.add.reduceat((sat >= 0).astype(np.int64), offsets[:-1]) if sat.size else \
+        np.zeros(0, np.int64)
+    blind = np.flatnonzero(seen == 0)
+    if blind.size:
+        log.info("%d windows see no satellite above %.1f deg: served below the mask",
+                 blind.size, min_elevation_deg)
+        low = session_schedule(sats.constellation,
+                               GroundPoints.from_degrees(lat[blind], lon[blind]), t_ns,
+                               first[blind], last[blind], min_elevation_deg=-90.0,
+                               policy="highest", sticky=False)
+        parts_t, parts_s = np.split(time_ns, offsets[1:-1]), np.split(sat, offsets[1:-1])
+        for k, i in enumerate(blind):
+            parts_t[i], parts_s[i] = low.for_client(k)
+        counts = np.array([p.size for p in parts_t], dtype=np.int64)
+        offsets = np.zeros(counts.size + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        time_ns, sat = np.concatenate(parts_t), np.concatenate(parts_s)
+    return offsets, time_ns, sat
 
 
-@numba.njit(cache=True, nogil=True)
-def _schedule_kernel(pos, order, slat, g, up, lat_rad, max_angle_rad, j0, j1, sin_min, policy,
-                     sticky, out_offsets, out_sat, uncovered):
-    """Serving satellite at each step j0[i]..j1[i] (inclusive) of each client i.
+def session_visits(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: np.ndarray,
+                   first: np.ndarray, last: np.ndarray, min_elevation_deg: float, policy: str,
+                   sticky: bool):
+    """Visits of each window from orbit_model's schedule (module docstring: outages).
 
-    pos: (n_sats, n_t, 3) for steps 0..n_t-1 of the window; g, up: (n_clients, 3).
-    Only satellites whose latitude is within ``max_angle_rad`` of the client's can be
-    above the minimum elevation (|delta latitude| <= central angle), so each step
-    scans the band ``slat[j]`` (latitudes sorted, ``order[j]`` their satellites)."""
-    n_band = slat.shape[1]
-    for i in range(g.shape[0]):
-        cur = -1
-        base = out_offsets[i]
-        for j in range(j0[i], j1[i] + 1):
-            best = -1
-            best_v = -1e30
-            best_any = 0
-            best_any_v = -1e30
-            keep = False
-            lo = np.searchsorted(slat[j], lat_rad[i] - max_angle_rad)
-            hi = np.searchsorted(slat[j], lat_rad[i] + max_angle_rad, side="right")
-            if cur < 0:
-                lo = 0          # first step: also find the best satellite below the mask
-                hi = n_band
-            for kk in range(lo, hi):
-                s = order[j, kk]
-                vx = pos[s, j, 0] - g[i, 0]
-                vy = pos[s, j, 1] - g[i, 1]
-                vz = pos[s, j, 2] - g[i, 2]
-                h = vx * up[i, 0] + vy * up[i, 1] + vz * up[i, 2]
-                rng = np.sqrt(vx * vx + vy * vy + vz * vz)
-                se = h / rng
-                if se > best_any_v:
-                    best_any_v = se
-                    best_any = s
-                if se < sin_min:
-                    continue
-                if s == cur:
-                    keep = True
-                if policy == 2:
-                    v = -rng
-                elif policy == 1:
-                    # remaining visibility (steps) from j, looking ahead to the session end
-                    v = 0.0
-                    for jj in range(j, j1[i] + 1):
-                        wx = pos[s, jj, 0] - g[i, 0]
-                        wy = pos[s, jj, 1] - g[i, 1]
-                        wz = pos[s, jj, 2] - g[i, 2]
-                        hh = wx * up[i, 0] + wy * up[i, 1] + wz * up[i, 2]
-                        if hh / np.sqrt(wx * wx + wy * wy + wz * wz) < sin_min:
-                            break
-                        v += 1.0
-                else:
-                    v = se
-                if v > best_v:
-                    best_v = v
-                    best = s
-            if keep and (sticky or policy == 1):
-                best = cur
-            if best < 0:
-                uncovered[0] += 1
-                best = cur if cur >= 0 else best_any
-            out_sat[base + j - j0[i]] = best
-            cur = best
-
-
-def latitude_band(pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """Per step, the satellites in order of geocentric latitude and those latitudes
-    (radians), and the largest orbit radius: what the schedule kernel scans."""
-    r = np.linalg.norm(pos, axis=2)
-    sat_lat = np.arcsin(np.clip(pos[..., 2] / np.where(r > 0, r, 1.0), -1.0, 1.0)).T
-    sat_lat = np.where(np.isfinite(sat_lat), sat_lat, 10.0)      # failed SGP4: never in a band
-    order = np.ascontiguousarray(np.argsort(sat_lat, axis=1)).astype(np.int64)
-    slat = np.ascontiguousarray(np.take_along_axis(sat_lat, order, axis=1))
-    r_max = float(np.nanmax(r)) if r.size else EARTH_RADIUS_KM
-    return order, slat, r_max
-
-
-def serving_schedule(pos: np.ndarray, lat_deg: np.ndarray, lon_deg: np.ndarray,
-                     j0: np.ndarray, j1: np.ndarray, min_elevation_deg: float, policy: str,
-                     sticky: bool = False, band: tuple | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per client, the serving satellite at each step ``j0..j1`` (indices into ``pos``'s
-    time axis). Returns (offsets int64 (n+1,), satellite int32, uncovered step count).
-    A step with no satellite above the minimum elevation keeps the previous server
-    (or the highest one at the start) and is counted as uncovered."""
-    g, up = ground_points(lat_deg, lon_deg)
-    pos = np.ascontiguousarray(pos)
-    order, slat, r_max = band if band is not None else latitude_band(pos)
-    # largest central angle at which a satellite at the highest radius is above the mask
-    el = np.radians(min_elevation_deg)
-    max_angle = float(np.arccos(np.clip(EARTH_RADIUS_KM * np.cos(el) / r_max, -1, 1)) - el)
-    max_angle += np.radians(0.5)      # the ellipsoid's ground radius is below the equator's
-    counts = (np.asarray(j1) - np.asarray(j0) + 1).astype(np.int64)
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    sat = np.empty(int(offsets[-1]), dtype=np.int32)
-    unc = np.zeros(1, dtype=np.int64)
-    g_lat = np.arctan2(g[:, 2], np.hypot(g[:, 0], g[:, 1]))      # geocentric, as sat_lat
-    _schedule_kernel(pos, order, slat, g, up, g_lat,
-                     max_angle, np.asarray(j0, np.int64), np.asarray(j1, np.int64),
-                     np.sin(np.radians(min_elevation_deg)), POLICY_CODES[policy], bool(sticky),
-                     offsets, sat, unc)
-    return offsets, sat, int(unc[0])
-
-
-def ground_points(lat_deg: np.ndarray, lon_deg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Earth-fixed positions (km) and local vertical of ground points: on the WGS 84
-    ellipsoid as orbit_model.visibility places them (so elevations agree with its
-    passes and schedules), on the sphere without it."""
-    lat = np.atleast_1d(np.asarray(lat_deg, float))
-    lon = np.atleast_1d(np.asarray(lon_deg, float))
-    try:
-        from orbit_model.visibility import GroundPoints
-    except ImportError:
-        g = ground_ecef_km(lat, lon).reshape(-1, 3)
-        return g, g / EARTH_RADIUS_KM
-    gp = GroundPoints.from_degrees(lat, lon)
-    return np.ascontiguousarray(gp.itrs_km), np.ascontiguousarray(gp.up)
+    Returns (visit_offsets int64 (n+1,), visit_satellite int32, visit_step int64 (step
+    of the visit's first entry), uncovered steps int64 (n,) per window)."""
+    offsets, time_ns, sat = _with_fallback(sats, t_ns, lat, lon, first, last,
+                                           min_elevation_deg, ORBIT_MODEL_POLICY[policy], sticky)
+    n = offsets.size - 1
+    step = np.searchsorted(t_ns, time_ns)
+    owner = np.repeat(np.arange(n), np.diff(offsets))
+    end = np.empty_like(step)
+    end[:-1] = step[1:]
+    if end.size:
+        end[offsets[1:] - 1] = last + 1
+    out = sat < 0
+    uncovered = np.bincount(owner[out], weights=(end - step)[out], minlength=n).astype(np.int64)
+    keep = sat >= 0
+    sat, step, owner = sat[keep], step[keep], owner[keep]
+    new = np.ones(sat.size, dtype=bool)      # an outage between two passes of one satellite
+    new[1:] = (sat[1:] != sat[:-1]) | (owner[1:] != owner[:-1])
+    sat, step, owner = sat[new], step[new], owner[new]
+    visit_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=visit_offsets[1:])
+    step[visit_offsets[:-1]] = first            # the first server serves from the start
+    return visit_offsets, sat.astype(np.int32), step, uncovered
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,6 +176,12 @@ class ChunkTrace:
     client_steps: int
 
 
+def step_times(sc: Scenario) -> np.ndarray:
+    """The scenario's schedule steps 0, step, ... covering the span (one grid for every
+    chunk: orbit_model's positions at a step do not depend on the chunk)."""
+    return np.arange(sc.duration_ns // sc.step_ns + 2, dtype=np.int64) * sc.step_ns
+
+
 def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: int,
                 first_session: int, positions: PositionCache | None = None) -> ChunkTrace:
     """The trace of one chunk of sessions (rows of the session table, start-sorted)."""
@@ -238,45 +196,81 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     if positions is None:
         positions = PositionCache(sats, step, 0)
     pos = np.ascontiguousarray(positions.window(w0, w1))
-    band = latitude_band(pos)
+    t_ns = step_times(sc)
+    wl = sc.workload
+    ho = sc.handover
+    gw_lat, gw_lon = sc.network.gateway_lat_deg, sc.network.gateway_lon_deg
 
-    if sc.handover.policy == "trail":
-        h1 = sc.handover.trail_handovers + 1
-        per_plane = int(np.sum(sats.plane == sc.handover.trail_plane))
+    if ho.policy == "trail":
+        h1 = ho.trail_handovers + 1
+        per_plane = int(np.sum(sats.plane == ho.trail_plane))
         if per_plane < h1:
-            raise ValueError(f"{sc.source}: handover.trail_plane {sc.handover.trail_plane} "
+            raise ValueError(f"{sc.source}: handover.trail_plane {ho.trail_plane} "
                              f"has {per_plane} satellites, fewer than the {h1} visits")
-        plane_sats = np.flatnonzero(sats.plane == sc.handover.trail_plane)
+        plane_sats = np.flatnonzero(sats.plane == ho.trail_plane)
         plane_sats = plane_sats[np.argsort(sats.slot[plane_sats])]
-        visit_sat = np.tile(plane_sats[:h1], n).astype(np.int32)
-        visit_offsets = np.arange(n + 1, dtype=np.int64) * h1
-        vdur = int(round(sc.handover.trail_visit_s * 1e9))
-        visit_start = (start[:, None] + vdur * np.arange(h1)[None, :]).reshape(-1)
+        visit_ns = int(round(ho.trail_visit_s * 1e9))
+        if wl.access_rate_per_s > 0:
+            visit_offsets = np.arange(n + 1, dtype=np.int64) * h1
+            visit_start = (start[:, None] + visit_ns * np.arange(h1)[None, :]).reshape(-1)
+            trace = _accesses(sc, rng, n, first_session, visit_offsets,
+                              np.tile(plane_sats[:h1], n), visit_start, end)
+        else:                                   # the paper's own workload: pager's trail
+            params = pager.PaperParams(n_pages=wl.pages, accesses=wl.accesses_per_visit,
+                                       handovers=ho.trail_handovers, zipf_s=wl.zipf_s)
+            trace = pager.trail_trace(params, access_key(sc), n, first_session=first_session,
+                                      satellites=plane_sats[:h1], start_ns=start,
+                                      visit_ns=visit_ns)
         uncovered, client_steps = 0, 0
+        gateway = None
     else:
-        offs, sat, uncovered = serving_schedule(
-            pos, sessions["lat_deg"], sessions["lon_deg"], j0 - w0, j1 - w0,
-            sc.handover.min_elevation_deg, sc.handover.policy, sc.handover.sticky, band)
-        client_steps = int(offs[-1])
-        # visits = runs of the same serving satellite within a session
-        sess_of_step = np.repeat(np.arange(n), np.diff(offs))
-        new = np.ones(sat.size, dtype=bool)
-        new[1:] = (sat[1:] != sat[:-1]) | (sess_of_step[1:] != sess_of_step[:-1])
-        first = np.flatnonzero(new)
-        visit_sat = sat[first]
-        vs = sess_of_step[first]
-        step_global = (np.arange(sat.size) - offs[sess_of_step] + j0[sess_of_step])
-        visit_start = np.maximum(step_global[first] * step, start[vs])
-        visit_offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(vs, minlength=n), out=visit_offsets[1:])
+        # the gateway rides along as one more client when it uses the same policy
+        same = ho.policy == "highest-elevation" and not ho.sticky
+        lat = np.append(sessions["lat_deg"], gw_lat) if same else sessions["lat_deg"]
+        lon = np.append(sessions["lon_deg"], gw_lon) if same else sessions["lon_deg"]
+        first = np.append(j0, w0) if same else j0
+        last = np.append(j1, w1) if same else j1
+        offs, visit_sat, visit_step, unc = session_visits(
+            sats, t_ns, lat, lon, first, last, ho.min_elevation_deg, ho.policy, ho.sticky)
+        uncovered = int(unc[:n].sum())
+        client_steps = int(np.sum(j1 - j0 + 1))
+        if same:
+            gateway = (visit_sat[offs[n]:], visit_step[offs[n]:])
+            offs, visit_sat, visit_step = offs[:n + 1], visit_sat[:offs[n]], visit_step[:offs[n]]
+        else:
+            gateway = None
+        visit_offsets = offs
+        vs = np.repeat(np.arange(n), np.diff(visit_offsets))
+        visit_start = np.maximum(visit_step * step, start[vs])
+        trace = _accesses(sc, rng, n, first_session, visit_offsets, visit_sat, visit_start, end)
 
-    vsess = np.repeat(np.arange(n), np.diff(visit_offsets))
+    # the satellite above the ground-store gateway at every step of the window
+    nt = w1 - w0 + 1
+    if gateway is None:
+        _, g_sat, g_step, _ = session_visits(
+            sats, t_ns, np.array([gw_lat]), np.array([gw_lon]), np.array([w0]), np.array([w1]),
+            ho.min_elevation_deg, "highest-elevation", False)
+        gateway = (g_sat, g_step)
+    g_sat, g_step = gateway
+    gsat = np.repeat(g_sat, np.diff(np.append(np.maximum(g_step, w0), w1 + 1))).astype(np.int32)
+    gpos = GroundPoints.from_degrees([gw_lat], [gw_lon]).itrs_km[0]
+    grange = np.linalg.norm(pos[gsat, np.arange(nt)] - gpos, axis=1)
+    return ChunkTrace(trace=trace, session_index=np.arange(n) + first_session,
+                      session_end_ns=np.asarray(end, np.int64), window_step0=w0, pos=pos,
+                      gateway_sat=gsat, gateway_range_km=grange, uncovered_steps=uncovered,
+                      client_steps=client_steps)
+
+
+def _accesses(sc: Scenario, rng: np.random.Generator, n: int, first_session: int,
+              visit_offsets: np.ndarray, visit_sat: np.ndarray, visit_start: np.ndarray,
+              end: np.ndarray) -> Trace:
+    """Accesses of each visit: Poisson counts at the scenario's rate (or a fixed count),
+    times uniform in the visit (or evenly spaced), pages from pager's session streams."""
+    last = visit_offsets[1:] - 1
     visit_end = np.empty_like(visit_start)
     visit_end[:-1] = visit_start[1:]
-    last = visit_offsets[1:] - 1
     visit_end[last] = end
     vdur_ns = np.maximum(visit_end - visit_start, 0)
-
     wl = sc.workload
     if wl.access_rate_per_s > 0:
         n_acc = rng.poisson(wl.access_rate_per_s * vdur_ns / 1e9)
@@ -293,28 +287,11 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
         k = np.arange(a_visit.size) - access_offsets[a_visit]
         frac = (k + 0.5) / np.maximum(n_acc[a_visit], 1)
     a_time = visit_start[a_visit] + np.floor(frac * vdur_ns[a_visit]).astype(np.int64)
-    cdf = zipf_cdf(wl.pages, wl.zipf_s)
-    a_page = np.minimum(np.searchsorted(cdf, rng.random(a_visit.size), side="right"),
-                        wl.pages - 1).astype(np.int32)
-
-    trace = Trace(n_pages=wl.pages, visit_offsets=visit_offsets,
-                  visit_satellite=np.asarray(visit_sat, np.int32),
-                  visit_start_ns=np.asarray(visit_start, np.int64),
-                  access_offsets=access_offsets, access_page=a_page,
-                  access_time_ns=a_time.astype(np.int64))
-
-    # the satellite above the ground-store gateway at every step of the window
-    nt = w1 - w0 + 1
-    goffs, gsat, _ = serving_schedule(pos, np.array([sc.network.gateway_lat_deg]),
-                                      np.array([sc.network.gateway_lon_deg]),
-                                      np.array([0]), np.array([nt - 1]),
-                                      sc.handover.min_elevation_deg, "highest-elevation",
-                                      band=band)
-    gpos = ground_points(np.array([sc.network.gateway_lat_deg]),
-                         np.array([sc.network.gateway_lon_deg]))[0][0]
-    grange = np.linalg.norm(pos[gsat, np.arange(nt)] - gpos, axis=1)
-    del vsess
-    return ChunkTrace(trace=trace, session_index=np.arange(n) + first_session,
-                      session_end_ns=np.asarray(end, np.int64), window_step0=w0, pos=pos,
-                      gateway_sat=gsat, gateway_range_km=grange, uncovered_steps=uncovered,
-                      client_steps=client_steps)
+    per_session = np.add.reduceat(n_acc, visit_offsets[:-1]) if n_acc.size else np.zeros(n, int)
+    sampler = pager.ZipfSampler.zipf(wl.pages, wl.zipf_s)
+    a_page = sampler.session_pages(access_key(sc), first_session + np.arange(n), per_session)
+    return Trace(n_pages=wl.pages, visit_offsets=visit_offsets,
+                 visit_satellite=np.asarray(visit_sat, np.int32),
+                 visit_start_ns=np.asarray(visit_start, np.int64),
+                 access_offsets=access_offsets, access_page=a_page,
+                 access_time_ns=a_time.astype(np.int64))

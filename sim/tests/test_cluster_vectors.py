@@ -1,14 +1,23 @@
 """The shared +Grid vectors in services/testdata/isl_vectors.json, which the Go
-daemon is tested against, are still what orbit_model computes."""
+daemon is tested against, are still what orbit_model computes, and come from the
+same writer as orbit-model's copy."""
 
 import json
 from pathlib import Path
 
 import numpy as np
 
-from orbit_model.isl import isl_test_vectors
+from orbit_model import isl_test_vectors, write_isl_test_vectors
 
-VECTORS = Path(__file__).resolve().parents[2] / "services" / "testdata" / "isl_vectors.json"
+ROOT = Path(__file__).resolve().parents[2]
+VECTORS = ROOT / "services" / "testdata" / "isl_vectors.json"
+
+
+def test_both_copies_are_the_one_writers_output_byte_for_byte(tmp_path):
+    write_isl_test_vectors(tmp_path / "fresh.json")
+    fresh = (tmp_path / "fresh.json").read_bytes()
+    assert VECTORS.read_bytes() == fresh, "run services/testdata/make_isl_vectors.py"
+    assert (ROOT / "orbit-model" / "tests" / "data" / "isl_vectors.json").read_bytes() == fresh
 
 
 def test_orbit_model_still_reproduces_the_go_test_vectors():

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from orbit_model import EARTH_RADIUS_KM, PopulationGrid
 from satpage.cli import app
 
-MU_KM3_S2 = 398600.4418          # DESIGN.md section 3
+MU_KM3_S2 = 398600.4418          # docs/conventions.md
 PERIOD_TOLERANCE = 2e-3          # SGP4 (Kozai) mean motion vs two-body: well under 0.2 %
 
 

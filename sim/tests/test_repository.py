@@ -21,3 +21,103 @@ def test_the_repository_is_apache_2_and_the_images_and_chart_say_so():
     assert chart["annotations"]["artifacthub.io/license"] == "Apache-2.0"
     # the embedded population grid keeps its own licence and attribution
     assert "CC BY 4.0" in (ROOT / "data" / "README.md").read_text()
+
+
+SIM = ROOT / "sim" / "satpage"
+#: sim functions whose names look like a model but only join or hand over a file
+JOINS = {"routing_snapshots", "router", "schedule_digest"}
+#: the one compiled loop sim keeps: pricing an event log on orbit_model's routes (it walks
+#: them with orbit_model.route_links / disjoint_route and reads hop counts from its tables)
+SIM_KERNELS = {("linkmodel.py", "price_events")}
+
+
+def sim_modules():
+    import ast
+
+    for path in sorted(SIM.rglob("*.py")):
+        if "rpc" in path.parts:          # generated gRPC stubs
+            continue
+        yield path, ast.parse(path.read_text(), str(path))
+
+
+def test_sim_defines_no_routing_schedule_sampling_or_replay_of_its_own():
+    """One implementation of each model (issue 18): geometry, routing, visibility and
+    handovers live in orbit_model, workloads and replay in pager; sim only joins."""
+    import ast
+
+    assert not (SIM / "network.py").exists() and not (SIM / "replay.py").exists()
+    model_name = re.compile(r"route|routing|schedul|zipf|elevation|visib|shortest|sampl|"
+                            r"replay_kernel|_walk", re.I)
+    for path, tree in sim_modules():
+        rel = path.relative_to(SIM).as_posix()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [a.name for a in node.names]
+                for name in names:
+                    assert not name.startswith(("scipy.sparse", "networkx", "sgp4",
+                                                "skyfield")), f"{rel} imports {name}"
+            if isinstance(node, ast.FunctionDef):
+                if model_name.search(node.name) and node.name not in JOINS:
+                    raise AssertionError(f"{rel} defines {node.name}: that model is "
+                                         "orbit_model's or pager's")
+                decorators = ast.unparse(node).split("\n", len(node.decorator_list))[:-1]
+                if any("njit" in d or "numba" in d for d in decorators):
+                    assert (rel, node.name) in SIM_KERNELS, \
+                        f"{rel} compiles {node.name}: a kernel over satellites x clients " \
+                        "or a replay belongs in orbit_model or pager"
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) \
+                    and ast.unparse(node.value) in ("pred", "neighbours"):
+                raise AssertionError(f"{rel} walks a predecessor or neighbour table itself: "
+                                     "route with orbit_model")
+            if isinstance(node, ast.Attribute) and node.attr in ("choice", "zipf") \
+                    and not ast.unparse(node.value).startswith("pager."):
+                raise AssertionError(f"{rel} draws with .{node.attr}: pages come from pager")
+
+
+def test_no_package_reaches_into_another_packages_private_names():
+    import ast
+
+    for pkg_dir, others in ((SIM, ("orbit_model", "pager")),
+                            (ROOT / "pager" / "pager", ("orbit_model", "satpage")),
+                            (ROOT / "orbit-model" / "orbit_model", ("pager", "satpage"))):
+        for path in sorted(pkg_dir.rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in others:
+                    private = [a.name for a in node.names if a.name.startswith("_")]
+                    assert not private, f"{path.relative_to(ROOT)} imports {private}"
+                    assert not any(p.startswith("_") for p in node.module.split(".")), \
+                        f"{path.relative_to(ROOT)} imports from {node.module}"
+                if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                        and not node.attr.startswith("__"):
+                    base = ast.unparse(node.value)
+                    assert base.split(".")[0] not in others, \
+                        f"{path.relative_to(ROOT)} uses {base}.{node.attr}"
+
+
+def test_each_package_api_is_its_all_and_pager_has_no_import_cycle():
+    import importlib
+
+    for name in ("orbit_model", "pager"):
+        mod = importlib.import_module(name)
+        assert mod.__all__ and all(hasattr(mod, n) for n in mod.__all__), name
+    # paper.py (closed form, summaries) must not import the engine, even lazily
+    import ast
+
+    paper = ast.parse((ROOT / "pager" / "pager" / "paper.py").read_text())
+    imported = {n.module for n in ast.walk(paper) if isinstance(n, ast.ImportFrom)}
+    assert "pager.engine" not in imported
+
+
+def test_nothing_points_to_a_design_file_outside_the_repository():
+    """Code, reports and docs cite docs/design.md and docs/conventions.md, which exist."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    bad = [f for f in files if f.endswith((".py", ".md", ".go", ".toml", ".yaml", ".tpl"))
+           and f != "sim/tests/test_repository.py"
+           and "DESIGN.md" in (ROOT / f).read_text(errors="ignore")]
+    assert bad == []
+    assert (ROOT / "docs" / "design.md").is_file() and (ROOT / "docs" / "conventions.md").is_file()

@@ -1,11 +1,12 @@
 import datetime as dt
 
 import numpy as np
-import pytest
 
+from orbit_model import GroundPoints, handover_schedule
+from pager import zipf_probabilities
 from satpage.geometry import SatelliteSet
 from satpage.scenario import load_scenario, shipped_scenario, with_overrides
-from satpage.workload import build_trace, make_sessions, serving_schedule, zipf_cdf
+from satpage.workload import build_trace, make_sessions, step_times
 
 EPOCH = dt.datetime(2023, 6, 1, tzinfo=dt.UTC)
 STEP_NS = 10 * 10**9
@@ -13,28 +14,40 @@ PLACES = np.array([[59.9, 10.7], [-6.2, 106.8], [40.7, -74.0], [0.0, 0.0], [-33.
                    [78.2, 15.6]])
 
 
-@pytest.mark.parametrize("sticky", [False, True])
-def test_the_schedule_agrees_with_orbit_models_handover_schedule(sticky):
-    handover = pytest.importorskip("orbit_model.handover")
-    sats = SatelliteSet("walker-star:150/10/1:500:87", EPOCH)
-    n = 360                                   # one hour of 10 s steps
-    t = np.arange(n, dtype=np.int64) * STEP_NS
-    pos = sats.positions_km(t)
-    lat, lon = PLACES[:, 0], PLACES[:, 1]
-    offs, ours, unc = serving_schedule(pos, lat, lon, np.zeros(len(lat), np.int64),
-                                       np.full(len(lat), n - 1), 10.0, "highest-elevation",
-                                       sticky)
-    from orbit_model.visibility import GroundPoints
-    sched = handover.handover_schedule(sats._constellation, GroundPoints.from_degrees(lat, lon),
-                                       t, min_elevation_deg=10.0, policy="highest",
-                                       sticky=sticky)
-    theirs = sched.serving_at(np.repeat(np.arange(len(lat)), n), np.tile(t, len(lat)))
-    covered = theirs >= 0
-    assert unc == int((~covered).sum())
-    # SGP4 through the same propagation: positions agree to interpolation error, so the
-    # server differs only at near-ties of elevation between two satellites
-    agree = np.mean(ours[covered] == theirs[covered])
-    assert agree > 0.995, agree
+def test_compares_visits_are_orbit_models_handover_schedule_over_each_session():
+    """The serving satellites of compare's traces, step by step, equal orbit_model's
+    whole-span handover_schedule (highest elevation, re-applied every step, as the
+    default scenario) limited to each session: equal, not close. Outages follow
+    satpage.workload's rule, written out here."""
+    sc = with_overrides(load_scenario(shipped_scenario("default")),
+                        {"sessions.count": 80, "run.chunk_sessions": 40,
+                         "time.duration_s": 7200.0, "sessions.lifetime_mean_s": 900.0})
+    sats = SatelliteSet(sc.constellation.spec, sc.epoch)
+    sessions = make_sessions(sc)
+    t_ns = step_times(sc)
+    whole = handover_schedule(sats.constellation,
+                              GroundPoints.from_degrees(sessions["lat_deg"], sessions["lon_deg"]),
+                              t_ns, min_elevation_deg=sc.handover.min_elevation_deg,
+                              policy="highest", sticky=False)
+    for chunk in range(2):
+        rows = sessions[chunk * 40:(chunk + 1) * 40]
+        tr = build_trace(sc, sats, rows, chunk, chunk * 40).trace
+        for i in range(rows.size):
+            g = chunk * 40 + i
+            steps = np.arange(rows["start_ns"][i] // sc.step_ns,
+                              max((rows["end_ns"][i] - 1) // sc.step_ns,
+                                  rows["start_ns"][i] // sc.step_ns) + 1)
+            want = whole.serving_at(np.full(steps.size, g), t_ns[steps])
+            # an outage (-1) keeps the last server; before the first one, the first
+            covered = np.flatnonzero(want >= 0)
+            want = want[covered[np.maximum(np.searchsorted(covered, np.arange(want.size),
+                                                           side="right") - 1, 0)]]
+            runs = want[np.r_[True, want[1:] != want[:-1]]]
+            v = slice(tr.visit_offsets[i], tr.visit_offsets[i + 1])
+            np.testing.assert_array_equal(tr.visit_satellite[v], runs)
+            change = steps[np.r_[True, want[1:] != want[:-1]]][1:] * sc.step_ns
+            np.testing.assert_array_equal(tr.visit_start_ns[v][1:], change)
+            assert tr.visit_start_ns[v][0] == rows["start_ns"][i]
 
 
 def test_sessions_are_sorted_by_start_and_fit_inside_the_span():
@@ -61,7 +74,7 @@ def test_zipf_pages_follow_the_zipf_law():
     sats = SatelliteSet(sc.constellation.spec, sc.epoch)
     ct = build_trace(sc, sats, make_sessions(sc), 0, 0)
     counts = np.bincount(ct.trace.access_page, minlength=20)
-    want = np.diff(np.concatenate([[0], zipf_cdf(20, 1.0)])) * ct.trace.n_accesses
+    want = zipf_probabilities(20, 1.0) * ct.trace.n_accesses
     chi2 = np.sum((counts - want) ** 2 / want)
     assert chi2 < 45.3                    # chi-square 19 dof, p = 0.001
     assert ct.trace.n_accesses == 50 * 6 * 1000

@@ -83,7 +83,7 @@ app.kubernetes.io/component: gateway
 {{- end }}
 
 {{/*
-Parse the constellation spec (Walker notation, DESIGN.md section 3):
+Parse the constellation spec (Walker notation, docs/conventions.md):
 walker:T/P/F:ALT_KM:INC_DEG or walker-star:T/P/F:ALT_KM:INC_DEG.
 Returns the satellite count T; fails, naming the value, when the spec does not
 parse or is inconsistent, so nothing is deployed half-way. The schema checks the

@@ -1,7 +1,7 @@
 // Package constellation parses Walker constellation specs and computes the
 // +Grid inter-satellite-link (ISL) topology the satellites relay over.
 //
-// Conventions (../../../docs/services.md, ../shared/DESIGN.md section 3, and
+// Conventions (../../../docs/services.md, ../../../docs/conventions.md, and
 // orbit_model.isl, which services/testdata/isl_vectors.json proves this
 // package agrees with): satellite index i = p*S + k (plane p, slot k, S = T/P).
 // +Grid links each satellite to its in-plane predecessor and successor and to

@@ -54,7 +54,7 @@ type counts struct {
 	proactiveMoves, proactiveHops, accesses uint64
 }
 
-// scalarModel is the paper's model written plainly (DESIGN.md section 1):
+// scalarModel is the paper's model written plainly (docs/design.md section 1):
 // the authority the cluster's measured counts are checked against.
 func scalarModel(w workload, grid *constellation.Grid, proactive bool) counts {
 	owner := map[uint32]int{} // page -> visit whose satellite holds it

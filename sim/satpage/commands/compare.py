@@ -85,7 +85,6 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
 
     from satpage.cluster import driver
     from satpage.costs import CostAccumulator
-    from satpage.network import isl_schedule
     from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
     from satpage.version import code_version
 
@@ -107,8 +106,8 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
         if not world.router.static:
             # A latitude cut-off: the satnodes route on the engine's own snapshots.
             schedule = Path(tmp) / "isl-schedule.json"
-            schedule.write_text(json.dumps(isl_schedule(world.router, sc.constellation.spec,
-                                                        sc.duration_ns)))
+            schedule.write_text(json.dumps(world.routing.isl_schedule(sc.constellation.spec,
+                                                                      sc.duration_ns)))
         # one gateway for the whole run (a local cluster is started once when no target)
         with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule) as target,
               progress() as bar):

@@ -23,7 +23,7 @@ from satpage.console import fail, print_json, stdout
 app = typer.Typer(help="Orbits: passes over a place, handover schedules, ISL hops and delay.",
                   no_args_is_help=True)
 
-DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"  # DESIGN.md section 3 (the paper's 150 at 500 km)
+DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"  # docs/conventions.md (the paper's 150 at 500 km)
 DEFAULT_START = "2022-09-14T00:00:00Z"  # the date of the TLE catalogues in ../shared/data
 NS_PER_S = 1_000_000_000
 

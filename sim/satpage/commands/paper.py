@@ -68,7 +68,7 @@ def load_table1(path: Path | None = None) -> dict[str, Any]:
         "proactive_moves": float(raw["proactive_page_movements"]),
         "ondemand_moves": float(raw["ondemand_page_movements"]),
         "ondemand_over_proactive": float(raw["ondemand_over_proactive"]),
-        # Derived: on-demand movements weighted by trail distance (DESIGN.md section 1).
+        # Derived: on-demand movements weighted by trail distance (docs/design.md section 1).
         "ondemand_hops": float(hops.sum()),
         "ondemand_moves_per_visit": moves,
         "ondemand_hops_per_visit": hops,

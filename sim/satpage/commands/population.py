@@ -34,7 +34,7 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"   # DESIGN.md section 3
+DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"   # docs/conventions.md
 DEFAULT_START = "2023-06-01T00:00:00Z"                   # the scenarios' default epoch
 DEFAULT_OUT = Path("out/population")
 

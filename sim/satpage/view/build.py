@@ -315,12 +315,9 @@ def from_run(res, n_sample: int = DEFAULT_SAMPLE,
     bins = sc.network.load_bins
     edges = (np.arange(bins + 1, dtype=np.int64) * sc.duration_ns) // bins
 
-    # ISL load per link: the accumulators count per link id (lower end x degree + column)
-    exists = w.topology.link_exists()
-    ids = np.flatnonzero(exists)
-    nb = w.topology.neighbours
-    lo, j = np.divmod(ids, nb.shape[1])
-    links = np.stack([lo, nb[lo, j]], axis=1)
+    # ISL load per link: the accumulators count per link id, a row of orbit_model's links
+    links = np.asarray(w.routing.links.endpoints, dtype=np.int64)
+    ids = np.arange(links.shape[0])
     load = np.stack([res.costs[n].link_load[:, ids] for n in names])
     held = np.stack([res.costs[n].held_series().T for n in names])
 
