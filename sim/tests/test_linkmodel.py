@@ -41,8 +41,9 @@ class Plain:
 
     def __init__(self, w, ct, wait_ms, links):
         self.w, self.ct, self.wait, self.links = w, ct, wait_ms, links
-        self.nb = w.topology.neighbours
-        self.deg = self.nb.shape[1]
+        self.ends = w.routing.links.endpoints           # link id = row (orbit_model)
+        self.ids = {(int(a), int(b)): i for i, (a, b) in enumerate(self.ends)}
+        self.n_sats = w.sats.n_sats
         sc = w.scenario
         self.bins, self.dur = sc.network.load_bins, sc.duration_ns
         self.step_ns, self.proc = sc.step_ns, sc.network.per_hop_processing_ms
@@ -51,16 +52,14 @@ class Plain:
         return min(max(t * self.bins // self.dur, 0), self.bins - 1)
 
     def link(self, a, b):
-        lo, hi = min(a, b), max(a, b)
-        return lo * self.deg + list(self.nb[lo]).index(hi)
+        return self.ids[(min(a, b), max(a, b))]
 
     def path(self, src, dst, t):
-        """Nodes src ... dst along the router's shortest-hop tree (the routing authority)."""
-        pred, _ = self.w.router.predecessors(self.w.router.snapshot_index(np.array([t])))
-        nodes = [dst]
-        while nodes[-1] != src:
-            nodes.append(int(pred[0, src, nodes[-1]]))
-        return nodes[::-1]
+        """Nodes src ... dst of orbit_model's route at the snapshot of t (the routing
+        authority: IslNetwork.path, the fastest of the fewest-hop paths)."""
+        r = self.w.routing
+        snap_t = int(r.snapshot_index(np.array([t]))[0]) * r.step_ns
+        return [int(x) for x in r.network.path(src, dst, snap_t)]
 
     def length_km(self, nodes, t):
         step = min(max(t // self.step_ns - self.ct.window_step0, 0), self.ct.pos.shape[1] - 1)
@@ -74,10 +73,7 @@ class Plain:
 
     def graph(self):
         g = nx.Graph()
-        for a in range(self.nb.shape[0]):
-            for b in self.nb[a]:
-                if b > a:
-                    g.add_edge(a, int(b))
+        g.add_edges_from((int(a), int(b)) for a, b in self.ends)
         return g
 
     def price(self, events, strategy):
@@ -101,7 +97,7 @@ class Plain:
             local_hit = False
             if use.custody_pages and k == FAULT:
                 best, best_h = src, len(self.path(src, dst, t)) - 1
-                for c in range(self.nb.shape[0]):
+                for c in range(self.n_sats):
                     if c != src and p in custody.get((s, c), []):
                         h = 0 if c == dst else len(self.path(c, dst, t)) - 1
                         if h < best_h:

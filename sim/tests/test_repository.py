@@ -24,8 +24,9 @@ def test_the_repository_is_apache_2_and_the_images_and_chart_say_so():
 
 
 SIM = ROOT / "sim" / "satpage"
-#: sim functions whose names look like a model but only join or hand over a file
-JOINS = {"routing_snapshots", "router", "schedule_digest"}
+#: sim functions whose names look like a model but only join, hand over a file, or pick
+#: which sessions a view shows
+JOINS = {"routing_snapshots", "router", "schedule_digest", "sample_sessions", "session_sample"}
 #: the one compiled loop sim keeps: pricing an event log on orbit_model's routes (it walks
 #: them with orbit_model.route_links / disjoint_route and reads hop counts from its tables)
 SIM_KERNELS = {("linkmodel.py", "price_events")}
