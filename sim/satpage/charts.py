@@ -131,10 +131,8 @@ def utilisation_map(res, path: Path) -> Path:
 
     w = res.world
     sc = res.scenario
-    exists = w.topology.link_exists()
-    ids = np.flatnonzero(exists)
-    lo, j = np.divmod(ids, w.topology.degree)
-    hi = w.topology.neighbours[lo, j]
+    exists = w.routing.link_exists()
+    lo, hi = w.routing.links.endpoints[exists].T     # link id = row (orbit_model)
     names = list(res.costs)
     cols = 2 if len(names) > 1 else 1
     rows = -(-len(names) // cols)

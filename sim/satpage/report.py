@@ -154,6 +154,7 @@ def _csv_series(res, out: Path) -> None:
             for a, b, v in zip(lo, hi, per, strict=True):
                 w.writerow([name, int(a), int(b), int(v)])
     links = res.world.links
+    exists = res.world.routing.link_exists()
     with (out / "isl_utilisation.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["strategy", "bin_end_s", "sat_a", "sat_b", "utilisation"])

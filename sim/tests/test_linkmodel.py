@@ -369,8 +369,7 @@ def test_population_background_peaks_at_the_given_load_over_the_most_people():
     assert bg.max() == pytest.approx(0.4) and bg[:, ~exists].max(initial=0) == 0
     # the busiest link-bin: recompute the population under its midpoint independently
     b, lid = np.unravel_index(np.argmax(bg), bg.shape)
-    a, j = divmod(int(lid), w.topology.degree)
-    c = int(w.topology.neighbours[a, j])
+    a, c = (int(x) for x in w.routing.links.endpoints[lid])
     t = np.array([round((b + 0.5) * sc.duration_ns / sc.network.load_bins)], np.int64)
     p = w.sats.positions_km(t)[:, 0]
     mid = (p[a] + p[c]) / 2
