@@ -94,8 +94,15 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 	$(PY) bench/bench_pager.py
 
 .PHONY: bench-compare
+# the commit before issue 18's refactoring: bench-compare-baseline times both trees
+BENCH_BASELINE ?= d6bb504
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
+
+.PHONY: bench-compare-baseline
+bench-compare-baseline:  ## default compare here vs BENCH_BASELINE (before the issue 18 refactoring), same run, ratio
+	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario default
+	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario large --sessions 5000 --hours 2 --repeats 2
 
 .PHONY: bench-scale
 bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starlink-gen1 and the Starlink TLEs, 1M on starlink-gen1, Dask 1 vs 2 workers (hours; --quick: minutes)

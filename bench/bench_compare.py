@@ -8,6 +8,14 @@ measured on a sample of the same sessions in the same run.
 
     make bench-compare                       # the whole thing
     .venv/bin/python bench/bench_compare.py --sessions 5000 --hours 2   # a quick look
+
+``--baseline REV`` also runs the same scenario (``--scenario``, default large) at git
+revision REV, checked out in a temporary worktree, and this tree, alternately in fresh
+processes (``--repeats`` times each after one warm-up that fills Numba's caches), and
+prints the fastest wall time of each and their ratio: a refactoring must stay within
+10 % (issue 18). Only APIs every revision has are used (``run_scenario``).
+
+    .venv/bin/python bench/bench_compare.py --baseline 68b3f56 --scenario default
 """
 
 from __future__ import annotations
@@ -15,7 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +55,56 @@ def python_page_table(trace, sessions: int) -> tuple[int, float]:
     return n_acc, time.perf_counter() - t0
 
 
+#: One timed run of a shipped scenario with overrides, in whatever tree is on PYTHONPATH.
+DRIVER = r"""
+import json, logging, sys, time
+logging.disable(logging.WARNING)
+from satpage.scenario import load_scenario, shipped_scenario, with_overrides
+from satpage.simulate import run_scenario
+sc = with_overrides(load_scenario(shipped_scenario(sys.argv[1])), json.loads(sys.argv[2]))
+t0 = time.perf_counter()
+res = run_scenario(sc)
+wall = time.perf_counter() - t0
+s = res.summaries()
+print(json.dumps({"wall_s": wall, "strategies": len(s),
+                  "page_hops": {k: int(v["page_hops"]) for k, v in s.items()}}))
+"""
+
+
+def _timed(tree: Path, scenario: str, overrides: dict) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        str(tree / d) for d in ("orbit-model", "pager", "sim")))
+    out = subprocess.run([sys.executable, "-c", DRIVER, scenario, json.dumps(overrides)],
+                         cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def against_baseline(rev: str, scenario: str, overrides: dict, repeats: int) -> dict:
+    """Fastest wall time of ``scenario`` here and at ``rev``, alternating runs."""
+    tmp = Path(tempfile.mkdtemp(prefix="satpage-baseline-"))
+    subprocess.run(["git", "worktree", "add", "--detach", str(tmp / "tree"), rev], cwd=ROOT,
+                   check=True, capture_output=True)
+    trees = {"baseline": tmp / "tree", "current": ROOT}
+    walls: dict[str, list[float]] = {k: [] for k in trees}
+    last: dict[str, dict] = {}
+    try:
+        for tree in trees.values():                      # warm-up: compile, fill caches
+            _timed(tree, scenario, overrides)
+        for _ in range(repeats):
+            for name, tree in trees.items():
+                last[name] = _timed(tree, scenario, overrides)
+                walls[name].append(last[name]["wall_s"])
+                print(f"  {name:<9} {last[name]['wall_s']:8.2f} s", file=sys.stderr, flush=True)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tmp / "tree")], cwd=ROOT,
+                       capture_output=True)
+    best = {k: min(v) for k, v in walls.items()}
+    return {"baseline_rev": rev, "scenario": scenario, "overrides": overrides,
+            "repeats": repeats, "wall_s": walls, "best_wall_s": best,
+            "current_over_baseline": best["current"] / best["baseline"],
+            "page_hops": {k: v["page_hops"] for k, v in last.items()}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=None, help="override sessions.count")
@@ -52,8 +113,36 @@ def main() -> int:
     ap.add_argument("--constellation", default=None,
                     help="constellation spec (default: the Starlink TLEs when present)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--baseline", metavar="REV", default=None,
+                    help="also time the scenario at git revision REV (same run, alternating)")
+    ap.add_argument("--scenario", default="large",
+                    help="shipped scenario for --baseline (default: large)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per tree (--baseline)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    if args.baseline:
+        over: dict = {}
+        if args.sessions:
+            over["sessions.count"] = args.sessions
+        if args.hours:
+            over["time.duration_s"] = args.hours * 3600.0
+        if args.constellation:
+            over["constellation.spec"] = args.constellation
+        elif args.scenario == "large" and STARLINK.is_file():
+            over["constellation.spec"] = f"tle:{STARLINK}"
+        r = against_baseline(args.baseline, args.scenario, over, args.repeats)
+        if args.json:
+            print(json.dumps(r, indent=2))
+            return 0
+        b, c = r["best_wall_s"]["baseline"], r["best_wall_s"]["current"]
+        print(f"satpage compare {args.scenario} {over or ''}: fastest of {args.repeats} runs "
+              f"each, alternating")
+        print(f"  baseline {args.baseline:<12} {b:8.2f} s")
+        print(f"  current  {'(this tree)':<12} {c:8.2f} s")
+        print(f"  current / baseline     {c / b:8.3f}  "
+              f"({'within' if c / b <= 1.10 else 'OUTSIDE'} the 10 % budget)")
+        return 0
 
     from satpage.scenario import load_scenario, shipped_scenario, with_overrides
     from satpage.simulate import chunk_trace, prepare, replay_strategy, run_scenario, strategy_for
