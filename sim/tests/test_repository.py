@@ -26,7 +26,7 @@ def test_the_repository_is_apache_2_and_the_images_and_chart_say_so():
 SIM = ROOT / "sim" / "satpage"
 #: sim functions whose names look like a model but only join, hand over a file, or pick
 #: which sessions a view shows
-JOINS = {"routing_snapshots", "router", "schedule_digest", "sample_sessions", "session_sample"}
+JOINS = {"routing_snapshots", "router", "sample_sessions", "session_sample"}
 #: the one compiled loop sim keeps: pricing an event log on orbit_model's routes (it walks
 #: them with orbit_model.route_links / disjoint_route and reads hop counts from its tables)
 SIM_KERNELS = {("linkmodel.py", "price_events")}
@@ -47,8 +47,9 @@ def test_sim_defines_no_routing_schedule_sampling_or_replay_of_its_own():
     import ast
 
     assert not (SIM / "network.py").exists() and not (SIM / "replay.py").exists()
-    model_name = re.compile(r"route|routing|schedul|zipf|elevation|visib|shortest|sampl|"
-                            r"replay_kernel|_walk", re.I)
+    model_name = re.compile(r"route|routing|handover_schedul|serving_schedul|session_schedul|"
+                            r"schedule_kernel|zipf|elevation|visib|shortest|sampl|"
+                            r"replay_kernel|^_(walk|hops|disjoint|link_id)$", re.I)
     for path, tree in sim_modules():
         rel = path.relative_to(SIM).as_posix()
         for node in ast.walk(tree):
