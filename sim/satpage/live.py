@@ -206,16 +206,14 @@ class DemoClient:
         return out
 
 
-def _zipf_cdf(n_pages: int, s: float = 1.0) -> np.ndarray:
-    from pager import zipf_probabilities
-
-    return np.cumsum(zipf_probabilities(n_pages, s))
-
-
 def _client(gw: Gateway, c: DemoClient, index: int, *, strategy: str, minutes: float, n_pages: int,
             seed: int, interval_s: float, max_accesses: int) -> None:
+    import pager
+
     rng = np.random.default_rng([seed, index])
-    cdf = _zipf_cdf(n_pages)
+    # pager's Zipf sampler (s = 1): this client's stream of pages, drawn up front
+    pages = pager.ZipfSampler.zipf(n_pages, 1.0).session_pages(pager.paper_key(rng), [index],
+                                                               [max_accesses])
     try:
         s = Session.open(gw, lat_deg=c.lat_deg, lon_deg=c.lon_deg, strategy=strategy, record=True)
     except Exception as exc:  # reported per client
@@ -228,8 +226,7 @@ def _client(gw: Gateway, c: DemoClient, index: int, *, strategy: str, minutes: f
         n = 0
         last_ns = s.opened_ns
         while last_ns < end_ns and n < max_accesses:
-            page = int(np.searchsorted(cdf, rng.random() * cdf[-1]))
-            page = min(page, n_pages - 1)
+            page = int(pages[n])
             if page not in written or rng.random() < 0.3:
                 data = f"{index}:{page}:{n}".encode()
                 a = s.write(page, data)
