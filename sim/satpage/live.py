@@ -79,11 +79,21 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     isl = None
     if isl_latitude_cutoff_deg < 90:
         isl = sdir / ISL_SCHEDULE_FILE
-        write_live_isl_schedule(isl, constellation, epoch, hours, isl_latitude_cutoff_deg, routing_step_s)
-        live["isl_hours"] = float(hours)  # the satnodes read it once: the refresher stops there
+        # The satnodes read it once, so it covers more than the first ephemeris (which the
+        # refresher extends, up to the schedule's end and no further).
+        isl_hours = isl_schedule_hours(hours)
+        write_live_isl_schedule(isl, constellation, epoch, isl_hours, isl_latitude_cutoff_deg, routing_step_s)
+        live["isl_hours"] = isl_hours
     st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live,
                     isl_schedule=isl)
     return _start_refresher(st)
+
+
+def isl_schedule_hours(hours: float) -> float:
+    """How far a live cluster's ISL schedule reaches: four ephemeris horizons, at least
+    48 h and at most 31 days (150 satellites: 1 s and 160 kB for 48 h, 15 s and 2.8 MB
+    for 31 days)."""
+    return float(min(24 * 31, max(48.0, 4 * hours)))
 
 
 def write_live_isl_schedule(path: Path, constellation: str, epoch: dt.datetime, hours: float,
