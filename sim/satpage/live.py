@@ -102,14 +102,14 @@ def write_live_isl_schedule(path: Path, constellation: str, epoch: dt.datetime, 
     ``hours`` from ``epoch``, the writer ``compare --backend cluster`` uses; returns its size."""
     import json
 
-    from satpage.geometry import SatelliteSet
-    from satpage.network import Router, isl_schedule, topology_from_links
+    from orbit_model import Constellation, IslNetwork, RoutingSnapshots
 
-    sats = SatelliteSet(constellation, epoch)
-    router = Router(sats, topology_from_links(sats.n_sats, sats.links, sats.link_cross_plane),
-                    latitude_cutoff_deg, int(round(routing_step_s * NS_PER_S)))
+    c = Constellation.from_spec(constellation, epoch=epoch)
+    routing = RoutingSnapshots(IslNetwork(c, latitude_cutoff_deg=latitude_cutoff_deg),
+                               int(round(routing_step_s * NS_PER_S)))
     tmp = Path(path).with_suffix(".tmp")
-    tmp.write_text(json.dumps(isl_schedule(router, constellation, int(round(hours * 3600 * NS_PER_S)))))
+    tmp.write_text(json.dumps(routing.isl_schedule(constellation,
+                                                   int(round(hours * 3600 * NS_PER_S)))))
     tmp.replace(path)
     return Path(path).stat().st_size
 

@@ -128,3 +128,20 @@ def test_nothing_points_to_a_design_file_outside_the_repository():
            and "DESIGN.md" in (ROOT / f).read_text(errors="ignore")]
     assert bad == []
     assert (ROOT / "docs" / "design.md").is_file() and (ROOT / "docs" / "conventions.md").is_file()
+
+
+def test_every_sim_module_imports_and_names_no_removed_module():
+    """Lazy imports inside functions too: no module refers to satpage.network or
+    satpage.replay, which orbit_model and pager replaced."""
+    import importlib
+    import pkgutil
+
+    import satpage
+
+    for info in pkgutil.walk_packages(satpage.__path__, "satpage."):
+        if info.name.endswith("__main__"):
+            continue
+        importlib.import_module(info.name)
+    for path, _ in sim_modules():
+        text = path.read_text()
+        assert "satpage.network" not in text and "satpage.replay" not in text, path
