@@ -95,7 +95,7 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 
 .PHONY: bench-compare
 # the commit before issue 18's refactoring: bench-compare-baseline times both trees
-BENCH_BASELINE ?= d6bb504
+BENCH_BASELINE ?= 2f1a3d4
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
 
