@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start Docker Engine for a test run and put the machine back afterwards.
 #
-#   docker-engine.sh up     install Debian's docker.io if dockerd is missing; start dockerd
+#   docker-engine.sh up     install Debian's docker.io and iptables if missing; start dockerd
 #                           unless an engine already answers (then nothing is recorded and
 #                           `down` leaves that engine alone)
 #   docker-engine.sh down   stop the dockerd that `up` started, then remove what it leaves
@@ -27,11 +27,9 @@ up() {
 		return 0
 	fi
 	[[ $(id -u) == 0 ]] || { log "error: starting dockerd needs root"; exit 2; }
-	if ! command -v dockerd >/dev/null; then
-		log "apt-get install docker.io"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
-	fi
+	# Debian's engine (dockerd, containerd, runc) and iptables, the guard's tool.
+	command -v dockerd >/dev/null || bash "$HERE/apt-ensure.sh" docker.io
+	bash "$HERE/apt-ensure.sh" iptables
 	mkdir -p "$STATE"
 	: >"$STATE/sysctl"
 	for s in "${SYSCTLS[@]}"; do echo "$s $(sysctl_get "$s")" >>"$STATE/sysctl"; done

@@ -3,9 +3,14 @@
 
 Usage: e2e-compare.py paper   ENGINE.json CLUSTER.json
        e2e-compare.py compare ENGINE.json CLUSTER.json
+       e2e-compare.py lost    CLUSTER.json KILLED.json
 paper: `totals`, `last_row`, `proactive_moves`, `ondemand_moves`, `ondemand_hops` must be
 equal (issue 8's cross-check). compare: for every strategy, every count the cluster
 reports must equal the engine's (at least one count per strategy must be compared).
+lost: two cluster replays of the same compare run, the second with a satellite killed in
+the middle: the page frames each session's EndSession deleted (``pages_deleted``, every
+frame the session still had) must be the same, so no page was lost; prints
+``pages_lost=N`` (frames missing in the killed run, summed over strategies).
 Prints one line per compared key; exits 1 on any difference.
 """
 
@@ -105,9 +110,23 @@ def report(label: str, out_dir: str, pairs: list[str]) -> int:
     return 0
 
 
+def lost(base: dict, killed: dict) -> int:
+    """Frames present at session end in the replay without a kill but not in the killed one."""
+    missing = 0
+    for name, counts in base["strategies"].items():
+        b, k = counts["pages_deleted"], killed["strategies"][name]["pages_deleted"]
+        print(f"  lost {name:12s} pages_deleted without kill={b} with kill={k}")
+        missing += max(0, b - k)
+    print(f"pages_lost={missing}")
+    return 1 if missing else 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "report":
         return report(argv[1], argv[2], argv[3:])
+    if len(argv) == 3 and argv[0] == "lost":
+        with open(argv[1]) as f, open(argv[2]) as g:
+            return lost(json.load(f), json.load(g))
     if len(argv) != 3 or argv[0] not in ("paper", "compare"):
         print(__doc__, file=sys.stderr)
         return 2

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make e2e-swarm: the satpage constellation (150 satellites by default) on a real
-# single-node Docker Swarm, replayed through its gateway, counts checked against the
-# engine. Starts Docker Engine and the swarm when they are not running and leaves
+# single-node Docker Swarm with mutual TLS (Docker secrets) and replication factor 2,
+# replayed through its gateway, counts checked against the engine, then replayed again
+# while a whole satellite (its satnode and its Redis containers) is killed: the counts
+# still equal the engine's and no page is lost. Installs Debian's docker.io when
+# missing, starts Docker Engine and the swarm when they are not running and leaves
 # the machine as it found it (docker-engine.sh down: bridges, iptables, sysctls).
 #
 # Network: every service is endpoint_mode dnsrr on one overlay network (no IPVS in
@@ -12,7 +15,9 @@
 # port (it binds every host address) to loopback. Replay traffic: 127.0.0.1 only.
 #
 # Environment: SEED (1), E2E_SWARM_CONSTELLATION (walker-star:150/10/1:500:87),
-# SWARM_GATEWAY_PORT (17000), E2E_TIMEOUT_S (900), E2E_KEEP=1 (leave the stack up).
+# SWARM_GATEWAY_PORT (17000), E2E_TIMEOUT_S (900), E2E_KEEP=1 (leave the stack up),
+# E2E_REPLICAS (2: the replication factor; with 1 the kill step loses pages),
+# E2E_COMPARE_ARGS (the short compare scenario).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -20,6 +25,7 @@ SEED=${SEED:-1}
 SPEC=${E2E_SWARM_CONSTELLATION:-walker-star:150/10/1:500:87}
 PORT=${SWARM_GATEWAY_PORT:-17000}
 TIMEOUT=${E2E_TIMEOUT_S:-900}
+REPLICAS=${E2E_REPLICAS:-2}
 STACK=satpage
 OUT=$ROOT/build/e2e-swarm
 SATPAGE=$ROOT/.venv/bin/satpage
@@ -102,7 +108,8 @@ VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
 
 # 3. Guard, then the stack.
 guard up
-"$SATPAGE" deploy stack --constellation "$SPEC" --tag "$VERSION" --gateway-port "$PORT" --out "$OUT/stack.yml"
+"$SATPAGE" deploy stack --constellation "$SPEC" --tag "$VERSION" --gateway-port "$PORT" --replicas "$REPLICAS" \
+	--out "$OUT/stack.yml"
 # Mutual TLS (docs/security.md): fresh material beside the stack file, as Docker secrets.
 rm -rf "$OUT/tls"
 "$SATPAGE" deploy tls --constellation "$SPEC" --out "$OUT/tls"
@@ -111,7 +118,7 @@ TLS_PROBE=(-tls "-tls-ca-cert=$OUT/tls/ca.pem" -tls-server-name=gateway.satpage)
 satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; print(satellite_count('$SPEC'))")
 mem0=$(mem_used_mb)
 t0=$(date +%s.%N)
-log "docker stack deploy: $satellites satellites ($SPEC), 2 services each, and the gateway"
+log "docker stack deploy: $satellites satellites ($SPEC), 2 services each, and the gateway; replicas $REPLICAS"
 "$DOCKER" stack deploy --prune --resolve-image never -c "$OUT/stack.yml" "$STACK" >"$OUT/deploy.log"
 t_deployed=$(date +%s.%N)
 
@@ -162,12 +169,80 @@ c0=$(date +%s.%N)
 c1=$(date +%s.%N)
 "$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-cluster.json" | tee "$OUT/compare-check.txt"
 
-# 7. What it cost.
+# 7. A whole satellite killed in the middle of the same replay: its satnode and its
+# Redis containers (SIGKILL; the Redis data is a tmpfs, so its frames are gone). Swarm
+# starts both again as new, empty tasks. The victim is the busiest satellite so far
+# (its page-access counter, read from the metrics port at its docker_gwbridge address:
+# the host reaches that directly, the guard only filters forwarded traffic).
+compare_s=$(echo "$c1 $c0" | awk '{printf "%.2f", $1-$2}')
+log "replaying again; killing the busiest satellite (satnode + redis) mid-replay"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json \
+	>"$OUT/compare-kill.json" 2>"$OUT/compare-kill.err" &
+replay_pid=$!
+k0=$(date +%s.%N)
+sleep "$(awk -v s="$compare_s" 'BEGIN{d=s/4; if (d<0.5) d=0.5; printf "%.2f", d}')"
+kill -0 "$replay_pid" 2>/dev/null || die "the replay finished before the kill (it took ${compare_s}s before): lengthen E2E_COMPARE_ARGS"
+victim=$("$PY" - "$STACK" "$DOCKER" <<'EOF'
+import json, subprocess, sys, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+stack, docker = sys.argv[1], [sys.argv[2]]
+net = json.loads(subprocess.check_output(docker + ["network", "inspect", "docker_gwbridge"]))[0]["Containers"]
+ip_of = {cid: c["IPv4Address"].split("/")[0] for cid, c in net.items()}
+ids = subprocess.check_output(docker + ["ps", "-q", "--no-trunc", "--filter",
+                                        f"label=com.docker.stack.namespace={stack}"]).decode().split()
+info = json.loads(subprocess.check_output(docker + ["inspect"] + ids))
+sats = [(c["Config"]["Labels"]["com.docker.swarm.service.name"].split("_", 1)[1], ip_of.get(c["Id"]))
+        for c in info if "_sat-" in c["Config"]["Labels"].get("com.docker.swarm.service.name", "")]
+
+def accesses(sat):
+    name, ip = sat
+    try:
+        text = urllib.request.urlopen(f"http://{ip}:9100/metrics", timeout=3).read().decode()
+    except (OSError, TypeError):
+        return -1.0, name
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+               if l.startswith("satpage_page_accesses_total")), name
+
+with ThreadPoolExecutor(16) as pool:
+    n, name = max(pool.map(accesses, sats))
+print(f"{name} {n:.0f}" if n >= 0 else "")
+EOF
+)
+[[ -n $victim ]] || die "no satellite answered on its metrics port"
+victim_accesses=${victim#* } victim=${victim%% *}
+idx=${victim#sat-}
+cids=$("$DOCKER" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_sat-$idx"; \
+	"$DOCKER" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_redis-$idx")
+[[ $(wc -w <<<"$cids") == 2 ]] || die "expected 2 running containers of satellite $idx, found: $cids"
+log "docker kill: satellite $idx (satnode and redis; $victim_accesses page accesses so far) at $(echo "$(date +%s.%N) $k0" | awk '{printf "%.1f", $1-$2}') s into the replay"
+# shellcheck disable=SC2086
+"$DOCKER" kill $cids >/dev/null
+k_kill=$(date +%s.%N)
+# Back: a new satnode task of sat-idx reports healthy (its first check runs 15 s after start).
+back_s=n/a
+for _ in $(seq 120); do
+	new=$("$DOCKER" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_sat-$idx" --filter health=healthy)
+	if [[ -n $new ]] && ! grep -q "$new" <<<"$cids"; then
+		back_s=$(echo "$(date +%s.%N) $k_kill" | awk '{printf "%.1f", $1-$2}')
+		break
+	fi
+	sleep 1
+done
+log "satellite $idx: a new satnode task healthy $back_s s after the kill"
+wait "$replay_pid" || { cat "$OUT/compare-kill.err" >&2; die "the replay did not survive the kill of satellite $idx"; }
+kill_s=$(echo "$(date +%s.%N) $k0" | awk '{printf "%.2f", $1-$2}')
+log "replay with the kill: $kill_s s (without: $compare_s s)"
+"$PY" scripts/e2e-compare.py compare "$OUT/compare-engine.json" "$OUT/compare-kill.json" | tee "$OUT/kill-check.txt"
+"$PY" scripts/e2e-compare.py lost "$OUT/compare-cluster.json" "$OUT/compare-kill.json" | tee "$OUT/kill-lost.txt"
+pages_lost=$(sed -n 's/^pages_lost=//p' "$OUT/kill-lost.txt")
+
+# 8. What it cost.
 "$PY" scripts/e2e-compare.py report swarm "$OUT" \
-	"satellites=$satellites" "containers=$tasks" \
+	"satellites=$satellites" "containers=$tasks" "replicas=$REPLICAS" \
 	"deploy_s=$(echo "$t_deployed $t0" | awk '{printf "%.1f", $1-$2}')" \
 	"healthy_s=$(echo "$t_healthy $t0" | awk '{printf "%.1f", $1-$2}')" \
 	"mem_mb=$((mem1 - mem0))" "containers_mb=${ctr_mem_mb:-n/a}" \
 	"paper_s=$(echo "$r1 $r0" | awk '{printf "%.2f", $1-$2}')" \
-	"compare_s=$(echo "$c1 $c0" | awk '{printf "%.2f", $1-$2}')" | tee "$OUT/summary.txt"
+	"compare_s=$compare_s" "kill_victim=sat-$idx" "kill_back_s=$back_s" \
+	"kill_replay_s=$kill_s" "pages_lost=$pages_lost" | tee "$OUT/summary.txt"
 log "PASSED"

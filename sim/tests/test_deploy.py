@@ -264,6 +264,32 @@ def test_the_e2e_verdict_passes_equal_counts_and_fails_any_difference(tmp_path):
     assert run("compare", str(tmp_path / "ce.json"), str(tmp_path / "none.json")).returncode == 1
 
 
+def test_the_e2e_loss_check_counts_frames_missing_after_a_kill(tmp_path):
+    """`lost` compares the frames EndSession deleted in a replay without and with a kill."""
+    script = ROOT / "scripts" / "e2e-compare.py"
+    base = {"strategies": {"on-demand": {"pages_deleted": 5974}, "proactive": {"pages_deleted": 1400}}}
+    short = {"strategies": {"on-demand": {"pages_deleted": 5900}, "proactive": {"pages_deleted": 1397}}}
+    for name, obj in (("b", base), ("s", short)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(obj))
+
+    def run(a, b):
+        return subprocess.run([sys.executable, str(script), "lost", str(tmp_path / a), str(tmp_path / b)],
+                              capture_output=True, text=True)
+
+    same = run("b.json", "b.json")
+    assert same.returncode == 0 and "pages_lost=0" in same.stdout
+    lost = run("b.json", "s.json")
+    assert lost.returncode == 1 and "pages_lost=77" in lost.stdout
+
+
+def test_apt_ensure_changes_nothing_when_installed_and_rejects_bad_names():
+    script = ROOT / "scripts" / "apt-ensure.sh"
+    ok = subprocess.run(["bash", str(script), "bash", "coreutils"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stderr == ""
+    bad = subprocess.run(["bash", str(script), "foo;rm"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "foo;rm" in bad.stderr
+
+
 def test_the_swarm_stack_gives_each_task_only_its_own_key_as_docker_secrets(tmp_path):
     """Every secret file the stack names is one `satpage deploy tls` writes; satellite i
     gets its own key and no other, the gateway the token signing key."""
