@@ -97,8 +97,11 @@ mem_used_mb() { free -m | awk '/^Mem:/{print $3}'; }
 bash scripts/docker-engine.sh up
 state=$("$DOCKER" info -f '{{.Swarm.LocalNodeState}}')
 if [[ $state != active ]]; then
-	log "docker swarm init --advertise-addr 127.0.0.1"
-	"$DOCKER" swarm init --advertise-addr 127.0.0.1 >/dev/null
+	# A 60 s dispatcher heartbeat: with the default 5 s, a loaded machine (301 containers
+	# starting, health checks, other work) missed heartbeats, the manager marked its own
+	# node down and shut every task down to reschedule it (run of 2026-11-24 00:19).
+	log "docker swarm init --advertise-addr 127.0.0.1 --dispatcher-heartbeat 60s"
+	"$DOCKER" swarm init --advertise-addr 127.0.0.1 --dispatcher-heartbeat 60s >/dev/null
 	swarm_started=1
 fi
 
