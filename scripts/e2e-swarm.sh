@@ -135,7 +135,7 @@ while :; do
 	if ((healthy != last)); then log "healthy: $healthy/$want"; last=$healthy; fi
 	((healthy >= want)) && break
 	if ((SECONDS > deadline)); then
-		"$DOCKER" service ls --filter "label=com.docker.stack.namespace=$STACK" | grep -v ' 1/1 ' | head -20 >&2
+		{ "$DOCKER" service ls --filter "label=com.docker.stack.namespace=$STACK" | grep -v ' 1/1 ' | head -20 >&2; } || true
 		die "only $healthy of $want services healthy after ${TIMEOUT}s"
 	fi
 	sleep 2
