@@ -214,6 +214,8 @@ def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_know
     (["live", "demo", "--lat", "95", "--lon", "0"], "95.0"),
     (["live", "demo", "--lat", "1", "--lat", "2", "--lon", "0"], "2 --lat but 1 --lon"),
     (["live", "up", "--speed", "0"], "--speed 0"),
+    (["live", "up", "--policy", "trail"], "'trail'"),
+    (["live", "up", "--isl-latitude-cutoff", "95"], "--isl-latitude-cutoff 95"),
     (["live", "ephemeris", "x.bin", "--epoch", "yesterday"], "yesterday"),
 ])
 def test_bad_live_input_exits_2_naming_the_value(args, named, tmp_path):
