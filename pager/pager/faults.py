@@ -641,9 +641,10 @@ class FaultModel:
         n = tr.n_sessions
         n_pages = int(tr.n_pages)
         ev = np.asarray(events)
-        kind = ev["kind"]
         eto = ev["to_visit"].astype(np.int64)
-        sel = np.flatnonzero(np.isin(kind, _OWNERSHIP) & (eto >= 0))
+        owns = np.zeros(256, bool)
+        owns[_OWNERSHIP] = True
+        sel = np.flatnonzero(owns[ev["kind"].view(np.uint8)] & (eto >= 0))
         grp = ev["session"].astype(np.int64) * n_pages + ev["page"]
         order = _group_order(grp, self.n_groups, sel)
         m_cap = order.size

@@ -220,9 +220,10 @@ def fault_model(w: World, ct: ChunkTrace) -> pager.FaultModel:
     schedule, R replicas on the in-plane rings, writes as ``faults.write_share`` says."""
     f = w.scenario.faults
     assert w.ring is not None
+    # with R = 1 a write has no replica to copy to: the writes are not needed
+    writes = pager.write_mask(ct.trace, f.write_share) if f.replicas > 1 else None
     return pager.FaultModel(ct.trace, w.failures, w.ring, f.replicas, ct.session_end_ns,
-                            recovery_ns=int(round(f.recovery_s * 1e9)),
-                            writes=pager.write_mask(ct.trace, f.write_share))
+                            recovery_ns=int(round(f.recovery_s * 1e9)), writes=writes)
 
 
 def fault_outcome(fm: pager.FaultModel, rl: pager.Replay, strategy: pager.Strategy
