@@ -1,6 +1,6 @@
 """Benchmark of `satpage compare` at scale: the large scenario (sim/satpage/scenarios/large.toml).
 
-The 3,023-satellite Starlink catalogue of ../shared/data when present (else the
+The 3,023-satellite Starlink catalogue of data/tle when present (else the
 scenario's 72 x 22 Walker shell at 550 km, 53 deg), 100,000 population-weighted
 sessions over 24 hours, five strategies. Prints the time of each stage, sessions
 and accesses per second, and the engine's speed against a plain-Python page table
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STARLINK = ROOT.parent / "shared" / "data" / "tle" / "starlink-2022-09-14.tle"
+STARLINK = ROOT / "data" / "tle" / "starlink-2022-09-14.tle"
 
 
 def python_page_table(trace, sessions: int) -> tuple[int, float]:

@@ -1,6 +1,6 @@
 """Benchmark: a Starlink-sized day of visibility, handover schedules and ISL routes.
 
-Constellation: the 3,023-satellite Starlink catalogue in ../shared/data (when
+Constellation: the 3,023-satellite Starlink catalogue in data/tle (when
 present; otherwise a 72 x 22 Walker shell at 550 km, 53 deg). 24 h at 10 s
 steps (8,641 steps), 1,000 ground points (seeded, uniform on the sphere between
 60S and 60N), minimum elevation 25 deg, policy "highest".
@@ -34,7 +34,7 @@ from orbit_model.timebase import skyfield_times, timescale
 
 S = 1_000_000_000
 EPOCH = "2022-09-14T00:00:00Z"
-SHARED_TLE = Path(__file__).resolve().parents[2] / "shared/data/tle/starlink-2022-09-14.tle"
+SHARED_TLE = Path(__file__).resolve().parents[1] / "data/tle/starlink-2022-09-14.tle"
 FALLBACK = "walker:1584/72/1:550:53"
 
 

@@ -24,7 +24,7 @@ app = typer.Typer(help="Orbits: passes over a place, handover schedules, ISL hop
                   no_args_is_help=True)
 
 DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"  # docs/conventions.md (the paper's 150 at 500 km)
-DEFAULT_START = "2022-09-14T00:00:00Z"  # the date of the TLE catalogues in ../shared/data
+DEFAULT_START = "2022-09-14T00:00:00Z"  # the date of the TLE catalogue in data/tle
 NS_PER_S = 1_000_000_000
 
 CONSTELLATION_HELP = ("walker:T/P/F:ALT_KM:INC_DEG, walker-star:T/P/F:ALT_KM:INC_DEG or tle:PATH "
