@@ -124,6 +124,39 @@ def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, l
     return tp, lat
 
 
+def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
+    """One-hop throughput (satload, 64 and 1 pages per request) on a cluster per
+    replication factor R in rs (issue 15: R = 2 copies every page moved to the slot
+    behind before it acknowledges; target: R = 2 keeps >= 50 % of R = 1's rate)."""
+    out: dict[int, dict] = {}
+    for r in rs:
+        with tempfile.TemporaryDirectory(prefix=f"satpage-bench-r{r}-") as tmp:
+            base = _free_port_base(args.constellation)
+            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, replicas=r)
+            try:
+                pid_file = Path(tmp) / "pids.txt"
+                pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+                print(f"replicas {r}: throughput hop 1, batch 64 and 1", file=sys.stderr)
+                out[r] = {str(b): satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                                          duration=dur, batch=b, tls_dir=st.tls_dir)[0] for b in (64, 1)}
+            finally:
+                cluster_down(Path(tmp))
+    return out
+
+
+def print_replicas(rep: dict[int, dict]) -> float:
+    """The R = 1 vs R = 2 table; returns R = 2's share of R = 1's one-hop rate at batch 64."""
+    print("\nreplication (issue 15): one-hop page faults/s, R = 1 and R = 2 in the same run")
+    print(f"{'R':>2} {'batch 64':>10} {'batch 1':>9} {'hops ok':>8}")
+    for r, v in rep.items():
+        print(f"{r:>2} {v['64']['accesses_per_s']:>10,.0f} {v['1']['accesses_per_s']:>9,.0f} "
+              f"{str(all(hops_ok(x) for x in v.values())):>8}")
+    share = rep[2]["64"]["accesses_per_s"] / rep[1]["64"]["accesses_per_s"]
+    share1 = rep[2]["1"]["accesses_per_s"] / rep[1]["1"]["accesses_per_s"]
+    print(f"  R = 2 / R = 1 = {share:.3f} at 64 pages per request, {share1:.3f} at 1 (target >= 0.50)")
+    return share
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
@@ -134,9 +167,15 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="1.5 s per throughput run, 4 s per latency run")
     ap.add_argument("--no-insecure", action="store_true", help="skip the --insecure comparison cluster")
     ap.add_argument("--only-gateway", action="store_true", help="only the live-vs-replay gateway comparison")
+    ap.add_argument("--only-replicas", action="store_true", help="only the R = 1 vs R = 2 one-hop comparison")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
+    if args.only_replicas:
+        rep = compare_replicas(args, dur)
+        share = print_replicas(rep)
+        print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
+        return 0 if share >= 0.5 else 1
 
     with tempfile.TemporaryDirectory(prefix="satpage-bench-") as tmp:
         base = _free_port_base(args.constellation)
@@ -190,6 +229,7 @@ def main() -> int:
     insecure = None
     if not args.no_insecure:
         insecure = compare_insecure(args, dur, lat_s, hops)
+    rep = compare_replicas(args, dur)
 
     get = rates.get("GET", 0.0)
     print(f"baselines, same machine and run: redis-benchmark on one satellite's redis (4 KiB, 16 clients) "
@@ -250,8 +290,10 @@ def main() -> int:
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
                       "per_hop_p99_vs_local_ms": vs_local,
                       "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}))
+    share = print_replicas(rep)
+    print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
     ok = all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
-    return 0 if ok else 1
+    return 0 if ok and share >= 0.5 else 1
 
 
 if __name__ == "__main__":

@@ -59,6 +59,9 @@ type Options struct {
 	Counters  Counters
 	PageBytes int
 	Logger    *slog.Logger
+	// RestoreWait bounds how long Restore waits for the satellites that would
+	// hold this one's copy to answer (default 30 s).
+	RestoreWait time.Duration
 }
 
 // Primary is the PageStore of a satellite with replication factor R > 1: it
@@ -103,6 +106,9 @@ func NewPrimary(o Options) (*Primary, error) {
 	}
 	if o.PageBytes <= 0 {
 		o.PageBytes = 4096
+	}
+	if o.RestoreWait <= 0 {
+		o.RestoreWait = restoreWait
 	}
 	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{}}
 	p.inc.Store(uint64(time.Now().UnixNano()))
@@ -245,6 +251,10 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 	}
 }
 
+// restoreWait bounds how long a restarting satellite waits for the
+// satellites that would hold its copy to answer.
+const restoreWait = 30 * time.Second
+
 // snapshotChunkBytes bounds one InstallSnapshot message (gRPC allows 32 MiB here).
 const snapshotChunkBytes = 8 << 20
 
@@ -300,6 +310,14 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 // that left the replica set holds an older one (or the same, when nothing
 // changed since). nil when no satellite holds one.
 func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse) {
+	at, best, _ := bestCopy(ctx, t, spec, owner)
+	return at, best
+}
+
+// bestCopy is BestCopy, and also the slots behind the owner (1, 2, ...) whose
+// satellite did not answer.
+func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse, []int) {
+	var silent []int
 	var best *satpagev1.ReplicaStateResponse
 	bestAt, bestJ := uint32(0), 0
 	var mu sync.Mutex
@@ -307,10 +325,16 @@ func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner u
 	for j := 1; j < spec.PerPlane(); j++ {
 		at := Behind(spec, owner, j)
 		wg.Go(func() {
-			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			r, err := t.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: owner})
-			if err != nil || !r.Synced {
+			if err != nil {
+				mu.Lock()
+				silent = append(silent, j)
+				mu.Unlock()
+				return
+			}
+			if !r.Synced {
 				return
 			}
 			mu.Lock()
@@ -322,7 +346,7 @@ func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner u
 		})
 	}
 	wg.Wait()
-	return bestAt, best
+	return bestAt, best, silent
 }
 
 // SyncReplica sends replica a snapshot now (it asked: it restarted empty).
@@ -352,7 +376,24 @@ func (p *Primary) Restore(ctx context.Context) error {
 		p.ready.Store(true)
 		return nil
 	}
-	bestAt, best := BestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self)
+	// No copy found while one of the satellites that would hold it did not
+	// answer (still starting, or the machine is loaded) is no proof there is
+	// none: ask again, for up to restoreWait, before serving the local store.
+	var bestAt uint32
+	var best *satpagev1.ReplicaStateResponse
+	for start := time.Now(); ; {
+		var silent []int
+		bestAt, best, silent = bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self)
+		near := slices.ContainsFunc(silent, func(j int) bool { return j < p.o.Replicas })
+		if best != nil || !near || time.Since(start) > p.o.RestoreWait {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	if best != nil {
 		r, err := p.o.Transport.ReplicaState(ctx, bestAt, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self, Snapshot: true})
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -119,7 +120,7 @@ func newSky(t *testing.T, r int) *sky {
 func (s *sky) start(i uint32, restore bool) {
 	local := store.NewMemory()
 	p, err := NewPrimary(Options{Self: i, Spec: s.spec, Replicas: s.r, Local: local,
-		Transport: skyLink{s, i}, Liveness: skyLive{s}, Counters: skyCount{s, i}})
+		Transport: skyLink{s, i}, Liveness: skyLive{s}, Counters: skyCount{s, i}, RestoreWait: 50 * time.Millisecond})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestARestartedPrimaryTakesItsStateBackAndNeverServesBefore(t *testing.T) {
 	s.kill(3)
 	// Restarted empty: before Restore it refuses every call.
 	local := store.NewMemory()
-	p, err := NewPrimary(Options{Self: 3, Spec: s.spec, Replicas: 2, Local: local, Transport: skyLink{s, 3}, Liveness: skyLive{s}})
+	p, err := NewPrimary(Options{Self: 3, Spec: s.spec, Replicas: 2, Local: local, Transport: skyLink{s, 3}, Liveness: skyLive{s}, RestoreWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

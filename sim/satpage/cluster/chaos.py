@@ -139,13 +139,15 @@ class _Session(threading.Thread):
         self.gave_up = False
         self.error = ""
         self.last_read: str | None = None
+        self.ops = 0
         self.final: dict[int, str | None] = {}
 
     def _scenario_ns(self) -> int:
         return time.monotonic_ns() - self.t0_ns
 
-    def _call(self, stub, md, kind: str, page: int, value: str | None):
-        """One attempt; returns (ok, value read or written, grpc code name)."""
+    def _call(self, stub, md, kind: str, page: int, value: str | None, rid: str):
+        """One attempt; returns (ok, value read or written, grpc code name). rid is the
+        request id, the same for every attempt of one operation (exactly-once)."""
         import grpc
 
         from satpage.rpc import satpage_pb2 as pb
@@ -154,12 +156,12 @@ class _Session(threading.Thread):
         try:
             if kind == "write":
                 stub.WritePage(pb.WritePageRequest(session_id=self.sid, page=page, data=_checksummed(value),
-                                                   scenario_time_ns=self._scenario_ns()),
+                                                   scenario_time_ns=self._scenario_ns(), request_id=rid),
                                timeout=RPC_TIMEOUT_S, metadata=md)
                 got, ok, code = value, True, "OK"
             else:
                 r = stub.ReadPage(pb.ReadPageRequest(session_id=self.sid, page=page,
-                                                     scenario_time_ns=self._scenario_ns()),
+                                                     scenario_time_ns=self._scenario_ns(), request_id=rid),
                                   timeout=RPC_TIMEOUT_S, metadata=md)
                 got = _unchecksum(r.data)
                 if got is None:
@@ -178,8 +180,10 @@ class _Session(threading.Thread):
         """Run one operation to success, retrying; False when the page is lost or time is up.
         The value of the last successful read is in self.last_read."""
         first_fail = None
+        self.ops += 1
+        rid = f"{self.sid}/{self.ops}"
         while True:
-            ok, got, code, call, ret = self._call(stub, md, kind, page, value)
+            ok, got, code, call, ret = self._call(stub, md, kind, page, value, rid)
             if ok:
                 self.last_read = got
                 if first_fail is not None:
@@ -342,6 +346,25 @@ class _Cluster:
         return time.monotonic() - t0
 
 
+def _port_base_below_ephemeral(t: int) -> int:
+    """A free port range below the kernel's ephemeral ports: a killed satellite's
+    ports are free until it restarts, and an outgoing connection anywhere on the
+    machine must not take one of them as its source port meanwhile."""
+    from satpage.cluster.local import _port_free
+
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    n = 2 + 2 * t
+    rng = np.random.default_rng()
+    for _ in range(50):
+        base = int(rng.integers(10000, max(10001, low - n)))
+        if all(_port_free(p) for p in range(base, base + n)):
+            return base
+    raise OSError(f"no free range of {n} loopback ports below {low}")
+
+
 def _percentiles(ms: list[float]) -> dict:
     if not ms:
         return {"p50": 0.0, "p99": 0.0, "max": 0.0, "streaks": 0}
@@ -353,7 +376,6 @@ def _percentiles(ms: list[float]) -> dict:
 def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     """Run the chaos experiment of cfg on a fresh local cluster and return the report."""
     from orbit_model import parse_walker_spec
-    from satpage.cluster.driver import _free_port_base
 
     cfg.check()
     _kind, t, planes, _f, _alt, _inc = parse_walker_spec(cfg.constellation)
@@ -366,7 +388,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     own_dir = cfg.state_dir is None
     sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
-    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=_free_port_base(cfg.constellation),
+    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=_port_base_below_ephemeral(t),
                        replicas=cfg.replicas)
     cl = _Cluster(state)
     try:
