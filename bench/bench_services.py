@@ -125,7 +125,7 @@ def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, l
 
 
 def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
-    """One-hop throughput (satload, 64 and 1 pages per request) on a cluster per
+    """One-hop throughput (satload, 64 pages per request) on a cluster per
     replication factor R in rs (issue 15: R = 2 copies every page moved to the slot
     behind before it acknowledges; target: R = 2 keeps >= 50 % of R = 1's rate)."""
     out: dict[int, dict] = {}
@@ -136,9 +136,9 @@ def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
             try:
                 pid_file = Path(tmp) / "pids.txt"
                 pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-                print(f"replicas {r}: throughput hop 1, batch 64 and 1", file=sys.stderr)
-                out[r] = {str(b): satload(base, args.constellation, pid_file, "1", workers=args.workers,
-                                          duration=dur, batch=b, tls_dir=st.tls_dir)[0] for b in (64, 1)}
+                print(f"replicas {r}: throughput hop 1, batch 64", file=sys.stderr)
+                out[r] = {"64": satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                                        duration=dur, batch=64, tls_dir=st.tls_dir)[0]}
             finally:
                 cluster_down(Path(tmp))
     return out
@@ -147,13 +147,11 @@ def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
 def print_replicas(rep: dict[int, dict]) -> float:
     """The R = 1 vs R = 2 table; returns R = 2's share of R = 1's one-hop rate at batch 64."""
     print("\nreplication (issue 15): one-hop page faults/s, R = 1 and R = 2 in the same run")
-    print(f"{'R':>2} {'batch 64':>10} {'batch 1':>9} {'hops ok':>8}")
+    print(f"{'R':>2} {'batch 64':>10} {'hops ok':>8}")
     for r, v in rep.items():
-        print(f"{r:>2} {v['64']['accesses_per_s']:>10,.0f} {v['1']['accesses_per_s']:>9,.0f} "
-              f"{str(all(hops_ok(x) for x in v.values())):>8}")
+        print(f"{r:>2} {v['64']['accesses_per_s']:>10,.0f} {str(all(hops_ok(x) for x in v.values())):>8}")
     share = rep[2]["64"]["accesses_per_s"] / rep[1]["64"]["accesses_per_s"]
-    share1 = rep[2]["1"]["accesses_per_s"] / rep[1]["1"]["accesses_per_s"]
-    print(f"  R = 2 / R = 1 = {share:.3f} at 64 pages per request, {share1:.3f} at 1 (target >= 0.50)")
+    print(f"  R = 2 / R = 1 = {share:.3f} at 64 pages per request (target >= 0.50)")
     return share
 
 
