@@ -187,8 +187,15 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
             break
         time.sleep(0.001)
     if ticks is None:
-        raise OSError(f"{role} {index} exited at once; see {log_file}")
+        # a daemon that refuses its flags exits within milliseconds: its reason is in the log
+        proc.wait()
+        raise OSError(f"{role} {index} exited at once; {log_file}: {_log_tail(log_file)}")
     return ProcessRecord(role, index, proc.pid, ticks, argv, str(log_file))
+
+
+def _log_tail(path: Path | str, n_chars: int = 400) -> str:
+    p = Path(path)
+    return p.read_text(errors="replace")[-n_chars:].strip() if p.exists() else ""
 
 
 def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> None:
@@ -197,9 +204,8 @@ def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> N
         dead = [r for r in records if not _alive(r)]
         if dead:
             r = dead[0]
-            tail = Path(r.log_file).read_text(errors="replace")[-400:] if Path(r.log_file).exists() else ""
             raise OSError(f"{r.role} {r.index} (pid {r.pid}) exited while waiting for {what}; "
-                          f"{r.log_file}: {tail.strip()}")
+                          f"{r.log_file}: {_log_tail(r.log_file)}")
         if time.monotonic() > deadline:
             raise OSError(f"timed out after {timeout_s:.0f} s waiting for {what}")
         time.sleep(0.05)
