@@ -25,13 +25,15 @@ import numpy as np
 from satpage.cluster.channel import open_channel, tls_dir_for, token_metadata
 from satpage.cluster.local import (
     DEFAULT_CONSTELLATION,
+    ClusterState,
     cluster_down,
     cluster_up,
     load_state,
     schedule_digest,
 )
 
-__all__ = ["SessionCounts", "replay_paper", "replay_sessions", "replay_trace", "resolve_target"]
+__all__ = ["SessionCounts", "local_state", "replay_paper", "replay_sessions", "replay_trace",
+           "resolve_target"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,16 @@ STRATEGIES = {"on-demand": 1, "ondemand": 1, "proactive": 2}  # satpage.v1.Strat
 #: Sessions replayed at once; each session's requests are sequential.
 DEFAULT_CONCURRENCY = 4
 RPC_TIMEOUT_S = 120.0
+
+#: gateway -> the local cluster resolve_target started or found for it (its satnodes'
+#: metrics are readable: satpage.cluster.counters)
+_LOCAL: dict[str, ClusterState] = {}
+
+
+def local_state(gateway: str) -> ClusterState | None:
+    """The local cluster behind gateway when resolve_target started or found it (None
+    for a given --target: its satellites are not known here)."""
+    return _LOCAL.get(gateway)
 
 
 @dataclass(frozen=True)
@@ -155,7 +167,7 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
 
 @contextlib.contextmanager
 def resolve_target(target: str | None, constellation: str | None = None,
-                   isl_schedule: Path | None = None) -> Iterator[str]:
+                   isl_schedule: Path | None = None, replicas: int = 1) -> Iterator[str]:
     """target itself; else the gateway of the running local cluster recorded in
     ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster of
     constellation (default ``$SATPAGE_CLUSTER_CONSTELLATION`` or the default
@@ -163,7 +175,8 @@ def resolve_target(target: str | None, constellation: str | None = None,
 
     isl_schedule is the ISL schedule the replay's counts need (None: the
     time-invariant +Grid). A recorded cluster is used only when it routes on the
-    same schedule; a target cannot be checked, so it is refused with a schedule."""
+    same schedule; a target cannot be checked, so it is refused with a schedule.
+    replicas is R of a cluster started here (a recorded cluster keeps its own)."""
     constellation = constellation or os.environ.get("SATPAGE_CLUSTER_CONSTELLATION",
                                                     DEFAULT_CONSTELLATION)
     if target:
@@ -182,15 +195,26 @@ def resolve_target(target: str | None, constellation: str | None = None,
             needs = "another ISL schedule" if want else "the time-invariant +Grid"
             raise ValueError(f"the running local cluster in {state.state_dir} routes {routes}, and this "
                              f"replay needs {needs}: run `satpage cluster down` first")
-        yield state.gateway
+        if state.replicas != replicas:
+            log.warning("the running local cluster in %s has --replicas %d, the scenario %d: "
+                        "its replication counts are not the engine's", state.state_dir,
+                        state.replicas, replicas)
+        _LOCAL[state.gateway] = state
+        try:
+            yield state.gateway
+        finally:
+            _LOCAL.pop(state.gateway, None)
         return
     base = int(os.environ.get("SATPAGE_CLUSTER_PORT_BASE", "0")) or _free_port_base(constellation)
     with tempfile.TemporaryDirectory(prefix="satpage-cluster-") as tmp:
         log.info("starting a local cluster (%s) for this replay", constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, isl_schedule=isl_schedule)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, isl_schedule=isl_schedule,
+                        replicas=replicas)
+        _LOCAL[st.gateway] = st
         try:
             yield st.gateway
         finally:
+            _LOCAL.pop(st.gateway, None)
             cluster_down(Path(tmp))
 
 

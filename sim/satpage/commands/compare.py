@@ -75,6 +75,26 @@ def _table(result: dict) -> Table:
     return t
 
 
+#: the replication figures set beside each other by --backend cluster (docs/faults.md)
+REPLICATION_KEYS = ("replication_copies", "replication_page_hops", "replication_bytes")
+
+
+def replication_priced(world, ct, rl, replicas: int) -> dict[str, int]:
+    """The engine's replication traffic of one chunk's replay at R = replicas without
+    failures, as the cluster replay causes it: every access a read (the replay sends
+    ReadPages), so the copies are those of the pages stored at a new owner."""
+    import pager
+
+    if replicas == 1:
+        return dict.fromkeys(REPLICATION_KEYS, 0)
+    fm = pager.FaultModel(ct.trace, pager.FailureSchedule.none(), world.ring, replicas,
+                          ct.session_end_ns)
+    o = fm.apply(rl.events)
+    hops = int(o.replica_hops.sum())
+    return {"replication_copies": int(o.replica_copies.sum()), "replication_page_hops": hops,
+            "replication_bytes": hops * int(world.scenario.workload.page_bytes)}
+
+
 def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> None:
     """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
     and set the cluster's counts beside the engine's for the same traces."""
@@ -84,6 +104,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     import tempfile
 
     from satpage.cluster import driver
+    from satpage.cluster.counters import read_replication
     from satpage.costs import CostAccumulator
     from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
     from satpage.version import code_version
@@ -108,38 +129,56 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
             schedule = Path(tmp) / "isl-schedule.json"
             schedule.write_text(json.dumps(world.routing.isl_schedule(sc.constellation.spec,
                                                                       sc.duration_ns)))
+        replicas = sc.faults.replicas
+        repl = {n: dict.fromkeys(REPLICATION_KEYS, 0) for n in names}
         # one gateway for the whole run (a local cluster is started once when no target)
-        with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule) as target,
+        with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule,
+                                    replicas=replicas) as target,
               progress() as bar):
+            local = driver.local_state(target)  # None: a given target, its relays' counters unread
             task = bar.add_task(f"replaying through the cluster at {target}",
                                 total=world.n_chunks * len(names))
             for i in range(world.n_chunks):
                 ct = chunk_trace(world, i)
                 for name in names:
+                    before = read_replication(local) if local is not None else None
                     counts = driver.replay_trace(ct.trace, name, target=target)
                     acc = totals.setdefault(name, {})
+                    if before is not None:
+                        counts = {**counts, **(read_replication(local) - before).as_dict()}
                     for k, v in dict(counts).items():
                         if isinstance(v, int | float):
                             acc[k] = acc.get(k, 0) + v
-                    engine[name].add(replay_strategy(ct.trace, strategy_for(sc, name)), ct, world.router, sc.step_ns,
-                                     sc.network.per_hop_processing_ms)
+                    rl = replay_strategy(ct.trace, strategy_for(sc, name))
+                    engine[name].add(rl, ct, world.router, sc.step_ns, sc.network.per_hop_processing_ms)
+                    for k, v in replication_priced(world, ct, rl, replicas).items():
+                        repl[name][k] += v
                     bar.advance(task)
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
-               "pages_left_behind": a.counts["pages_left_behind"]} for n, a in engine.items()}
+               "pages_left_behind": a.counts["pages_left_behind"], **repl[n]}
+           for n, a in engine.items()}
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
            "version": code_version(), "backend": "cluster", "target": target,
+           "replicas": replicas if local is None else local.replicas,
            "strategies": totals, "engine": eng}
     if as_json:
         print_json(out)
         return
     t = Table(title=f"satpage compare --backend cluster: {sc.name}, seed {sc.seed}")
     t.add_column("strategy")
-    for col in ("cluster moves", "engine moves", "cluster page-hops", "engine page-hops"):
+    cols = ["cluster moves", "engine moves", "cluster page-hops", "engine page-hops"]
+    if out["replicas"] > 1:
+        cols += ["cluster replication page-hops", "engine replication page-hops"]
+    for col in cols:
         t.add_column(col, justify="right")
     for n in names:
         c = totals[n]
-        t.add_row(n, f"{c.get('page_moves', 0):,}", f"{eng[n]['page_moves']:,}",
-                  f"{c.get('page_hops', 0):,}", f"{eng[n]['page_hops']:,}")
+        row = [n, f"{c.get('page_moves', 0):,}", f"{eng[n]['page_moves']:,}",
+               f"{c.get('page_hops', 0):,}", f"{eng[n]['page_hops']:,}"]
+        if out["replicas"] > 1:
+            got = c.get("replication_page_hops")
+            row += ["-" if got is None else f"{got:,}", f"{eng[n]['replication_page_hops']:,}"]
+        t.add_row(*row)
     stdout.print(t)
 
 
