@@ -217,14 +217,17 @@ x-satnode-env: &satnode-env
   SATPAGE_REPLICAS: "{replicas}"
 
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
-# exec (one runc exec per check): every 15 s, tolerant of a loaded machine, since
-# Swarm replaces a task that turns unhealthy.
+# exec (one runc exec per check, about a core-second on a loaded machine). Every 30 s
+# with a 25 s timeout, and 6 misses before a task counts as unhealthy, since Swarm
+# replaces an unhealthy task: with 15 s / 12 s, 301 containers starting on 2 cores
+# (load 40) timed the probes out and Swarm killed healthy satellites in a loop
+# (run of 2026-11-24 01:57). A probe that succeeds ends the start period at once.
 x-healthcheck: &healthcheck
-  test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7001", "-connect-timeout=5s", "-rpc-timeout=5s"]
-  interval: 15s
-  timeout: 12s
-  retries: 5
-  start_period: 300s
+  test: ["CMD", "/grpc_health_probe", "-addr=127.0.0.1:7001", "-connect-timeout=10s", "-rpc-timeout=10s"]
+  interval: 30s
+  timeout: 25s
+  retries: 6
+  start_period: 600s
 
 x-satnode: &satnode
   image: {images.ref("satnode")}
