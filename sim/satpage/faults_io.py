@@ -14,7 +14,8 @@ import numpy as np
 import pager
 from satpage.scenario import Scenario
 
-__all__ = ["FORMAT", "failure_schedule_doc", "write_failure_schedule", "read_failure_schedule"]
+__all__ = ["FORMAT", "failure_schedule_doc", "write_failure_schedule", "read_failure_schedule",
+           "read_failure_scenario"]
 
 FORMAT = "satpage-failures/1"
 
@@ -51,6 +52,9 @@ def failure_schedule_doc(sc: Scenario, schedule: pager.FailureSchedule,
         "recovery_ns": int(round(f.recovery_s * 1e9)),
         "write_share": f.write_share,
         "failures": rows,
+        # the whole scenario, --set and --sessions included: what the chaos replay
+        # rebuilds the same sessions from
+        "config": sc.to_dict(),
         "engine": {name: {k: s.get(k, 0) for k in ENGINE_KEYS}
                    for name, s in strategies.items()},
     }
@@ -94,3 +98,21 @@ def read_failure_schedule(path: str | Path) -> pager.FailureSchedule:
                                      np.array(rep, np.int64))
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def read_failure_scenario(path: str | Path) -> Scenario:
+    """The scenario that drew the failures of a ``satpage-failures/1`` file (its
+    ``config``), so that its sessions can be rebuilt; errors name the file."""
+    from satpage.scenario import parse_scenario
+
+    path = Path(path)
+    read_failure_schedule(path)  # the format and the failures are checked first
+    doc = json.loads(path.read_text())
+    cfg = doc.get("config")
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{path}: no scenario config (written before the chaos replay needed it): "
+                         "write it again with `satpage compare ... --failure-schedule FILE`")
+    try:
+        return parse_scenario(cfg, source=f"{path}#config")
+    except ValueError as exc:
+        raise ValueError(f"{path}: config: {exc}") from None

@@ -397,6 +397,13 @@ def test_failure_schedule_file_round_trips(tmp_path):
     assert np.array_equal(back.satellite, w.failures.satellite)
     assert np.array_equal(back.fail_ns, w.failures.fail_ns)
     assert np.array_equal(back.repair_ns, w.failures.repair_ns)
+    # the whole scenario comes back (the chaos replay rebuilds its sessions from it)
+    from satpage.faults_io import read_failure_scenario
+    assert read_failure_scenario(path).to_dict() == sc.to_dict()
+    doc.pop("config")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="no scenario config"):
+        read_failure_scenario(path)
 
 
 def test_compare_cli_refuses_bad_fault_keys_and_writes_the_schedule(tmp_path):

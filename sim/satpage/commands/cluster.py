@@ -109,7 +109,17 @@ def down(state_dir: StateDir = None) -> None:
 
 @app.command("chaos")
 def chaos(
-    replicas: Annotated[int, typer.Option("--replicas", help="Replication factor R of the cluster.")] = 2,
+    replicas: Annotated[int | None, typer.Option(
+        "--replicas", help="Replication factor R of the cluster (default 2; with --failure-schedule "
+        "the file's).")] = None,
+    failure_schedule: Annotated[Path | None, typer.Option(
+        "--failure-schedule", help="Replay the sessions of the `satpage compare` run that wrote this "
+        "file (satpage-failures/1) and kill its satellites at its scenario times; report the pages "
+        "lost beside the engine's (docs/faults.md). --kill, --cut-links, --seed, --sessions, "
+        "--seconds, --pages, --constellation do not apply.")] = None,
+    strategies: Annotated[str | None, typer.Option(
+        "--strategies", help="With --failure-schedule: on-demand and/or proactive (default: those of "
+        "the scenario).")] = None,
     kill: Annotated[int, typer.Option(
         "--kill", help="Satellites to SIGKILL (satnode and its redis-server), one at a time, each "
         "restarted empty.")] = 3,
@@ -138,7 +148,10 @@ def chaos(
     from satpage.console import stderr
 
     setup_logging(verbose)
-    cfg = ChaosConfig(replicas=replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
+    if failure_schedule is not None:
+        _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss)
+        return
+    cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, state_dir=state_dir, history=history)
     try:
@@ -159,4 +172,31 @@ def chaos(
                      f"sessions failed {report['sessions_failed']}, linearizable {report['linearizable']}; "
                      f"unavailability p50 {u['p50']} ms, p99 {u['p99']} ms")
     if expect_no_loss and (report["pages_lost"] or report["sessions_failed"] or not report["linearizable"]):
+        raise typer.Exit(1)
+
+
+def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, state_dir: Path | None,
+                  json_out: bool, expect_no_loss: bool) -> None:
+    """`chaos --failure-schedule FILE`: the simulation's failures on the real cluster."""
+    from satpage.cluster.failreplay import run_schedule_replay
+    from satpage.console import stderr
+
+    if replicas is not None and replicas < 1:
+        fail(f"--replicas {replicas} must be at least 1")
+    names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else None
+    try:
+        report = run_schedule_replay(path, replicas=replicas, strategies=names, state_dir=state_dir,
+                                     progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False))
+    except ValueError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json(report)
+    else:
+        for n, c in report["strategies"].items():
+            e = report["engine"][n]
+            stdout.print(f"{n} R={report['replicas']}: cluster lost {c['pages_lost']} pages, "
+                         f"{c['sessions_hit']} sessions hit ({c['page_tables_lost']} page tables); "
+                         f"engine {e['pages_lost']} pages, {e['sessions_hit']} sessions "
+                         f"({e['page_tables_lost']} page tables)")
+    if expect_no_loss and any(c["pages_lost"] or c["sessions_hit"] for c in report["strategies"].values()):
         raise typer.Exit(1)

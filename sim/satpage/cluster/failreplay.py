@@ -1,0 +1,404 @@
+"""A trace replayed on a local cluster while satellites die at the scenario times of a
+failure schedule (`satpage cluster chaos --failure-schedule FILE`, docs/faults.md).
+
+The engine applies a ``pager.FailureSchedule`` to a replay (``pager.FaultModel``);
+this module makes the real cluster live through the same schedule, so that the pages
+it loses can be set beside the engine's ``pages_lost`` for the same trace:
+
+- The sessions advance together in scenario time. Between two events (a failure, a
+  session's end) every session sends the accesses it has up to the event's time
+  (ReadPages through the gateway, which performs the handovers due); before a failure
+  each session's handovers due by then are performed (SessionStats), so every page is
+  where the engine has it at that instant.
+- A failure SIGKILLs the satellite's satnode and redis-server (its memory is gone) and
+  restarts both empty at once: no request is sent meanwhile, so in scenario time the
+  satellite is back before the next one (a repair after zero seconds; see
+  docs/faults.md for what that leaves out). With R > 1 it takes its state back from
+  its replicas before it serves; the run then waits ``settle_s`` for the primaries
+  whose replica it was to send it their copies again.
+- A page is **lost** when an access or the read-back at the session's end is answered
+  NOT_FOUND (its frame is gone). An access batch answered so is sent again access by
+  access, to find the page; a lost page is not asked for again (the engine counts each
+  (session, page) once). A session whose page table is gone (its serving satellite
+  died with R = 1) stops there: it counts in ``page_tables_lost``, and its pages lost
+  are the frames the dead satellite held for it (SessionStats just before the kill);
+  its pages on other satellites are unreachable but not lost, as in the engine.
+- At its end (``session_end_ns``, before a failure at the same instant, as the
+  engine's holding intervals end there) each session reads every page it has back,
+  then ends.
+
+What the cluster measured is all that is reported; nothing here computes a loss from
+the schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from satpage.cluster.local import ClusterState
+
+__all__ = ["FailureReplay", "replay_with_failures", "run_schedule_replay"]
+
+log = logging.getLogger(__name__)
+
+RPC_TIMEOUT_S = 120.0
+#: sessions advanced at once (each session's requests are sequential)
+CONCURRENCY = 4
+_TABLE_GONE = "has no page table"
+
+
+@dataclass
+class _Session:
+    """One session's replay state."""
+
+    index: int
+    sid: str
+    start_ns: int
+    end_ns: int
+    visit_sat: np.ndarray
+    visit_start: np.ndarray
+    pages: np.ndarray  # accesses' pages (int64)
+    times: np.ndarray  # accesses' scenario times, clamped to their visit's start
+    md: tuple = ()
+    registered: bool = False
+    ended: bool = False
+    table_lost: bool = False
+    cursor: int = 0
+    seen: set = field(default_factory=set)  # pages answered at least once
+    lost: set = field(default_factory=set)
+    lost_with_table: int = 0  # frames the satellite that served it held when it was killed
+    #: per kill: (victim, frames the victim held for the session, it served the session)
+    at_kills: list = field(default_factory=list)
+    accesses_ok: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class FailureReplay:
+    """What the cluster lost, per session (arrays over the trace's sessions)."""
+
+    pages_lost: np.ndarray  # int64: pages found gone (reads), or held by the killer of the table
+    table_lost: np.ndarray  # int64: 1 when the session's page table was lost
+    frames_at_kills: np.ndarray  # int64: frames of the session the killed satellites held
+    accesses_ok: int
+    kills: list  # {"satellite", "fail_ns", "restart_s"}
+
+    @property
+    def sessions_hit(self) -> int:
+        return int(np.sum((self.pages_lost > 0) | (self.table_lost > 0)))
+
+    def summary(self) -> dict:
+        return {"sessions": int(self.pages_lost.size), "pages_lost": int(self.pages_lost.sum()),
+                "sessions_hit": self.sessions_hit, "page_tables_lost": int(self.table_lost.sum()),
+                "frames_at_killed_satellites": int(self.frames_at_kills.sum()),
+                "accesses_answered": self.accesses_ok}
+
+
+def _code(exc) -> str:
+    try:
+        return exc.code().name
+    except Exception:  # noqa: BLE001 - not a grpc.RpcError
+        return ""
+
+
+def _details(exc) -> str:
+    try:
+        return exc.details() or ""
+    except Exception:  # noqa: BLE001
+        return str(exc)
+
+
+class _Replayer:
+    def __init__(self, trace, strategy: int, session_end_ns, prefix: str):
+        self.trace, self.strategy = trace, strategy
+        self.sessions: list[_Session] = []
+        for s in range(trace.n_sessions):
+            v0, v1 = int(trace.visit_offsets[s]), int(trace.visit_offsets[s + 1])
+            if v1 == v0:
+                raise ValueError(f"session {s} of the trace has no visits")
+            a0, a1 = int(trace.access_offsets[v0]), int(trace.access_offsets[v1])
+            starts = np.asarray(trace.visit_start_ns[v0:v1], np.int64)
+            per = np.diff(np.asarray(trace.access_offsets[v0:v1 + 1], np.int64))
+            times = np.maximum(np.asarray(trace.access_time_ns[a0:a1], np.int64),
+                               np.repeat(starts, per))
+            self.sessions.append(_Session(
+                index=s, sid=f"{prefix}-{s}", start_ns=int(starts[0]),
+                end_ns=max(int(session_end_ns[s]), int(starts[-1])),
+                visit_sat=np.asarray(trace.visit_satellite[v0:v1], np.int64), visit_start=starts,
+                pages=np.asarray(trace.access_page[a0:a1], np.int64), times=times))
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def _register(self, stubs, s: _Session) -> None:
+        from satpage.cluster.channel import token_metadata
+        from satpage.rpc import satpage_pb2 as pb
+
+        visits = [pb.Visit(satellite=int(a), start_ns=int(b))
+                  for a, b in zip(s.visit_sat, s.visit_start, strict=True)]
+        reg = stubs[1].RegisterSession(pb.RegisterSessionRequest(
+            session_id=s.sid, visits=visits, strategy=self.strategy,
+            table_pages=int(self.trace.n_pages)), timeout=RPC_TIMEOUT_S)
+        s.md = token_metadata(reg.token)
+        s.registered = True
+
+    def _table_gone(self, s: _Session, exc) -> bool:
+        """exc says the session's page table is gone: the session stops, its pages lost
+        are what the satellite that served it held when it was killed."""
+        if _code(exc) != "NOT_FOUND" or _TABLE_GONE not in _details(exc):
+            return False
+        s.table_lost = True
+        served = [k for k in s.at_kills if k[2]]
+        if served:
+            s.lost_with_table = served[-1][1]
+        log.info("session %s lost its page table: %s", s.sid, _details(exc))
+        return True
+
+    def _read(self, stubs, s: _Session, pages: np.ndarray, times: np.ndarray) -> None:
+        """Read pages at times (one batch; access by access when one is gone)."""
+        import grpc
+
+        from satpage.rpc import satpage_pb2 as pb
+
+        keep = np.array([int(p) not in s.lost for p in pages], bool)
+        pages, times = pages[keep], times[keep]
+        if not pages.size or s.table_lost:
+            return
+        try:
+            for b in range(0, pages.size, 50_000):
+                e = min(pages.size, b + 50_000)
+                stubs[0].ReadPages(pb.ReadPagesRequest(
+                    session_id=s.sid, pages=pages[b:e].tolist(), scenario_time_ns=times[b:e].tolist(),
+                    omit_data=True), timeout=RPC_TIMEOUT_S, metadata=s.md)
+                s.seen.update(pages[b:e].tolist())
+                s.accesses_ok += e - b
+            return
+        except grpc.RpcError as exc:
+            if self._table_gone(s, exc):
+                return
+            if _code(exc) != "NOT_FOUND":
+                raise
+        # One access at a time: the ones answered NOT_FOUND name the pages lost.
+        for p, t in zip(pages.tolist(), times.tolist(), strict=True):
+            if p in s.lost:
+                continue
+            try:
+                stubs[0].ReadPages(pb.ReadPagesRequest(session_id=s.sid, pages=[p], scenario_time_ns=[t],
+                                                       omit_data=True), timeout=RPC_TIMEOUT_S, metadata=s.md)
+                s.seen.add(p)
+                s.accesses_ok += 1
+            except grpc.RpcError as exc:
+                if self._table_gone(s, exc):
+                    return
+                if _code(exc) != "NOT_FOUND":
+                    raise
+                s.lost.add(p)
+                log.info("session %s: page %d lost (%s)", s.sid, p, _details(exc))
+
+    def _advance(self, stubs, s: _Session, t_ns: int) -> None:
+        """Send s's accesses up to t_ns (inclusive), registering it first."""
+        if s.ended or s.table_lost or s.start_ns > t_ns:
+            return
+        if not s.registered:
+            self._register(stubs, s)
+        hi = int(np.searchsorted(s.times, t_ns, side="right"))
+        if hi > s.cursor:
+            self._read(stubs, s, s.pages[s.cursor:hi], s.times[s.cursor:hi])
+            s.cursor = hi
+
+    def _before_kill(self, stubs, s: _Session, t_ns: int, victim: int) -> None:
+        """Perform s's handovers due by t_ns and note what victim holds of it."""
+        import grpc
+
+        from satpage.rpc import satpage_pb2 as pb
+
+        if not s.registered or s.ended or s.table_lost:
+            return
+        try:
+            st = stubs[1].SessionStats(pb.SessionStatsRequest(session_id=s.sid, scenario_time_ns=t_ns),
+                                       timeout=RPC_TIMEOUT_S, metadata=s.md)
+        except grpc.RpcError as exc:
+            if self._table_gone(s, exc):
+                return
+            raise
+        held = [int(f) for v, f in zip(st.visits, st.frames_by_visit, strict=False)
+                if v.satellite == victim]
+        serving = st.visits[st.visit].satellite == victim if st.visits else False
+        s.at_kills.append((victim, held[0] if held else 0, serving))
+
+    def _end(self, stubs, s: _Session) -> None:
+        """Read back every page s has at its end, then end it."""
+        import grpc
+
+        from satpage.rpc import satpage_pb2 as pb
+
+        self._advance(stubs, s, s.end_ns)
+        if not s.registered or s.ended:
+            s.ended = True
+            return
+        if not s.table_lost:
+            back = np.array(sorted(p for p in s.seen if p not in s.lost), np.int64)
+            self._read(stubs, s, back, np.full(back.size, s.end_ns, np.int64))
+        s.ended = True
+        try:
+            stubs[0].EndSession(pb.EndSessionRequest(session_id=s.sid, scenario_time_ns=s.end_ns),
+                                timeout=RPC_TIMEOUT_S, metadata=s.md)
+        except grpc.RpcError as exc:  # a lost page or table: the frames left are swept anyway
+            log.info("EndSession %s: %s %s", s.sid, _code(exc), _details(exc))
+
+
+def replay_with_failures(trace, strategy, state: ClusterState, schedule, session_end_ns, *,
+                         settle_s: float | None = None, progress=None, cluster=None) -> FailureReplay:
+    """Replay trace with strategy (``"on-demand"`` or ``"proactive"``) through the local
+    cluster ``state`` (started with ``satpage.cluster.cluster_up``; it must run while
+    this runs, and it is left running), killing and restarting the satellites of the
+    ``pager.FailureSchedule`` at its failure times. ``session_end_ns`` (n_sessions,):
+    when each session ends (``satpage.workload.ChunkTrace.session_end_ns``).
+    ``settle_s``: wall seconds to wait after a restart (default 0 at R = 1, else 1: the
+    replicas' upkeep runs every second). ``cluster``: the ``chaos._Cluster`` that
+    kills and restarts (its process records follow the restarts); pass the same one to
+    every replay on one cluster (default: a new one over ``state``)."""
+    import uuid
+
+    import grpc
+
+    from satpage.cluster.channel import open_channel
+    from satpage.cluster.chaos import _Cluster
+    from satpage.cluster.driver import _strategy
+    from satpage.rpc import satpage_pb2_grpc as pbg
+
+    code = _strategy(strategy)
+    say = progress or (lambda msg: log.info("%s", msg))
+    if settle_s is None:
+        settle_s = 0.0 if state.replicas == 1 else 1.0
+    rp = _Replayer(trace, code, np.asarray(session_end_ns, np.int64), uuid.uuid4().hex[:10])
+    sat = np.asarray(schedule.satellite, np.int64)
+    if sat.size and sat.max() >= state.satellites:
+        raise ValueError(f"the failure schedule kills satellite {int(sat.max())}, but the cluster "
+                         f"has {state.satellites} ({state.constellation})")
+    # (time, 0 = a session ends / 1 = a satellite fails, session or satellite)
+    events = sorted([(s.end_ns, 0, s.index) for s in rp.sessions]
+                    + [(int(t), 1, int(v)) for t, v in zip(schedule.fail_ns, sat, strict=True)])
+    cl = cluster if cluster is not None else _Cluster(state)
+    state = cl.state
+    kills = []
+    tls = Path(state.tls_dir) if state.tls_dir else None
+    opts = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
+    with open_channel(state.gateway, tls, options=opts) as ch, \
+            ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        grpc.channel_ready_future(ch).result(timeout=30)
+        stubs = (pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch))
+
+        def each(fn, *args):
+            live = [s for s in rp.sessions if not s.ended]
+            list(pool.map(lambda s: fn(stubs, s, *args), live))
+
+        for t_ns, kind, arg in events:
+            if kind == 0:
+                s = rp.sessions[arg]
+                each(_Replayer._advance.__get__(rp), t_ns)
+                rp._end(stubs, s)
+                continue
+            each(_Replayer._advance.__get__(rp), t_ns)
+            each(_Replayer._before_kill.__get__(rp), t_ns, arg)
+            cl.kill(arg)
+            up_s = cl.restart(arg)
+            if settle_s:
+                time.sleep(settle_s)
+            kills.append({"satellite": arg, "fail_ns": t_ns, "restart_s": round(up_s, 2)})
+            say(f"killed satellite {arg} (satnode and redis-server) at scenario time "
+                f"{t_ns / 1e9:.1f} s; back and SERVING {up_s:.1f} s later")
+    n = len(rp.sessions)
+    lost = np.array([len(s.lost) + s.lost_with_table for s in rp.sessions], np.int64)
+    return FailureReplay(pages_lost=lost,
+                         table_lost=np.array([int(s.table_lost) for s in rp.sessions], np.int64),
+                         frames_at_kills=np.array([sum(k[1] for k in s.at_kills) for s in rp.sessions],
+                                                  np.int64).reshape(n),
+                         accesses_ok=sum(s.accesses_ok for s in rp.sessions), kills=kills)
+
+
+def run_schedule_replay(path: Path, *, replicas: int | None = None,
+                        strategies: list[str] | None = None, state_dir: Path | None = None,
+                        progress=None) -> dict:
+    """`satpage cluster chaos --failure-schedule FILE`: rebuild the sessions of the run
+    that wrote FILE (its ``config``), start a local cluster of its constellation with R
+    = ``replicas`` (default: the file's), replay each strategy's sessions through it
+    with the file's failures (``replay_with_failures``), and set what the cluster lost
+    beside the engine's ``pager.FaultModel`` for the same traces, schedule and R."""
+    import json
+    import tempfile
+
+    import pager
+    from satpage.cluster.chaos import _Cluster, _port_base_below_ephemeral
+    from satpage.cluster.driver import STRATEGIES
+    from satpage.cluster.local import cluster_down, cluster_up, satellites_in
+    from satpage.faults_io import read_failure_scenario, read_failure_schedule
+    from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
+    from satpage.version import code_version
+
+    path = Path(path)
+    schedule = read_failure_schedule(path)
+    sc = read_failure_scenario(path)
+    doc = json.loads(path.read_text())
+    spec = sc.constellation.spec
+    if not spec.startswith("walker"):
+        raise ValueError(f"{path}: the cluster runs Walker constellations; the schedule's is {spec!r}")
+    r = int(doc.get("replicas", 1)) if replicas is None else replicas
+    names = strategies or [n for n in ("on-demand", "proactive") if n in sc.strategies.compare] \
+        or ["on-demand", "proactive"]
+    bad = [n for n in names if n not in STRATEGIES]
+    if bad:
+        raise ValueError(f"--strategies {','.join(bad)}: the cluster implements on-demand and proactive")
+    say = progress or (lambda msg: log.info("%s", msg))
+    world = prepare(sc)
+    if not world.router.static:
+        raise ValueError(f"{path}: the scenario cuts ISLs above {sc.constellation.isl_latitude_cutoff_deg} "
+                         "deg; the failure replay runs on the time-invariant +Grid only")
+    if schedule.n_failures and int(np.max(schedule.satellite)) >= world.sats.n_sats:
+        raise ValueError(f"{path}: failure of satellite {int(np.max(schedule.satellite))}, but {spec} "
+                         f"has {world.sats.n_sats}")
+    own = state_dir is None
+    sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
+    t = satellites_in(spec)
+    say(f"starting {t} satellites with R = {r} in {sdir}")
+    state = cluster_up(spec, state_dir=sdir, port_base=_port_base_below_ephemeral(t), replicas=r)
+    cl = _Cluster(state)  # one for every replay: its records follow the restarts
+    cluster: dict[str, dict] = {}
+    engine: dict[str, dict] = {}
+    kills: dict[str, list] = {}
+    try:
+        for i in range(world.n_chunks):
+            ct = chunk_trace(world, i)
+            fm = pager.FaultModel(ct.trace, schedule, world.ring, r, ct.session_end_ns,
+                                  recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+            for name in names:
+                say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, {schedule.n_failures} failures")
+                got = replay_with_failures(ct.trace, name, state, schedule, ct.session_end_ns,
+                                           progress=say, cluster=cl)
+                o = fm.apply(replay_strategy(ct.trace, strategy_for(sc, name)).events)
+                c = cluster.setdefault(name, {})
+                for k, v in got.summary().items():
+                    c[k] = c.get(k, 0) + v
+                e = engine.setdefault(name, {"pages_lost": 0, "sessions_hit": 0, "page_tables_lost": 0})
+                e["pages_lost"] += int(o.pages_lost.sum())
+                e["sessions_hit"] += o.sessions_hit
+                e["page_tables_lost"] += int(o.table_lost.sum())
+                kills.setdefault(name, []).extend(got.kills)
+    finally:
+        cluster_down(sdir)  # the logs stay in sdir
+    return {
+        "failure_schedule": str(path), "scenario": sc.name, "seed": sc.seed, "version": code_version(),
+        "constellation": spec, "replicas": r, "failures": schedule.n_failures,
+        "restart": "at once (empty): a killed satellite is back before the next request",
+        "strategies": cluster, "engine": engine,
+        "equal": {n: all(cluster[n][k] == engine[n][k] for k in ("pages_lost", "sessions_hit",
+                                                               "page_tables_lost")) for n in names},
+        "engine_in_file": {n: doc.get("engine", {}).get(n) for n in names},
+        "replicas_in_file": doc.get("replicas"),
+        "kills": kills, "state_dir": str(sdir),
+    }
