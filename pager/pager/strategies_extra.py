@@ -116,10 +116,10 @@ class PushAhead:
 
     def __post_init__(self) -> None:
         if self.recent_visits < 1:
-            raise ValueError(f"push-ahead: recent_visits must be at least 1, "
+            raise ValueError(f"{self.name}: recent_visits must be at least 1, "
                              f"got {self.recent_visits}")
         if self.lead_ns < 0:
-            raise ValueError(f"push-ahead: lead_ns must not be negative, got {self.lead_ns}")
+            raise ValueError(f"{self.name}: lead_ns must not be negative, got {self.lead_ns}")
 
     def params(self) -> np.ndarray:
         return np.array([self.recent_visits], dtype=np.int64)

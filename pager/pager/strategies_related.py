@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from pager import _kernels as K
-from pager.strategies_extra import _recently_used
+from pager.strategies_extra import PushAhead
 from pager.strategy import EVENT_DTYPE, EventKind, NetworkUse, select_all, select_none
 from pager.trace import Trace
 
@@ -178,35 +178,22 @@ class Custody:
 
 
 @dataclass(frozen=True)
-class IdleLink:
+class IdleLink(PushAhead):
     """Push-ahead (pages used in the last ``recent_visits`` visits) whose pushes start
     ``lead_ns`` before the handover at the earliest and wait for their path's links
     to fall below ``threshold`` utilisation, going at the handover at the latest."""
 
-    recent_visits: int = 1
-    lead_ns: int = 10_000_000_000
     threshold: float = 0.5
     name: ClassVar[str] = "idle-link"
-    move_on_fault: ClassVar[bool] = True
-    create_on_ground: ClassVar[bool] = False
-    handover_kind: ClassVar[EventKind] = EventKind.PUSH
-    select: ClassVar[Any] = _recently_used
 
     def __post_init__(self) -> None:
-        if self.recent_visits < 1:
-            raise ValueError(f"idle-link: recent_visits must be at least 1, "
-                             f"got {self.recent_visits}")
-        if self.lead_ns < 0:
-            raise ValueError(f"idle-link: lead_ns must not be negative, got {self.lead_ns}")
+        super().__post_init__()
         if not 0.0 < self.threshold <= 1.0:
             raise ValueError(f"idle-link: threshold must be in (0, 1], got {self.threshold}")
 
     @property
     def network(self) -> NetworkUse:  # type: ignore[override]
         return NetworkUse(idle_threshold=self.threshold)
-
-    def params(self) -> np.ndarray:
-        return np.array([self.recent_visits], dtype=np.int64)
 
 
 def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
