@@ -305,6 +305,71 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
     return k
 
 
+@njit(cache=True)
+def _copy_ahead(to_pos, owner, uses, last_use, select, params, out, cnt, copied_from, record, ev, k,
+                s, v0, t):
+    """The live service's push with a lead, first half: at ``t`` the pages the rule
+    selects for the visit at ``to_pos`` are copied there (one PUSH movement each,
+    logged at ``t``) while their owner keeps them, so accesses until the handover
+    stay where they are. Returns the next free event index."""
+    n = select(owner, uses, last_use, to_pos, params, out)
+    moved = 0
+    hops = 0
+    for i in range(n):
+        p = out[i]
+        o = np.int64(owner[p])
+        if o < 0 or o == to_pos:  # never created, on the ground, or there already
+            continue
+        copied_from[p] = o
+        moved += 1
+        hops += to_pos - o
+        if record:
+            _put(ev, k, s, p, v0 + o, v0 + to_pos, t, KIND_PUSH)
+            k += 1
+    cnt[C_TRAIL_HOPS] += hops
+    cnt[C_PUSH_MOVES] += moved
+    return k
+
+
+@njit(cache=True)
+def _claim(pos, owner, uses, last_use, held, select, params, out, cnt, copied_from, dirty, record,
+           ev, k, s, v0, t):
+    """Second half, at the handover ``t``: the pages the rule selects now become the
+    new visit's. A copy still valid (taken from the page's owner now, not written
+    since) is claimed where it is: no movement. The others (written after their
+    copy, or first used after it) are moved: one PUSH movement each, logged at
+    ``t``. Every copy is forgotten. Returns the next free event index."""
+    n = select(owner, uses, last_use, pos, params, out)
+    moved = 0
+    hops = 0
+    ground = 0
+    for i in range(n):
+        p = out[i]
+        o = np.int64(owner[p])
+        if o == pos or o == NOWHERE:
+            continue
+        owner[p] = pos
+        held[pos] += 1
+        if o >= 0:
+            held[o] -= 1
+        if o >= 0 and copied_from[p] == o and not dirty[p]:
+            continue
+        moved += 1
+        if o >= 0:
+            hops += pos - o
+        else:
+            ground += 1
+        if record:
+            _put(ev, k, s, p, v0 + o if o >= 0 else o, v0 + pos, t, KIND_PUSH)
+            k += 1
+    copied_from[:] = NOWHERE
+    dirty[:] = False
+    cnt[C_TRAIL_HOPS] += hops
+    cnt[C_GROUND] += ground
+    cnt[C_PUSH_MOVES] += moved
+    return k
+
+
 @njit(cache=True, parallel=True)
 def paper_ondemand_kernel(key, first_session, n_sessions, n_visits, n_accesses, threshold, alias,
                           moves, hops, rows):
@@ -351,11 +416,15 @@ def paper_ondemand_kernel(key, first_session, n_sessions, n_visits, n_accesses, 
 def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_page,
                  access_time_ns, move_on_fault, create_on_ground, push, lead_ns, select, params,
                  counters, held_at_end, pages_at_visit_end, snapshot_offsets, snapshot_held,
-                 snapshots, event_offsets, log_creations, events, record):
+                 snapshots, event_offsets, log_creations, events, record, staged, access_write):
     """Replay a Trace session by session (prange). Counters and per-visit
     outputs always; the snapshot triangle when ``snapshots``; the event log into
-    ``events`` (EVENT_DTYPE) from ``event_offsets[s]`` when ``record``."""
+    ``events`` (EVENT_DTYPE) from ``event_offsets[s]`` when ``record``. With
+    ``staged`` (a push strategy with a lead) the push is the live service's staged
+    copy (``_copy_ahead``, ``_claim``); ``access_write`` flags the writes (empty:
+    every access writes)."""
     n_sessions = visit_offsets.size - 1
+    all_write = access_write.size == 0
     for s in prange(n_sessions):
         v0 = visit_offsets[s]
         nv = visit_offsets[s + 1] - v0
@@ -365,14 +434,35 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
         out = np.empty(n_pages, np.int32)
         held = np.zeros(max(nv, 1), np.int64)
         cnt = np.zeros(N_COUNTERS, np.int64)
+        # staged copies (``staged`` only): the owner each copy was taken from (NOWHERE:
+        # none), and whether the page changed at its owner after the copy
+        copied_from = np.full(n_pages if staged else 0, NOWHERE, np.int16)
+        dirty = np.zeros(n_pages if staged else 0, np.bool_)
         k = event_offsets[s] if record else 0
         for pos in range(nv):
             g = v0 + pos
-            if pos > 0:
+            lo, hi = access_offsets[g], access_offsets[g + 1]
+            if pos > 0 and staged:
+                k = _claim(pos, owner, uses, last_use, held, select, params, out, cnt, copied_from,
+                           dirty, record, events, k, s, v0, visit_start_ns[g])
+            elif pos > 0:
                 t = visit_start_ns[g] - lead_ns if push else visit_start_ns[g]
                 k = _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
                               record, events, k, s, v0, t)
-            k = _run_visit(access_page, access_time_ns, access_offsets[g], access_offsets[g + 1],
+            if staged and pos + 1 < nv:
+                # accesses before the copy, the copy, then the window up to the handover
+                tc = max(visit_start_ns[g + 1] - lead_ns, visit_start_ns[g])
+                mid = lo + np.searchsorted(access_time_ns[lo:hi], tc, side="left")
+                k = _run_visit(access_page, access_time_ns, lo, mid, pos, owner, uses, last_use, held,
+                               move_on_fault, create_on_ground, cnt, record, log_creations, events, k, s, v0)
+                k = _copy_ahead(pos + 1, owner, uses, last_use, select, params, out, cnt, copied_from,
+                                record, events, k, s, v0, tc)
+                for a in range(mid, hi):
+                    p = access_page[a]
+                    if copied_from[p] != NOWHERE and (all_write or access_write[a]):
+                        dirty[p] = True
+                lo = mid
+            k = _run_visit(access_page, access_time_ns, lo, hi,
                            pos, owner, uses, last_use, held, move_on_fault, create_on_ground,
                            cnt, record, log_creations, events, k, s, v0)
             pages_at_visit_end[g] = cnt[C_CREATED] + cnt[C_CREATED_GROUND]
@@ -393,6 +483,7 @@ def typed_trace_kernel():
     return njit(
         types.void(types.int64, i64, i64, i64, i32, i64, types.boolean, types.boolean,
                    types.boolean, types.int64, _SELECT_T, i64, types.int64[:, ::1], i32, i32,
-                   i64, i32, types.boolean, i64, types.boolean, _EVENT_T[::1], types.boolean),
+                   i64, i32, types.boolean, i64, types.boolean, _EVENT_T[::1], types.boolean,
+                   types.boolean, types.boolean[::1]),
         cache=True, parallel=True,
     )(trace_kernel)

@@ -130,12 +130,16 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
         snap_off = np.zeros(1, dtype=np.int64)
         snap = np.zeros(0, dtype=np.int32)
     push = strategy.handover_kind == K.KIND_PUSH
+    # the live service's staged push (copy ahead, claim at the handover): docs/live.md
+    staged = push and bool(getattr(strategy, "staged", False)) and strategy.lead_ns > 0
+    write = (np.ascontiguousarray(trace.access_write, dtype=np.bool_) if trace.access_write is not None
+             else np.zeros(0, dtype=np.bool_))
     kernel = K.typed_trace_kernel()
     args = (np.int64(trace.n_pages), vo, vstart, ao, page, atime, bool(strategy.move_on_fault),
             bool(strategy.create_on_ground), push, np.int64(strategy.lead_ns), select,
             params, counters, held_at_end, pages_end, snap_off, snap, bool(snapshots))
     no_events = np.zeros(0, dtype=EVENT_DTYPE)
-    kernel(*args, np.zeros(n + 1, np.int64), False, no_events, False)
+    kernel(*args, np.zeros(n + 1, np.int64), False, no_events, False, staged, write)
     log_ = None
     if events:
         c = counters
@@ -153,7 +157,7 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
                bool(strategy.move_on_fault), bool(strategy.create_on_ground), push,
                np.int64(strategy.lead_ns), select, params, counters2,
                np.zeros(v, np.int32), np.zeros(v, np.int32), snap_off,
-               np.zeros_like(snap), False, ev_off, bool(log_creations), log_, True)
+               np.zeros_like(snap), False, ev_off, bool(log_creations), log_, True, staged, write)
         if not np.array_equal(counters, counters2):
             raise AssertionError("event-logging pass disagrees with the counting pass")
     return Replay(

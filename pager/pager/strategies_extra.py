@@ -103,10 +103,20 @@ class GroundStore:
 @dataclass(frozen=True)
 class PushAhead:
     """Pages used in the last ``recent_visits`` visits pushed to the predicted next
-    server ``lead_ns`` before the handover; on-demand for the rest."""
+    server ``lead_ns`` before the handover; on-demand for the rest.
+
+    ``staged`` False (the default, the comparison's model): the pages move once, logged
+    ``lead_ns`` before the handover but chosen after every access of the ending visit,
+    so the counts do not depend on the lead. ``staged`` True (what the live service
+    does, docs/live.md): at ``visit start - lead_ns`` the pages selected so far are
+    copied to the next server (one PUSH movement each, their owner keeps them); at the
+    handover a copy not written since is claimed in place (no movement), and a page
+    written after its copy, or first used after it, moves then (one PUSH movement at
+    the handover). Writes come from ``Trace.access_write`` (none: every access writes)."""
 
     recent_visits: int = 1
     lead_ns: int = 10_000_000_000
+    staged: bool = False
     name: ClassVar[str] = "push-ahead"
     move_on_fault: ClassVar[bool] = True
     create_on_ground: ClassVar[bool] = False

@@ -15,6 +15,8 @@ Shape contract (n = sessions, v = visits in all, a = accesses in all):
 - ``access_offsets``   int64 (v + 1,)  accesses of visit k: ``access_offsets[k]:access_offsets[k+1]``
 - ``access_page``      int32 (a,)      page index in [0, n_pages) of each access
 - ``access_time_ns``   int64 (a,)      scenario time of each access, non-decreasing in a visit
+- ``access_write``     bool (a,) or None  whether each access writes the page (None: unknown,
+  taken as every access writing; only a staged push-ahead reads it, docs/live.md)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Trace:
     access_offsets: np.ndarray
     access_page: np.ndarray
     access_time_ns: np.ndarray
+    access_write: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.n_pages <= 0:
@@ -57,6 +60,8 @@ class Trace:
         for name in ("access_page", "access_time_ns"):
             if getattr(self, name).shape != (n_acc,):
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, want ({n_acc},)")
+        if self.access_write is not None and self.access_write.shape != (n_acc,):
+            raise ValueError(f"access_write has shape {self.access_write.shape}, want ({n_acc},)")
         if n_acc and (self.access_page.min() < 0 or self.access_page.max() >= self.n_pages):
             bad = self.access_page[(self.access_page < 0) | (self.access_page >= self.n_pages)][0]
             raise ValueError(f"access_page holds {bad}, outside [0, {self.n_pages})")

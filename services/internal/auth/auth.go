@@ -60,9 +60,14 @@ var rules = map[string]rule{
 	"/satpage.v1.SatelliteService/ReplicaState":    satellite,
 	"/satpage.v1.SatelliteService/RequestSync":     satellite,
 	"/satpage.v1.SatelliteService/SetFaults":       peerOrGateway,
-	"/grpc.health.v1.Health/Check":                 public,
-	"/grpc.health.v1.Health/List":                  public,
-	"/grpc.health.v1.Health/Watch":                 public,
+	// Live push-ahead with a lead (docs/live.md): the gateway starts the copy and
+	// the claim; the copy itself travels between satellites.
+	"/satpage.v1.SatelliteService/CopyAhead":  peerOrGateway,
+	"/satpage.v1.SatelliteService/StagePages": satellite,
+	"/satpage.v1.SatelliteService/ClaimPages": peerOrGateway,
+	"/grpc.health.v1.Health/Check":            public,
+	"/grpc.health.v1.Health/List":             public,
+	"/grpc.health.v1.Health/Watch":            public,
 }
 
 func ruleOf(method string) rule {
@@ -206,6 +211,12 @@ func (p *Policy) size(req any) error {
 		n, field = len(r.Pages), "pages"
 	case *satpagev1.AcceptTableRequest:
 		n, field = len(r.Entries), "entries"
+	case *satpagev1.CopyAheadRequest:
+		n, field = len(r.Pages), "pages"
+	case *satpagev1.StagePagesRequest:
+		n, field = len(r.Pages), "pages"
+	case *satpagev1.ClaimPagesRequest:
+		n, field = len(r.Pages), "pages"
 	}
 	if n > p.MaxPages {
 		return fmt.Errorf("%s: %d in one request exceed --max-pages-per-request %d: %w", field, n, p.MaxPages, errs.ErrInvalid)

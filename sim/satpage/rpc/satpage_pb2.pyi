@@ -548,3 +548,63 @@ class SetFaultsRequest(_message.Message):
 class SetFaultsResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class CopyAheadRequest(_message.Message):
+    __slots__ = ("session_id", "to_satellite", "scenario_time_ns", "pages")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    to_satellite: int
+    scenario_time_ns: int
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_id: _Optional[str] = ..., to_satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CopyAheadResponse(_message.Message):
+    __slots__ = ("copied", "page_hops")
+    COPIED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_HOPS_FIELD_NUMBER: _ClassVar[int]
+    copied: _containers.RepeatedScalarFieldContainer[int]
+    page_hops: int
+    def __init__(self, copied: _Optional[_Iterable[int]] = ..., page_hops: _Optional[int] = ...) -> None: ...
+
+class StagePagesRequest(_message.Message):
+    __slots__ = ("route", "session_id", "pages")
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    route: Route
+    session_id: str
+    pages: _containers.RepeatedCompositeFieldContainer[Page]
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., pages: _Optional[_Iterable[_Union[Page, _Mapping]]] = ...) -> None: ...
+
+class StagePagesResponse(_message.Message):
+    __slots__ = ("staged", "hops")
+    STAGED_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    staged: int
+    hops: int
+    def __init__(self, staged: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
+
+class ClaimPagesRequest(_message.Message):
+    __slots__ = ("session_id", "from_satellite", "scenario_time_ns", "pages")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_SATELLITE_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    from_satellite: int
+    scenario_time_ns: int
+    pages: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session_id: _Optional[str] = ..., from_satellite: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ClaimPagesResponse(_message.Message):
+    __slots__ = ("claimed", "moved", "page_hops")
+    CLAIMED_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_HOPS_FIELD_NUMBER: _ClassVar[int]
+    claimed: int
+    moved: int
+    page_hops: int
+    def __init__(self, claimed: _Optional[int] = ..., moved: _Optional[int] = ..., page_hops: _Optional[int] = ...) -> None: ...

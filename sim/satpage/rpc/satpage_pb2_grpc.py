@@ -532,6 +532,21 @@ class SatelliteServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
                 _registered_method=True)
+        self.CopyAhead = channel.unary_unary(
+                '/satpage.v1.SatelliteService/CopyAhead',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
+                _registered_method=True)
+        self.StagePages = channel.unary_unary(
+                '/satpage.v1.SatelliteService/StagePages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
+                _registered_method=True)
+        self.ClaimPages = channel.unary_unary(
+                '/satpage.v1.SatelliteService/ClaimPages',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
+                _registered_method=True)
 
 
 class SatelliteServiceServicer:
@@ -642,6 +657,34 @@ class SatelliteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CopyAhead(self, request, context):
+        """Live push-ahead with a lead (docs/live.md), a staged copy in two steps.
+        Before the handover: this (the serving) satellite copies the pages it owns
+        among those asked to the predicted next serving satellite and keeps them
+        (ownership does not move, accesses stay hits here).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StagePages(self, request, context):
+        """Store copies sent ahead (by route.origin) as frames this satellite does not
+        own yet, relayed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClaimPages(self, request, context):
+        """At the handover, at the new serving satellite: take the copies staged here
+        of pages its table says from_satellite owns (not written since the copy:
+        the gateway decides) as its own, no second transfer; release them at
+        from_satellite.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SatelliteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -709,6 +752,21 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
                     servicer.SetFaults,
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.SerializeToString,
+            ),
+            'CopyAhead': grpc.unary_unary_rpc_method_handler(
+                    servicer.CopyAhead,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.SerializeToString,
+            ),
+            'StagePages': grpc.unary_unary_rpc_method_handler(
+                    servicer.StagePages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.SerializeToString,
+            ),
+            'ClaimPages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClaimPages,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1065,6 +1123,87 @@ class SatelliteService:
             '/satpage.v1.SatelliteService/SetFaults',
             satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CopyAhead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/CopyAhead',
+            satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StagePages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/StagePages',
+            satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClaimPages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/ClaimPages',
+            satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
             options,
             channel_credentials,
             insecure,

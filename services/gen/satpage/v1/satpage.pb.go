@@ -3292,6 +3292,373 @@ func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
 	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
 }
 
+type CopyAheadRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The predicted next serving satellite.
+	ToSatellite uint32 `protobuf:"varint,2,opt,name=to_satellite,json=toSatellite,proto3" json:"to_satellite,omitempty"`
+	// The copy's scenario time (its route's ISL snapshot).
+	ScenarioTimeNs int64 `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	// Pages to copy; those not owned here are skipped.
+	Pages         []uint32 `protobuf:"varint,4,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyAheadRequest) Reset() {
+	*x = CopyAheadRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyAheadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyAheadRequest) ProtoMessage() {}
+
+func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyAheadRequest.ProtoReflect.Descriptor instead.
+func (*CopyAheadRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CopyAheadRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CopyAheadRequest) GetToSatellite() uint32 {
+	if x != nil {
+		return x.ToSatellite
+	}
+	return 0
+}
+
+func (x *CopyAheadRequest) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+func (x *CopyAheadRequest) GetPages() []uint32 {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+type CopyAheadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pages copied (sorted) and the page-hops they travelled (sum over pages).
+	Copied        []uint32 `protobuf:"varint,1,rep,packed,name=copied,proto3" json:"copied,omitempty"`
+	PageHops      uint64   `protobuf:"varint,2,opt,name=page_hops,json=pageHops,proto3" json:"page_hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyAheadResponse) Reset() {
+	*x = CopyAheadResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyAheadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyAheadResponse) ProtoMessage() {}
+
+func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyAheadResponse.ProtoReflect.Descriptor instead.
+func (*CopyAheadResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CopyAheadResponse) GetCopied() []uint32 {
+	if x != nil {
+		return x.Copied
+	}
+	return nil
+}
+
+func (x *CopyAheadResponse) GetPageHops() uint64 {
+	if x != nil {
+		return x.PageHops
+	}
+	return 0
+}
+
+type StagePagesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Pages         []*Page                `protobuf:"bytes,3,rep,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagePagesRequest) Reset() {
+	*x = StagePagesRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagePagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagePagesRequest) ProtoMessage() {}
+
+func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagePagesRequest.ProtoReflect.Descriptor instead.
+func (*StagePagesRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *StagePagesRequest) GetRoute() *Route {
+	if x != nil {
+		return x.Route
+	}
+	return nil
+}
+
+func (x *StagePagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StagePagesRequest) GetPages() []*Page {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+type StagePagesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Staged        uint32                 `protobuf:"varint,1,opt,name=staged,proto3" json:"staged,omitempty"`
+	Hops          uint32                 `protobuf:"varint,2,opt,name=hops,proto3" json:"hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagePagesResponse) Reset() {
+	*x = StagePagesResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagePagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagePagesResponse) ProtoMessage() {}
+
+func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagePagesResponse.ProtoReflect.Descriptor instead.
+func (*StagePagesResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *StagePagesResponse) GetStaged() uint32 {
+	if x != nil {
+		return x.Staged
+	}
+	return 0
+}
+
+func (x *StagePagesResponse) GetHops() uint32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
+type ClaimPagesRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The satellite the copies came from (the previous serving one).
+	FromSatellite  uint32   `protobuf:"varint,2,opt,name=from_satellite,json=fromSatellite,proto3" json:"from_satellite,omitempty"`
+	ScenarioTimeNs int64    `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	Pages          []uint32 `protobuf:"varint,4,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ClaimPagesRequest) Reset() {
+	*x = ClaimPagesRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimPagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimPagesRequest) ProtoMessage() {}
+
+func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimPagesRequest.ProtoReflect.Descriptor instead.
+func (*ClaimPagesRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ClaimPagesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ClaimPagesRequest) GetFromSatellite() uint32 {
+	if x != nil {
+		return x.FromSatellite
+	}
+	return 0
+}
+
+func (x *ClaimPagesRequest) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+func (x *ClaimPagesRequest) GetPages() []uint32 {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+type ClaimPagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pages taken over in place (no transfer).
+	Claimed uint32 `protobuf:"varint,1,opt,name=claimed,proto3" json:"claimed,omitempty"`
+	// Pages whose copy was not here after all, moved instead, and their page-hops.
+	Moved         uint32 `protobuf:"varint,2,opt,name=moved,proto3" json:"moved,omitempty"`
+	PageHops      uint64 `protobuf:"varint,3,opt,name=page_hops,json=pageHops,proto3" json:"page_hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimPagesResponse) Reset() {
+	*x = ClaimPagesResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimPagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimPagesResponse) ProtoMessage() {}
+
+func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimPagesResponse.ProtoReflect.Descriptor instead.
+func (*ClaimPagesResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ClaimPagesResponse) GetClaimed() uint32 {
+	if x != nil {
+		return x.Claimed
+	}
+	return 0
+}
+
+func (x *ClaimPagesResponse) GetMoved() uint32 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *ClaimPagesResponse) GetPageHops() uint64 {
+	if x != nil {
+		return x.PageHops
+	}
+	return 0
+}
+
 var File_satpage_v1_satpage_proto protoreflect.FileDescriptor
 
 const file_satpage_v1_satpage_proto_rawDesc = "" +
@@ -3538,7 +3905,34 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x01b\x18\x02 \x01(\rR\x01b\"6\n" +
 	"\x10SetFaultsRequest\x12\"\n" +
 	"\x03cut\x18\x01 \x03(\v2\x10.satpage.v1.LinkR\x03cut\"\x13\n" +
-	"\x11SetFaultsResponse*]\n" +
+	"\x11SetFaultsResponse\"\x94\x01\n" +
+	"\x10CopyAheadRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12!\n" +
+	"\fto_satellite\x18\x02 \x01(\rR\vtoSatellite\x12(\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
+	"\x05pages\x18\x04 \x03(\rR\x05pages\"H\n" +
+	"\x11CopyAheadResponse\x12\x16\n" +
+	"\x06copied\x18\x01 \x03(\rR\x06copied\x12\x1b\n" +
+	"\tpage_hops\x18\x02 \x01(\x04R\bpageHops\"\x83\x01\n" +
+	"\x11StagePagesRequest\x12'\n" +
+	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12&\n" +
+	"\x05pages\x18\x03 \x03(\v2\x10.satpage.v1.PageR\x05pages\"@\n" +
+	"\x12StagePagesResponse\x12\x16\n" +
+	"\x06staged\x18\x01 \x01(\rR\x06staged\x12\x12\n" +
+	"\x04hops\x18\x02 \x01(\rR\x04hops\"\x99\x01\n" +
+	"\x11ClaimPagesRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12%\n" +
+	"\x0efrom_satellite\x18\x02 \x01(\rR\rfromSatellite\x12(\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
+	"\x05pages\x18\x04 \x03(\rR\x05pages\"a\n" +
+	"\x12ClaimPagesResponse\x12\x18\n" +
+	"\aclaimed\x18\x01 \x01(\rR\aclaimed\x12\x14\n" +
+	"\x05moved\x18\x02 \x01(\rR\x05moved\x12\x1b\n" +
+	"\tpage_hops\x18\x03 \x01(\x04R\bpageHops*]\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rOUTCOME_LOCAL\x10\x01\x12\x13\n" +
@@ -3559,7 +3953,8 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fRegisterSession\x12\".satpage.v1.RegisterSessionRequest\x1a#.satpage.v1.RegisterSessionResponse\x12Q\n" +
 	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse\x12Z\n" +
 	"\x0fOpenLiveSession\x12\".satpage.v1.OpenLiveSessionRequest\x1a#.satpage.v1.OpenLiveSessionResponse\x12<\n" +
-	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x9c\b\n" +
+	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x80\n" +
+	"\n" +
 	"\x10SatelliteService\x12N\n" +
 	"\vOpenSession\x12\x1e.satpage.v1.OpenSessionRequest\x1a\x1f.satpage.v1.OpenSessionResponse\x12K\n" +
 	"\n" +
@@ -3574,7 +3969,12 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fInstallSnapshot\x12\".satpage.v1.InstallSnapshotRequest\x1a#.satpage.v1.InstallSnapshotResponse\x12Q\n" +
 	"\fReplicaState\x12\x1f.satpage.v1.ReplicaStateRequest\x1a .satpage.v1.ReplicaStateResponse\x12N\n" +
 	"\vRequestSync\x12\x1e.satpage.v1.RequestSyncRequest\x1a\x1f.satpage.v1.RequestSyncResponse\x12H\n" +
-	"\tSetFaults\x12\x1c.satpage.v1.SetFaultsRequest\x1a\x1d.satpage.v1.SetFaultsResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
+	"\tSetFaults\x12\x1c.satpage.v1.SetFaultsRequest\x1a\x1d.satpage.v1.SetFaultsResponse\x12H\n" +
+	"\tCopyAhead\x12\x1c.satpage.v1.CopyAheadRequest\x1a\x1d.satpage.v1.CopyAheadResponse\x12K\n" +
+	"\n" +
+	"StagePages\x12\x1d.satpage.v1.StagePagesRequest\x1a\x1e.satpage.v1.StagePagesResponse\x12K\n" +
+	"\n" +
+	"ClaimPages\x12\x1d.satpage.v1.ClaimPagesRequest\x1a\x1e.satpage.v1.ClaimPagesResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
 
 var (
 	file_satpage_v1_satpage_proto_rawDescOnce sync.Once
@@ -3589,7 +3989,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -3644,6 +4044,12 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*Link)(nil),                    // 50: satpage.v1.Link
 	(*SetFaultsRequest)(nil),        // 51: satpage.v1.SetFaultsRequest
 	(*SetFaultsResponse)(nil),       // 52: satpage.v1.SetFaultsResponse
+	(*CopyAheadRequest)(nil),        // 53: satpage.v1.CopyAheadRequest
+	(*CopyAheadResponse)(nil),       // 54: satpage.v1.CopyAheadResponse
+	(*StagePagesRequest)(nil),       // 55: satpage.v1.StagePagesRequest
+	(*StagePagesResponse)(nil),      // 56: satpage.v1.StagePagesResponse
+	(*ClaimPagesRequest)(nil),       // 57: satpage.v1.ClaimPagesRequest
+	(*ClaimPagesResponse)(nil),      // 58: satpage.v1.ClaimPagesResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -3673,53 +4079,61 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	40, // 24: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
 	43, // 25: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
 	50, // 26: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	4,  // 27: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 28: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 29: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 30: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 31: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	15, // 32: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	17, // 33: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	19, // 34: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	21, // 35: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	24, // 36: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	26, // 37: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	28, // 38: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	31, // 39: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	33, // 40: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	35, // 41: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	37, // 42: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	41, // 43: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	44, // 44: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	46, // 45: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	48, // 46: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	51, // 47: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	5,  // 48: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 49: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 50: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 51: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	14, // 52: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	16, // 53: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	18, // 54: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	20, // 55: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	22, // 56: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	25, // 57: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	27, // 58: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	29, // 59: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	32, // 60: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	34, // 61: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	36, // 62: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	38, // 63: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	42, // 64: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	45, // 65: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	47, // 66: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	49, // 67: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	52, // 68: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	48, // [48:69] is the sub-list for method output_type
-	27, // [27:48] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	3,  // 27: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	23, // 28: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 29: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 30: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 31: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 32: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 33: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	15, // 34: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	17, // 35: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	19, // 36: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	21, // 37: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	24, // 38: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	26, // 39: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	28, // 40: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	31, // 41: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	33, // 42: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	35, // 43: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	37, // 44: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	41, // 45: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	44, // 46: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	46, // 47: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	48, // 48: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	51, // 49: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	53, // 50: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	55, // 51: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	57, // 52: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	5,  // 53: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 54: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 55: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 56: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	14, // 57: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	16, // 58: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	18, // 59: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	20, // 60: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	22, // 61: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	25, // 62: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	27, // 63: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	29, // 64: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	32, // 65: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	34, // 66: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	36, // 67: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	38, // 68: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	42, // 69: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	45, // 70: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	47, // 71: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	49, // 72: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	52, // 73: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	54, // 74: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	56, // 75: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	58, // 76: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	53, // [53:77] is the sub-list for method output_type
+	29, // [29:53] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -3734,7 +4148,7 @@ func file_satpage_v1_satpage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   50,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

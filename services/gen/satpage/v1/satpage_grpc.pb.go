@@ -521,6 +521,9 @@ const (
 	SatelliteService_ReplicaState_FullMethodName    = "/satpage.v1.SatelliteService/ReplicaState"
 	SatelliteService_RequestSync_FullMethodName     = "/satpage.v1.SatelliteService/RequestSync"
 	SatelliteService_SetFaults_FullMethodName       = "/satpage.v1.SatelliteService/SetFaults"
+	SatelliteService_CopyAhead_FullMethodName       = "/satpage.v1.SatelliteService/CopyAhead"
+	SatelliteService_StagePages_FullMethodName      = "/satpage.v1.SatelliteService/StagePages"
+	SatelliteService_ClaimPages_FullMethodName      = "/satpage.v1.SatelliteService/ClaimPages"
 )
 
 // SatelliteServiceClient is the client API for SatelliteService service.
@@ -568,6 +571,19 @@ type SatelliteServiceClient interface {
 	RequestSync(ctx context.Context, in *RequestSyncRequest, opts ...grpc.CallOption) (*RequestSyncResponse, error)
 	// Set the ISLs that are cut (the link layer's report; `satpage cluster chaos`).
 	SetFaults(ctx context.Context, in *SetFaultsRequest, opts ...grpc.CallOption) (*SetFaultsResponse, error)
+	// Live push-ahead with a lead (docs/live.md), a staged copy in two steps.
+	// Before the handover: this (the serving) satellite copies the pages it owns
+	// among those asked to the predicted next serving satellite and keeps them
+	// (ownership does not move, accesses stay hits here).
+	CopyAhead(ctx context.Context, in *CopyAheadRequest, opts ...grpc.CallOption) (*CopyAheadResponse, error)
+	// Store copies sent ahead (by route.origin) as frames this satellite does not
+	// own yet, relayed.
+	StagePages(ctx context.Context, in *StagePagesRequest, opts ...grpc.CallOption) (*StagePagesResponse, error)
+	// At the handover, at the new serving satellite: take the copies staged here
+	// of pages its table says from_satellite owns (not written since the copy:
+	// the gateway decides) as its own, no second transfer; release them at
+	// from_satellite.
+	ClaimPages(ctx context.Context, in *ClaimPagesRequest, opts ...grpc.CallOption) (*ClaimPagesResponse, error)
 }
 
 type satelliteServiceClient struct {
@@ -708,6 +724,36 @@ func (c *satelliteServiceClient) SetFaults(ctx context.Context, in *SetFaultsReq
 	return out, nil
 }
 
+func (c *satelliteServiceClient) CopyAhead(ctx context.Context, in *CopyAheadRequest, opts ...grpc.CallOption) (*CopyAheadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyAheadResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_CopyAhead_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) StagePages(ctx context.Context, in *StagePagesRequest, opts ...grpc.CallOption) (*StagePagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StagePagesResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_StagePages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) ClaimPages(ctx context.Context, in *ClaimPagesRequest, opts ...grpc.CallOption) (*ClaimPagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimPagesResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_ClaimPages_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SatelliteServiceServer is the server API for SatelliteService service.
 // All implementations must embed UnimplementedSatelliteServiceServer
 // for forward compatibility.
@@ -753,6 +799,19 @@ type SatelliteServiceServer interface {
 	RequestSync(context.Context, *RequestSyncRequest) (*RequestSyncResponse, error)
 	// Set the ISLs that are cut (the link layer's report; `satpage cluster chaos`).
 	SetFaults(context.Context, *SetFaultsRequest) (*SetFaultsResponse, error)
+	// Live push-ahead with a lead (docs/live.md), a staged copy in two steps.
+	// Before the handover: this (the serving) satellite copies the pages it owns
+	// among those asked to the predicted next serving satellite and keeps them
+	// (ownership does not move, accesses stay hits here).
+	CopyAhead(context.Context, *CopyAheadRequest) (*CopyAheadResponse, error)
+	// Store copies sent ahead (by route.origin) as frames this satellite does not
+	// own yet, relayed.
+	StagePages(context.Context, *StagePagesRequest) (*StagePagesResponse, error)
+	// At the handover, at the new serving satellite: take the copies staged here
+	// of pages its table says from_satellite owns (not written since the copy:
+	// the gateway decides) as its own, no second transfer; release them at
+	// from_satellite.
+	ClaimPages(context.Context, *ClaimPagesRequest) (*ClaimPagesResponse, error)
 	mustEmbedUnimplementedSatelliteServiceServer()
 }
 
@@ -801,6 +860,15 @@ func (UnimplementedSatelliteServiceServer) RequestSync(context.Context, *Request
 }
 func (UnimplementedSatelliteServiceServer) SetFaults(context.Context, *SetFaultsRequest) (*SetFaultsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetFaults not implemented")
+}
+func (UnimplementedSatelliteServiceServer) CopyAhead(context.Context, *CopyAheadRequest) (*CopyAheadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyAhead not implemented")
+}
+func (UnimplementedSatelliteServiceServer) StagePages(context.Context, *StagePagesRequest) (*StagePagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StagePages not implemented")
+}
+func (UnimplementedSatelliteServiceServer) ClaimPages(context.Context, *ClaimPagesRequest) (*ClaimPagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimPages not implemented")
 }
 func (UnimplementedSatelliteServiceServer) mustEmbedUnimplementedSatelliteServiceServer() {}
 func (UnimplementedSatelliteServiceServer) testEmbeddedByValue()                          {}
@@ -1057,6 +1125,60 @@ func _SatelliteService_SetFaults_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SatelliteService_CopyAhead_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyAheadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).CopyAhead(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_CopyAhead_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).CopyAhead(ctx, req.(*CopyAheadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_StagePages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StagePagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).StagePages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_StagePages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).StagePages(ctx, req.(*StagePagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_ClaimPages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimPagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).ClaimPages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_ClaimPages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).ClaimPages(ctx, req.(*ClaimPagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SatelliteService_ServiceDesc is the grpc.ServiceDesc for SatelliteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1115,6 +1237,18 @@ var SatelliteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetFaults",
 			Handler:    _SatelliteService_SetFaults_Handler,
+		},
+		{
+			MethodName: "CopyAhead",
+			Handler:    _SatelliteService_CopyAhead_Handler,
+		},
+		{
+			MethodName: "StagePages",
+			Handler:    _SatelliteService_StagePages_Handler,
+		},
+		{
+			MethodName: "ClaimPages",
+			Handler:    _SatelliteService_ClaimPages_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
