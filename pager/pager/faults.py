@@ -13,7 +13,8 @@ Go service (services/internal/replica/placement.go):
   slot is skipped, a dead owner's role goes to the first live one behind it);
   R - 1 copies go to the replicas, each over the in-plane ring distance
   min(j, S - j) hops;
-- every write of the page while it stays there goes to each replica as well;
+- every write of the page while it stays there goes to each replica as well (a
+  write that creates the page travels in the creation's copy, as in the service);
 - a failure wipes the satellite's memory; a holder that fails is replaced after
   ``recovery_ns`` (detection + copy) by the next live satellite behind the
   farthest holder, copied from the nearest surviving holder (re-replication);
@@ -556,9 +557,14 @@ class FaultModel:
             wo = _group_order(grp, self.n_groups, np.flatnonzero(writes).astype(np.int64))
             self.wgrp = grp[wo]
             self.wtime = np.asarray(trace.access_time_ns, np.int64)[wo]
+            # pages whose first access (the one that creates them) is a write: that
+            # write travels in the creation's copy (sorted group ids)
+            ug, first = np.unique(grp, return_index=True)
+            self.created_by_write = ug[writes[first]]
         else:
             self.wgrp = np.zeros(0, np.int64)
             self.wtime = np.zeros(0, np.int64)
+            self.created_by_write = np.zeros(0, np.int64)
         # the page table: held by each visit's satellite from its start to the next
         # visit's start (the last: to the session end); the same for every strategy
         t0 = np.asarray(trace.visit_start_ns, np.int64)
@@ -659,13 +665,27 @@ class FaultModel:
         isat, ivisit, it0, it1, igrp = (a[:m] for a in (isat, ivisit, it0, it1, igrp))
         wlo = np.zeros(m, np.int64)
         whi = np.zeros(m, np.int64)
-        if self.wgrp.size and m:
-            _write_ranges(igrp, it0, self.wgrp, self.wtime, wlo, whi)
+        wgrp, wtime = self.wgrp, self.wtime
+        if self.created_by_write.size and m:
+            # A write that creates its page is stored (and copied) with the creation, as
+            # the service does (one AdoptFrames carrying the written frame): it is no
+            # second copy. The group's first write is that access when its first
+            # ownership event is a creation.
+            g_sorted = grp[order]
+            first_ev = order[np.r_[True, g_sorted[1:] != g_sorted[:-1]]]
+            g_first = grp[first_ev]
+            by_create = g_first[ev["kind"][first_ev] == K.KIND_CREATE]
+            drop_g = by_create[np.isin(by_create, self.created_by_write, assume_unique=True)]
+            keep = np.ones(wgrp.size, bool)
+            keep[np.searchsorted(wgrp, drop_g)] = False
+            wgrp, wtime = wgrp[keep], wtime[keep]
+        if wgrp.size and m:
+            _write_ranges(igrp, it0, wgrp, wtime, wlo, whi)
         iextra = np.full(m, -1, np.int64)
         if next_server_holds and m:
             last = ivisit == self.vo[1:][self.vsess[ivisit]] - 1
             iextra = np.where(last, -1, self.vsat[np.where(last, 0, ivisit + 1)])
-        out = self._run(isat, iextra, it0, it1, wlo, whi, self.wtime)
+        out = self._run(isat, iextra, it0, it1, wlo, whi, wtime)
         isess = igrp // n_pages  # non-decreasing: intervals are by (session, page)
         lost_grp = np.unique(igrp[out[:, 0] > 0])
         pages_lost = np.bincount(lost_grp // n_pages, minlength=n).astype(np.int64)

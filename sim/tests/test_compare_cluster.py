@@ -56,14 +56,16 @@ def test_with_a_latitude_cutoff_the_cluster_routes_on_the_engines_snapshots():
 
 
 def test_with_two_replicas_the_relays_count_the_engines_replication_traffic():
-    """R = 2 on a 30-satellite cluster: the copies the satnodes send to their replicas,
-    their page-hops (counted hop by hop by the relays) and byte-hops equal the engine's
-    pricing of the same replay (pager.FaultModel, docs/faults.md), to the page."""
+    """R = 2 on a 30-satellite cluster, a quarter of the accesses writes: the copies the
+    satnodes send to their replicas, their page-hops (counted hop by hop by the relays)
+    and byte-hops equal the engine's pricing of the same replay (pager.FaultModel,
+    docs/faults.md), to the page."""
     _need_cluster()
     exe = str(Path(sys.executable).with_name("satpage"))
     r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--set",
                         "constellation.spec=walker-star:30/2/1:500:87", "--set", "workload.pages=200",
                         "--set", "workload.accesses_per_visit=80", "--set", "faults.replicas=2",
+                        "--set", "faults.write_share=0.25",
                         "--backend", "cluster", "--json"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout)
@@ -73,6 +75,9 @@ def test_with_two_replicas_the_relays_count_the_engines_replication_traffic():
         for key in ("page_moves", "page_hops", "replication_copies", "replication_page_hops",
                     "replication_bytes"):
             assert counts[key] == eng[key], (name, key, counts[key], eng[key])
-        # every page stored at a new owner (created or moved) is copied once, one hop behind
-        assert counts["replication_copies"] == counts["pages_created"] + counts["page_moves"] > 0
+        # every page stored at a new owner (created or moved) is copied once, one hop
+        # behind, and so is every write but those that create their page
+        stores = counts["pages_created"] + counts["page_moves"]
+        assert stores < counts["replication_copies"] < stores + counts["accesses"] // 4 + 1
+        assert counts["replication_page_hops"] == counts["replication_copies"]
         assert counts["replica_snapshots"] == 0  # nobody restarted: no whole copies

@@ -128,12 +128,16 @@ def plain_outcome(trace, events, fails, ring, r, recovery, session_end, writes,
             pages.setdefault((int(e["session"]), int(e["page"])), []).append(
                 (int(e["time_ns"]), int(vsat[e["to_visit"]]), int(e["to_visit"])))
     wt: dict[tuple[int, int], list[int]] = {}
+    first_write: dict[tuple[int, int], bool] = {}  # the page's first access is a write
     for s in range(n):
         for v in range(vo[s], vo[s + 1]):
             for a in range(trace.access_offsets[v], trace.access_offsets[v + 1]):
+                key = (s, int(trace.access_page[a]))
+                first_write.setdefault(key, bool(writes[a]))
                 if writes[a]:
-                    wt.setdefault((s, int(trace.access_page[a])), []).append(
-                        int(trace.access_time_ns[a]))
+                    wt.setdefault(key, []).append(int(trace.access_time_ns[a]))
+    created = {(int(e["session"]), int(e["page"])) for e in events
+               if EventKind(int(e["kind"])) == EventKind.CREATE}
 
     def extra_of_session(s):
         def f(v):
@@ -144,7 +148,10 @@ def plain_outcome(trace, events, fails, ring, r, recovery, session_end, writes,
 
     out = np.zeros((n, 5), np.int64)
     for (s, p), stores in pages.items():
-        res = plain_page(stores, int(session_end[s]), wt.get((s, p), []), fails, ring, r,
+        w = wt.get((s, p), [])
+        if (s, p) in created and first_write.get((s, p)):
+            w = w[1:]  # the creating write is stored with the creation: one copy
+        res = plain_page(stores, int(session_end[s]), w, fails, ring, r,
                          recovery, extra_of_session(s))
         out[s] += res
     return out

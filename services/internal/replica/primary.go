@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -519,7 +520,18 @@ func (p *Primary) DeleteTable(ctx context.Context, session string) error {
 func (p *Primary) PutFrames(ctx context.Context, session string, frames []store.Frame) error {
 	o := op(satpagev1.StoreOp_KIND_PUT_FRAMES, session)
 	o.Frames = framesTo(frames)
-	return p.mutate(ctx, func() error { return p.local.PutFrames(ctx, session, frames) }, o, len(frames))
+	return p.mutate(ctx, func() error { return p.local.PutFrames(ctx, session, frames) }, o, pricedPages(session, len(frames)))
+}
+
+// pricedPages is what a change of session's frames counts as replication
+// traffic: the node's own bookkeeping (sessions named from NUL, e.g. the
+// answers kept for exactly-once requests) is replicated but is no page
+// frame, and the simulation prices only page frames (docs/faults.md).
+func pricedPages(session string, n int) int {
+	if strings.HasPrefix(session, "\x00") {
+		return 0
+	}
+	return n
 }
 
 func (p *Primary) DeleteFrames(ctx context.Context, session string, pages []uint32) (int, error) {

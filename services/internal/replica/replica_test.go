@@ -199,6 +199,26 @@ func TestEveryReplicaHoldsWhatThePrimaryAcknowledged(t *testing.T) {
 	}
 }
 
+func TestBookkeepingIsReplicatedButNotCountedAsPageCopies(t *testing.T) {
+	s := newSky(t, 2)
+	ctx := context.Background()
+	if err := s.prims[3].PutFrames(ctx, "\x00requests:a", []store.Frame{{Page: 7, Data: []byte("answer")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.copyAt(t, 2, 3); len(got) != 1 || len(got[0].Frames) != 1 {
+		t.Errorf("copy at 2: got %+v, want the one bookkeeping frame", got)
+	}
+	if s.copies[3] != 0 || s.hops[3] != 0 {
+		t.Errorf("counted %d copies, %d page-hops; want 0, 0", s.copies[3], s.hops[3])
+	}
+	if err := s.prims[3].PutFrames(ctx, "a", []store.Frame{{Page: 7, Data: []byte("page")}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.copies[3] != 1 || s.hops[3] != 1 {
+		t.Errorf("counted %d copies, %d page-hops; want 1, 1", s.copies[3], s.hops[3])
+	}
+}
+
 func TestADeadReplicaIsReplacedByTheNextLiveOneBehind(t *testing.T) {
 	s := newSky(t, 2)
 	work(t, s.prims[3], "a", 3)

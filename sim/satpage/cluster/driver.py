@@ -77,8 +77,34 @@ def _strategy(strategy) -> int:
                          f"got {name!r}") from None
 
 
+def _send_accesses(page, session_id: str, pages: np.ndarray, times: np.ndarray,
+                   writes: np.ndarray | None, md) -> None:
+    """One visit's accesses in order: runs of reads as ReadPages batches, each write a
+    WritePage (its page's bytes: the session and access, so every write is new)."""
+    from satpage.rpc import satpage_pb2 as pb
+
+    n = pages.size
+    cuts = [0, n] if writes is None else sorted({0, n, *np.flatnonzero(writes).tolist(),
+                                                 *(np.flatnonzero(writes) + 1).tolist()})
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        if a >= b:
+            continue
+        if writes is not None and writes[a]:
+            page.WritePage(pb.WritePageRequest(session_id=session_id, page=int(pages[a]),
+                                               scenario_time_ns=int(times[a]),
+                                               data=f"{session_id}/{a}".encode()),
+                           timeout=RPC_TIMEOUT_S, metadata=md)
+            continue
+        for c in range(a, b, 50_000):
+            e = min(b, c + 50_000)
+            page.ReadPages(pb.ReadPagesRequest(
+                session_id=session_id, pages=pages[c:e].tolist(),
+                scenario_time_ns=times[c:e].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S,
+                metadata=md)
+
+
 def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
-                    rows_wanted: bool) -> SessionCounts:
+                    rows_wanted: bool, writes: np.ndarray | None = None) -> SessionCounts:
     from satpage.rpc import satpage_pb2 as pb
 
     page, control = stubs
@@ -105,12 +131,8 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
             if k + 1 < nv and a1 > a0 and t[-1] >= starts[k + 1]:
                 raise ValueError(f"session {s}: access at {int(t[-1])} ns falls after visit {k + 1} "
                                  f"starts at {int(starts[k + 1])} ns")
-            for b in range(a0, a1, 50_000):
-                e = min(a1, b + 50_000)
-                page.ReadPages(pb.ReadPagesRequest(
-                    session_id=session_id, pages=trace.access_page[b:e].tolist(),
-                    scenario_time_ns=t[b - a0:e - a0].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S,
-                    metadata=md)
+            _send_accesses(page, session_id, np.asarray(trace.access_page[a0:a1]), t,
+                           None if writes is None else writes[a0:a1], md)
             if rows_wanted or k == nv - 1:
                 st = control.SessionStats(pb.SessionStatsRequest(
                     session_id=session_id, scenario_time_ns=int(starts[k])), timeout=RPC_TIMEOUT_S,
@@ -134,11 +156,15 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
 
 def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
                     concurrency: int = DEFAULT_CONCURRENCY,
-                    tls_dir: Path | None = None) -> list[SessionCounts]:
+                    tls_dir: Path | None = None,
+                    writes: np.ndarray | None = None) -> list[SessionCounts]:
     """Replay every session of trace with strategy (``"on-demand"``, ``"proactive"``
     or a pager strategy with that ``name``) through the gateway at target, over
     mutual TLS with the material in tls_dir (default: ``tls_dir_for(target)``;
-    plain text when there is none)."""
+    plain text when there is none). ``writes`` bool (accesses,): the accesses sent
+    as WritePage (``pager.write_mask``); None: every access a read."""
+    if writes is not None and np.shape(writes) != (trace.n_accesses,):
+        raise ValueError(f"writes has shape {np.shape(writes)}, want ({trace.n_accesses},)")
     import grpc
 
     from satpage.rpc import satpage_pb2_grpc as pbg
@@ -157,7 +183,7 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
 
         def one(s: int) -> SessionCounts:
             try:
-                return _replay_session(stubs, trace, s, code, f"{prefix}-{s}-{code}", rows)
+                return _replay_session(stubs, trace, s, code, f"{prefix}-{s}-{code}", rows, writes)
             except grpc.RpcError as exc:
                 raise OSError(f"session {s} through {target}: {exc.code().name}: {exc.details()}") from None
 
@@ -242,12 +268,12 @@ def _free_port_base(constellation: str) -> int:
 
 
 def replay_trace(trace, strategy, *, target: str | None = None,
-                 tls_dir: Path | None = None) -> dict[str, int]:
+                 tls_dir: Path | None = None, writes: np.ndarray | None = None) -> dict[str, int]:
     """Replay trace with one strategy and return its totals as plain numbers
-    (the ``satpage compare --backend cluster`` interface); tls_dir as in
+    (the ``satpage compare --backend cluster`` interface); tls_dir and writes as in
     replay_sessions."""
     with resolve_target(target) as gw:
-        res = replay_sessions(trace, strategy, gw, rows=False, tls_dir=tls_dir)
+        res = replay_sessions(trace, strategy, gw, rows=False, tls_dir=tls_dir, writes=writes)
     out = {"sessions": len(res), "accesses": 0, "pages_created": 0, "ondemand_moves": 0,
            "ondemand_hops": 0, "handover_moves": 0, "handover_hops": 0, "pages_left_behind": 0,
            "pages_deleted": 0}

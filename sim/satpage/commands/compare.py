@@ -79,16 +79,15 @@ def _table(result: dict) -> Table:
 REPLICATION_KEYS = ("replication_copies", "replication_page_hops", "replication_bytes")
 
 
-def replication_priced(world, ct, rl, replicas: int) -> dict[str, int]:
+def replication_priced(world, ct, rl, replicas: int, writes) -> dict[str, int]:
     """The engine's replication traffic of one chunk's replay at R = replicas without
-    failures, as the cluster replay causes it: every access a read (the replay sends
-    ReadPages), so the copies are those of the pages stored at a new owner."""
+    failures, with the writes the cluster replay sends (``writes``: bool per access)."""
     import pager
 
     if replicas == 1:
         return dict.fromkeys(REPLICATION_KEYS, 0)
     fm = pager.FaultModel(ct.trace, pager.FailureSchedule.none(), world.ring, replicas,
-                          ct.session_end_ns)
+                          ct.session_end_ns, writes=writes)
     o = fm.apply(rl.events)
     hops = int(o.replica_hops.sum())
     return {"replication_copies": int(o.replica_copies.sum()), "replication_page_hops": hops,
@@ -103,6 +102,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
              f"{sc.constellation.spec!r} (use --backend engine)")
     import tempfile
 
+    import pager
     from satpage.cluster import driver
     from satpage.cluster.counters import read_replication
     from satpage.costs import CostAccumulator
@@ -140,9 +140,13 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
                                 total=world.n_chunks * len(names))
             for i in range(world.n_chunks):
                 ct = chunk_trace(world, i)
+                # with R > 1 the writes of faults.write_share go out as WritePage, so that
+                # the relays count their copies too (R = 1: reads, the same movements)
+                writes = (pager.write_mask(ct.trace, sc.faults.write_share)
+                          if replicas > 1 and sc.faults.write_share > 0 else None)
                 for name in names:
                     before = read_replication(local) if local is not None else None
-                    counts = driver.replay_trace(ct.trace, name, target=target)
+                    counts = driver.replay_trace(ct.trace, name, target=target, writes=writes)
                     acc = totals.setdefault(name, {})
                     if before is not None:
                         counts = {**counts, **(read_replication(local) - before).as_dict()}
@@ -151,7 +155,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
                             acc[k] = acc.get(k, 0) + v
                     rl = replay_strategy(ct.trace, strategy_for(sc, name))
                     engine[name].add(rl, ct, world.router, sc.step_ns, sc.network.per_hop_processing_ms)
-                    for k, v in replication_priced(world, ct, rl, replicas).items():
+                    for k, v in replication_priced(world, ct, rl, replicas, writes).items():
                         repl[name][k] += v
                     bar.advance(task)
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
