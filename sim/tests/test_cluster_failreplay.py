@@ -78,3 +78,16 @@ def test_with_two_replicas_the_same_kills_lose_nothing(schedule, tmp_path):
         # the kills did take the holders of pages (and of page tables): the replicas kept them
         assert got["frames_at_killed_satellites"] > 0, name
     assert r["equal"] == {"on-demand": True, "proactive": True}
+
+
+def test_a_bad_schedule_file_is_refused_naming_it(tmp_path):
+    """No cluster is started for a file that cannot be replayed (exit 2, `error:`)."""
+    missing = tmp_path / "nope.json"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": "satpage-failures/1", "failures": [
+        {"satellite": 1, "fail_ns": 5, "repair_ns": None}]}))
+    for path, why in [(missing, "nope.json"), (old, "no scenario config")]:
+        out = subprocess.run([SATPAGE, "cluster", "chaos", "--failure-schedule", str(path)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2, out.stderr
+        assert "error:" in out.stderr and why in " ".join(out.stderr.split())
