@@ -65,6 +65,10 @@ var rules = map[string]rule{
 	"/satpage.v1.SatelliteService/CopyAhead":  peerOrGateway,
 	"/satpage.v1.SatelliteService/StagePages": satellite,
 	"/satpage.v1.SatelliteService/ClaimPages": peerOrGateway,
+	// Failover: the gateway asks a replica to take a session over; the
+	// replica tells the other holders of the dead satellite's copy.
+	"/satpage.v1.SatelliteService/TakeOver":   peerOrGateway,
+	"/satpage.v1.SatelliteService/ForgetCopy": satellite,
 	"/grpc.health.v1.Health/Check":            public,
 	"/grpc.health.v1.Health/List":             public,
 	"/grpc.health.v1.Health/Watch":            public,

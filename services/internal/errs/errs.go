@@ -45,6 +45,9 @@ var (
 	// ErrNotSynced: this satellite holds no in-sync copy of another satellite's
 	// state (it restarted empty, or the primary moved on); the primary sends a snapshot.
 	ErrNotSynced = errors.New("replica not in sync")
+	// ErrNoFailover: a session cannot be taken over from its serving satellite
+	// (it is alive, or no live satellite holds a copy of its state: R = 1).
+	ErrNoFailover = errors.New("no failover")
 )
 
 // Code maps an error to its gRPC status code. Errors that already carry a
@@ -68,7 +71,8 @@ func Code(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.Is(err, ErrRelayLoop):
 		return codes.Aborted
-	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned), errors.Is(err, ErrNotSynced):
+	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned), errors.Is(err, ErrNotSynced),
+		errors.Is(err, ErrNoFailover):
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
 		return codes.Unavailable

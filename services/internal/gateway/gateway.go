@@ -57,6 +57,7 @@ type session struct {
 	ended    bool
 	used     time.Time    // last request (idle expiry)
 	live     *liveSession // nil for a replay session
+	left     []uint32     // satellites the session was taken over from (failover.go)
 }
 
 // Options are what New needs.
@@ -228,6 +229,9 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 			// moved the table, then died before answering) is done if the new one holds it.
 			h, err = g.handedOver(ctx, s.id, to, err)
 		}
+		if mayBeDead(err) && (g.takeOver(ctx, s, err) || g.handOverToStandIn(ctx, s, err)) {
+			continue // from the stand-in, or to it (failover.go)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("handover %d of session %q from satellite %d to %d: %w", s.cur+1, s.id, from, to, err)
 		}
@@ -254,12 +258,22 @@ func (g *Gateway) moveIfDue(ctx context.Context, s *session) error {
 	if !s.moveDue {
 		return nil
 	}
-	to, at := s.visits[s.cur].Satellite, s.visits[s.cur].StartNs
+	at := s.visits[s.cur].StartNs
+	// A request id per visit: a move retried (after a lost reply, or at the
+	// satellite that took the session over) moves each page once (node dedup.go).
+	req := &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at, RequestId: fmt.Sprintf("gateway/move/%d", s.cur)}
+	to := s.visits[s.cur].Satellite
 	c, err := g.peers.Satellite(to)
 	if err != nil {
 		return err
 	}
-	m, err := c.MovePages(ctx, &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at})
+	m, err := c.MovePages(ctx, req)
+	if mayBeDead(err) && g.takeOver(ctx, s, err) {
+		to = s.visits[s.cur].Satellite
+		if c, err = g.peers.Satellite(to); err == nil {
+			m, err = c.MovePages(ctx, req)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("proactive move of session %q to satellite %d (sent again by the next request): %w", s.id, to, err)
 	}
@@ -315,6 +329,24 @@ func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, s
 	return sat, c, err
 }
 
+// atServer runs call at the satellite serving s at tNs (s locked). When that
+// satellite is dead the session is taken over (failover.go) and call runs
+// again at the new server: with a request id it acts once.
+func (g *Gateway) atServer(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
+	_, c, err := g.serving(ctx, s, tNs)
+	if err != nil {
+		return err
+	}
+	err = call(c)
+	if !mayBeDead(err) || !g.takeOver(ctx, s, err) {
+		return err
+	}
+	if _, c, err = g.serving(ctx, s, tNs); err != nil {
+		return err
+	}
+	return call(c)
+}
+
 // ReadPage forwards one access to the serving satellite.
 func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
 	s, unlock, err := g.acquire(ctx, req.SessionId)
@@ -325,11 +357,11 @@ func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) 
 	if req.ScenarioTimeNs, err = g.liveTime(s, req.ScenarioTimeNs); err != nil {
 		return nil, err
 	}
-	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.ReadPage(ctx, req)
+	var r *satpagev1.ReadPageResponse
+	err = g.atServer(ctx, s, req.ScenarioTimeNs, func(c satpagev1.PageServiceClient) (err error) {
+		r, err = c.ReadPage(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -384,8 +416,15 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 		if req.RequestId != "" {
 			rid = fmt.Sprintf("%s#%d", req.RequestId, i)
 		}
-		r, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
-			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData, RequestId: rid})
+		part := &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
+			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData, RequestId: rid}
+		r, err := c.ReadPages(ctx, part)
+		if mayBeDead(err) && g.takeOver(ctx, s, err) {
+			sat = s.visits[s.cur].Satellite
+			if c, err = g.peers.Page(sat); err == nil {
+				r, err = c.ReadPages(ctx, part)
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
 		}
@@ -410,11 +449,11 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 	if req.ScenarioTimeNs, err = g.liveTime(s, req.ScenarioTimeNs); err != nil {
 		return nil, err
 	}
-	_, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
-	if err != nil {
-		return nil, err
-	}
-	r, err := c.WritePage(ctx, req)
+	var r *satpagev1.WritePageResponse
+	err = g.atServer(ctx, s, req.ScenarioTimeNs, func(c satpagev1.PageServiceClient) (err error) {
+		r, err = c.WritePage(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -441,14 +480,15 @@ func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionReque
 // end ends s at its serving satellite, sweeps the trail and forgets s (s locked).
 func (g *Gateway) end(ctx context.Context, s *session, tNs int64) (*satpagev1.EndSessionResponse, error) {
 	req := &satpagev1.EndSessionRequest{SessionId: s.id, ScenarioTimeNs: max(tNs, s.visits[s.cur].StartNs)}
-	sat, c, err := g.serving(ctx, s, req.ScenarioTimeNs)
+	var r *satpagev1.EndSessionResponse
+	err := g.atServer(ctx, s, req.ScenarioTimeNs, func(c satpagev1.PageServiceClient) (err error) {
+		r, err = c.EndSession(ctx, req)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.EndSession(ctx, req)
-	if err != nil {
-		return nil, err
-	}
+	sat := s.visits[s.cur].Satellite
 	// Sweep the trail: a release that failed mid-move left a stale copy at a past
 	// satellite that no page table names any more; drop it too.
 	swept := map[uint32]bool{sat: true}
@@ -468,6 +508,26 @@ func (g *Gateway) end(ctx context.Context, s *session, tNs int64) (*satpagev1.En
 			continue
 		}
 		r.PagesDeleted += d.FramesDeleted
+	}
+	// The satellites the session was taken over from: a table of it restored
+	// there before the takeover is stale, and goes with the frames.
+	for _, at := range s.left {
+		if at == sat {
+			continue // it serves the session again (a later visit), and ended it
+		}
+		pc, err := g.peers.Satellite(at)
+		if err != nil {
+			return nil, err
+		}
+		d, err := pc.DropSession(ctx, &satpagev1.DropSessionRequest{SessionId: req.SessionId, TakenOver: true,
+			Route: &satpagev1.Route{Origin: at, Destination: at, ScenarioTimeNs: req.ScenarioTimeNs}})
+		if err != nil {
+			g.log.WarnContext(ctx, "sweep of a satellite the session was taken over from failed", "session", req.SessionId, "satellite", at, "err", err)
+			continue
+		}
+		if !swept[at] {
+			r.PagesDeleted += d.FramesDeleted
+		}
 	}
 	s.ended = true
 	g.mu.Lock()

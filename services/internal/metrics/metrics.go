@@ -65,6 +65,9 @@ type Gateway struct {
 	RPCSeconds *prometheus.HistogramVec // by RPC
 	Handovers  prometheus.Counter
 	Sessions   prometheus.Gauge
+	// Takeovers: sessions moved off a dead serving satellite (failover), by
+	// what the gateway was doing (request, handover).
+	Takeovers *prometheus.CounterVec
 }
 
 // NewGateway registers the gateway metrics on a fresh registry.
@@ -81,8 +84,10 @@ func NewGateway() *Gateway {
 			Help: "Page-table handovers performed."}),
 		Sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "satpage_sessions",
 			Help: "Sessions registered."}),
+		Takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "satpage_takeovers_total",
+			Help: "Sessions taken over by a live satellite behind their dead serving satellite, or handed to a stand-in of a dead next one."}, []string{"kind"}),
 	}
-	r.MustRegister(m.Requests, m.RPCSeconds, m.Handovers, m.Sessions)
+	r.MustRegister(m.Requests, m.RPCSeconds, m.Handovers, m.Sessions, m.Takeovers)
 	return m
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -25,26 +26,42 @@ type Access struct {
 // Access reads page (write == nil) or writes it, moving it here first when it
 // is owned elsewhere and creating it when it never existed.
 func (n *Node) Access(ctx context.Context, session string, page uint32, tNs int64, write []byte) (Access, error) {
-	if write != nil && len(write) > n.pageBytes {
-		return Access{}, fmt.Errorf("page %d of %d bytes exceeds the page size %d: %w", page, len(write), n.pageBytes, errs.ErrInvalid)
-	}
-	out, err := n.accesses(ctx, session, []uint32{page}, []int64{tNs}, write)
+	out, err := n.access(ctx, session, page, tNs, write, nil)
 	if err != nil {
 		return Access{}, err
 	}
 	return out[0], nil
 }
 
+func (n *Node) access(ctx context.Context, session string, page uint32, tNs int64, write []byte, k *keep) ([]Access, error) {
+	if write != nil && len(write) > n.pageBytes {
+		return nil, fmt.Errorf("page %d of %d bytes exceeds the page size %d: %w", page, len(write), n.pageBytes, errs.ErrInvalid)
+	}
+	return n.accesses(ctx, session, []uint32{page}, []int64{tNs}, write, k)
+}
+
 // ReadPages reads pages in order, access i at scenario time tNs[i], with the
 // outcome of each as if they were read one by one (a page read twice is moved
 // once, then local). The faults of the batch go out together: one page-table
-// lookup, one FetchPages per (owner, scenario time) and one store write each,
-// so a batch of k faults costs a few round trips instead of 3k.
+// lookup, one FetchPages per (owner, scenario time) and one store write for
+// the whole batch, so a batch of k faults costs a few round trips instead of 3k.
 func (n *Node) ReadPages(ctx context.Context, session string, pages []uint32, tNs []int64) ([]Access, error) {
+	return n.readPages(ctx, session, pages, tNs, nil)
+}
+
+func (n *Node) readPages(ctx context.Context, session string, pages []uint32, tNs []int64, k *keep) ([]Access, error) {
 	if len(pages) != len(tNs) {
 		return nil, fmt.Errorf("%d pages but %d scenario times: %w", len(pages), len(tNs), errs.ErrInvalid)
 	}
-	return n.accesses(ctx, session, pages, tNs, nil)
+	return n.accesses(ctx, session, pages, tNs, nil, k)
+}
+
+// keep is how a request with an id keeps its answer: built from the accesses
+// and stored in the same store step as their change (dedup.go).
+type keep struct {
+	rid    string
+	reply  func([]Access) proto.Message
+	answer proto.Message // set by accesses
 }
 
 // faultKey groups the faults of a batch that travel together: same old owner,
@@ -54,8 +71,21 @@ type faultKey struct {
 	tNs   int64
 }
 
+// fetched is one chunk of pages fetched from their old owner, stored here
+// with the rest of the request and released there afterwards.
+type fetched struct {
+	owner uint32
+	tNs   int64
+	pages []uint32
+	hops  uint32
+	bytes int
+}
+
 // accesses runs a batch of reads, or a single write (write != nil, one page).
-func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs []int64, write []byte) ([]Access, error) {
+// Nothing is stored before every fault is fetched; then the created, moved and
+// written frames and the answer (k) go in one store step, and only then are
+// the old owners' copies released.
+func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs []int64, write []byte, k *keep) ([]Access, error) {
 	if err := checkSession(session); err != nil {
 		return nil, err
 	}
@@ -72,7 +102,8 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 	// batch find it here and copy the first one's data.
 	out := make([]Access, len(pages))
 	first := make(map[uint32]int, len(pages)) // page -> index of its first access
-	var created []store.Frame
+	var changed []store.Frame                 // frames stored here by this request
+	created := 0
 	var local []uint32
 	var localAt []int
 	faults := map[faultKey][]int{}
@@ -89,7 +120,8 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 			if data == nil {
 				data = []byte{}
 			}
-			created = append(created, store.Frame{Page: p, Data: data})
+			changed = append(changed, store.Frame{Page: p, Data: data})
+			created++
 			out[i] = Access{Data: data, Outcome: satpagev1.Outcome_OUTCOME_CREATED, PreviousOwner: n.self}
 		case owner == n.self:
 			local, localAt = append(local, p), append(localAt, i)
@@ -103,17 +135,9 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 			out[i] = Access{Outcome: satpagev1.Outcome_OUTCOME_MOVED, PreviousOwner: owner}
 		}
 	}
-	if len(created) > 0 {
-		if err := n.store.AdoptFrames(ctx, session, created, n.self); err != nil {
-			return nil, err
-		}
-		n.m.Accesses.WithLabelValues("created").Add(float64(len(created)))
-	}
 	if len(local) > 0 {
 		if write != nil {
-			if err := n.store.PutFrames(ctx, session, []store.Frame{{Page: local[0], Data: write}}); err != nil {
-				return nil, err
-			}
+			changed = append(changed, store.Frame{Page: local[0], Data: write})
 			out[localAt[0]].Data = write
 		} else {
 			f, err := n.store.GetFrames(ctx, session, local)
@@ -124,38 +148,58 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 				out[i].Data = f[j].Data
 			}
 		}
-		n.m.Accesses.WithLabelValues("local").Add(float64(len(local)))
 	}
-	for _, k := range faultOrder {
-		at := faults[k]
-		for chunk := range slices.Chunk(at, moveChunk) {
+	var moves []fetched
+	for _, fk := range faultOrder {
+		for chunk := range slices.Chunk(faults[fk], moveChunk) {
 			want := make([]uint32, len(chunk))
 			for j, i := range chunk {
 				want[j] = pages[i]
 			}
-			frames, hops, err := n.move(ctx, session, want, k.owner, k.tNs, "access")
+			frames, m, err := n.fetch(ctx, session, want, fk.owner, fk.tNs)
 			if err != nil {
 				return nil, err
 			}
 			for j, i := range chunk {
-				out[i].Data, out[i].Hops = frames[j].Data, hops
+				out[i].Data, out[i].Hops = frames[j].Data, m.hops
 			}
+			changed = append(changed, frames...)
 			if write != nil {
-				if err := n.store.PutFrames(ctx, session, []store.Frame{{Page: want[0], Data: write}}); err != nil {
-					return nil, err
-				}
+				// The moved page, then the value written, in one store step: the
+				// last frame of a page wins, and the replicas are sent (and price)
+				// a move and a write, as the engine counts them (docs/faults.md).
+				changed = append(changed, store.Frame{Page: want[0], Data: write})
 				out[chunk[0]].Data = write
 			}
-			n.m.Accesses.WithLabelValues("moved").Add(float64(len(chunk)))
-			h, took := n.m.FaultSeconds.WithLabelValues(strconv.Itoa(int(hops))), time.Since(start).Seconds()
-			for range chunk {
-				h.Observe(took)
-			}
+			moves = append(moves, m)
 		}
 	}
 	for i, p := range pages {
 		if j := first[p]; j != i {
 			out[i] = Access{Data: out[j].Data, Outcome: satpagev1.Outcome_OUTCOME_LOCAL, PreviousOwner: n.self}
+		}
+	}
+	rid, kind := "", byte(answerDone)
+	var answer proto.Message
+	if k != nil && k.rid != "" {
+		rid, answer = k.rid, k.reply(out)
+		k.answer = answer
+	}
+	if err := n.commit(ctx, session, changed, rid, kind, answer); err != nil {
+		return nil, err
+	}
+	if created > 0 {
+		n.m.Accesses.WithLabelValues("created").Add(float64(created))
+	}
+	if len(local) > 0 {
+		n.m.Accesses.WithLabelValues("local").Add(float64(len(local)))
+	}
+	for _, m := range moves {
+		n.moved(ctx, session, m, "access")
+		n.m.Accesses.WithLabelValues("moved").Add(float64(len(m.pages)))
+		h, took := n.m.FaultSeconds.WithLabelValues(strconv.Itoa(int(m.hops))), time.Since(start).Seconds()
+		for range m.pages {
+			h.Observe(took)
 		}
 	}
 	return out, nil
@@ -164,8 +208,24 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 // move brings pages owned by owner here: fetch (owner keeps them), store here,
 // point the table here, then release at the owner. The caller holds the session lock.
 func (n *Node) move(ctx context.Context, session string, pages []uint32, owner uint32, tNs int64, reason string) ([]store.Frame, uint32, error) {
+	frames, m, err := n.fetch(ctx, session, pages, owner, tNs)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Store at the new owner (frames and table entries in one atomic step) before
+	// the old owner deletes: never a lost page.
+	if err := n.store.AdoptFrames(ctx, session, frames, n.self); err != nil {
+		return nil, 0, err
+	}
+	n.moved(ctx, session, m, reason)
+	return frames, m.hops, nil
+}
+
+// fetch reads pages owned by owner (it keeps them until released), from a
+// replica when the owner is dead.
+func (n *Node) fetch(ctx context.Context, session string, pages []uint32, owner uint32, tNs int64) ([]store.Frame, fetched, error) {
 	if err := n.grid.Check(owner); err != nil {
-		return nil, 0, fmt.Errorf("page table of session %q names owner: %w", session, err)
+		return nil, fetched{}, fmt.Errorf("page table of session %q names owner: %w", session, err)
 	}
 	var resp *satpagev1.FetchPagesResponse
 	err := n.originate(ctx, owner, tNs, "FetchPages", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) (err error) {
@@ -178,38 +238,36 @@ func (n *Node) move(ctx context.Context, session string, pages []uint32, owner u
 		resp, err = n.fetchFromReplica(ctx, session, pages, owner, tNs)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("fetch %d page(s) of session %q from satellite %d: %w", len(pages), session, owner, err)
+		return nil, fetched{}, fmt.Errorf("fetch %d page(s) of session %q from satellite %d: %w", len(pages), session, owner, err)
 	}
 	if len(resp.Pages) != len(pages) {
-		return nil, 0, fmt.Errorf("satellite %d returned %d of %d pages: %w", owner, len(resp.Pages), len(pages), errs.ErrUnavailable)
+		return nil, fetched{}, fmt.Errorf("satellite %d returned %d of %d pages: %w", owner, len(resp.Pages), len(pages), errs.ErrUnavailable)
 	}
 	frames := make([]store.Frame, len(resp.Pages))
 	bytes := 0
 	for i, p := range resp.Pages {
 		if p.Page != pages[i] || len(p.Data) > n.pageBytes {
-			return nil, 0, fmt.Errorf("satellite %d returned page %d (%d bytes) for page %d: %w", owner, p.Page, len(p.Data), pages[i], errs.ErrUnavailable)
+			return nil, fetched{}, fmt.Errorf("satellite %d returned page %d (%d bytes) for page %d: %w", owner, p.Page, len(p.Data), pages[i], errs.ErrUnavailable)
 		}
 		frames[i] = store.Frame{Page: p.Page, Data: p.Data}
 		bytes += len(p.Data)
 	}
-	// Store at the new owner (frames and table entries in one atomic step) before
-	// the old owner deletes: never a lost page.
-	if err := n.store.AdoptFrames(ctx, session, frames, n.self); err != nil {
-		return nil, 0, err
-	}
+	return frames, fetched{owner: owner, tNs: tNs, pages: pages, hops: resp.Hops, bytes: bytes}, nil
+}
+
+// moved finishes a move stored here: the old owner's copy is released (on-demand
+// moves in batches, off the fault's path), and the move is counted.
+func (n *Node) moved(ctx context.Context, session string, m fetched, reason string) {
 	if reason == "access" {
-		// Releases of on-demand moves are batched per old owner and sent off
-		// the fault's path (see releases).
-		if n.releases.add(session, owner, pages, tNs) >= releaseBatch {
+		if n.releases.add(session, m.owner, m.pages, m.tNs) >= releaseBatch {
 			n.releaseInBackground(ctx, session)
 		}
 	} else {
-		n.release(ctx, session, owner, pages, tNs)
+		n.release(ctx, session, m.owner, m.pages, m.tNs)
 	}
-	n.m.PagesMoved.WithLabelValues(reason).Add(float64(len(pages)))
-	n.m.PageHops.WithLabelValues(reason).Add(float64(len(pages)) * float64(resp.Hops))
-	n.m.PageBytes.WithLabelValues("in").Add(float64(bytes))
-	return frames, resp.Hops, nil
+	n.m.PagesMoved.WithLabelValues(reason).Add(float64(len(m.pages)))
+	n.m.PageHops.WithLabelValues(reason).Add(float64(len(m.pages)) * float64(m.hops))
+	n.m.PageBytes.WithLabelValues("in").Add(float64(m.bytes))
 }
 
 // FetchHere serves FetchPages at the owner: the frames stay until ReleasePages.

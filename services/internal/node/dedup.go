@@ -1,14 +1,20 @@
 package node
 
-// Exactly-once page requests (docs/services.md): a ReadPage, ReadPages or
-// WritePage that carries a request_id is answered once; a retry with the same
-// id (after a timeout, a lost reply, a gateway crash) gets the first answer
-// back instead of acting again, so a movement is neither lost nor repeated and
-// an older write is not applied over a newer one. The answer is kept in the
-// serving satellite's store, under the session's lock right after the change
-// it reports, so it is replicated with the change (--replicas) and survives
-// the satellite's restart. Kept per session in dedupSlots slots (the last
-// request of each slot); dropped with the session.
+// Exactly-once page requests (docs/faults.md): a ReadPage, ReadPages,
+// WritePage or MovePages that carries a request_id is answered once; a retry
+// with the same id (after a timeout, a lost reply, a gateway crash, a
+// failover) gets the first answer back instead of acting again, so a movement
+// is neither lost nor repeated and an older write is not applied over a newer
+// one. The answer is stored in the same atomic store step as the change it
+// reports (store.PageStore.AdoptAnswered: one Redis script, one replicated
+// op), so a crash leaves both or neither. It is replicated with the change
+// (--replicas), survives the satellite's restart and moves with a takeover.
+// Kept per session in dedupSlots slots (the last request of each slot);
+// dropped with the session.
+//
+// A record is rid NUL kind body: kind 'd' a whole answer, 'p' the progress of
+// a MovePages cut off midway (the pages moved so far, each chunk stored with
+// its count), which a retry continues from.
 
 import (
 	"context"
@@ -60,27 +66,96 @@ func (n *Node) recall(ctx context.Context, session, rid string, out proto.Messag
 		return false, err
 	}
 	got, body, ok := strings.Cut(string(f[0].Data), "\x00")
-	if !ok || got != rid {
+	if !ok || got != rid || body == "" {
 		return false, nil // the slot holds another request's answer
 	}
-	if err := proto.Unmarshal([]byte(body), out); err != nil {
+	if body[0] != answerDone {
+		return false, nil // progress, read by recallProgress
+	}
+	if err := proto.Unmarshal([]byte(body[1:]), out); err != nil {
 		return false, fmt.Errorf("answer kept for request %q: %v: %w", rid, err, errs.ErrUnavailable)
 	}
 	n.m.Accesses.WithLabelValues("deduplicated").Inc()
 	return true, nil
 }
 
-// remember keeps the answer to request rid of session.
-func (n *Node) remember(ctx context.Context, session, rid string, answer proto.Message) error {
-	if rid == "" {
-		return nil
+// Kinds of kept records.
+const (
+	answerDone     = 'd'
+	answerProgress = 'p'
+)
+
+// recallProgress fills out with the progress kept for request rid (a MovePages
+// cut off midway) and reports whether there is one.
+func (n *Node) recallProgress(ctx context.Context, session, rid string, out proto.Message) (bool, error) {
+	f, err := n.store.GetFrames(ctx, dedupSession(session), []uint32{dedupSlot(rid)})
+	if errors.Is(err, errs.ErrNotFound) {
+		return false, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	got, body, ok := strings.Cut(string(f[0].Data), "\x00")
+	if !ok || got != rid || body == "" || body[0] != answerProgress {
+		return false, nil
+	}
+	if err := proto.Unmarshal([]byte(body[1:]), out); err != nil {
+		return false, fmt.Errorf("progress kept for request %q: %v: %w", rid, err, errs.ErrUnavailable)
+	}
+	return true, nil
+}
+
+// answerFrame is the record of rid's answer (or progress) in its slot.
+func answerFrame(rid string, kind byte, answer proto.Message) (store.Frame, error) {
 	body, err := proto.Marshal(answer)
+	if err != nil {
+		return store.Frame{}, err
+	}
+	data := make([]byte, 0, len(rid)+2+len(body))
+	data = append(append(append(append(data, rid...), 0), kind), body...)
+	return store.Frame{Page: dedupSlot(rid), Data: data}, nil
+}
+
+// commitChunkBytes bounds one store step of a request's frames (one replicated
+// message); a request whose frames fit keeps its answer in the same step.
+const commitChunkBytes = 8 << 20
+
+// commit stores frames (owned here from now on: created, moved or written)
+// and, with rid, the answer (kind answerDone or answerProgress) in the same
+// atomic step. Frames beyond commitChunkBytes go in earlier steps of their own
+// (the answer with the last): exactly-once is atomic for requests that fit.
+func (n *Node) commit(ctx context.Context, session string, frames []store.Frame, rid string, kind byte, answer proto.Message) error {
+	var chunks [][]store.Frame
+	for i := 0; i < len(frames); {
+		j, size := i, 0
+		for j < len(frames) && (j == i || size+len(frames[j].Data) <= commitChunkBytes) {
+			size += len(frames[j].Data)
+			j++
+		}
+		chunks = append(chunks, frames[i:j])
+		i = j
+	}
+	last := []store.Frame(nil)
+	if len(chunks) > 0 {
+		last = chunks[len(chunks)-1]
+		chunks = chunks[:len(chunks)-1]
+	}
+	for _, c := range chunks {
+		if err := n.store.AdoptFrames(ctx, session, c, n.self); err != nil {
+			return err
+		}
+	}
+	if rid == "" {
+		if len(last) == 0 {
+			return nil
+		}
+		return n.store.AdoptFrames(ctx, session, last, n.self)
+	}
+	a, err := answerFrame(rid, kind, answer)
 	if err != nil {
 		return err
 	}
-	data := append([]byte(rid+"\x00"), body...)
-	return n.store.PutFrames(ctx, dedupSession(session), []store.Frame{{Page: dedupSlot(rid), Data: data}})
+	return n.store.AdoptAnswered(ctx, session, last, n.self, dedupSession(session), a)
 }
 
 // forget drops the answers kept for session (it ended).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -52,15 +53,12 @@ func (s *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageReques
 	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
 		return nilIf(out, err), s.n.observe(ctx, "ReadPage", start, err)
 	}
-	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, nil)
+	k := &keep{rid: req.RequestId, reply: func(as []Access) proto.Message { return accessResponse(s.n, as[0], false) }}
+	as, err := s.n.access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, nil, k)
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReadPage", start, err)
 	}
-	out = accessResponse(s.n, a, false)
-	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
-		return nil, s.n.observe(ctx, "ReadPage", start, err)
-	}
-	return out, s.n.observe(ctx, "ReadPage", start, nil)
+	return accessResponse(s.n, as[0], false), s.n.observe(ctx, "ReadPage", start, nil)
 }
 
 // nilIf is resp, or nil with an error.
@@ -80,18 +78,18 @@ func (s *pageServer) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequ
 	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, kept); ok || err != nil {
 		return nilIf(kept, err), s.n.observe(ctx, "ReadPages", start, err)
 	}
-	as, err := s.n.ReadPages(ctx, req.SessionId, req.Pages, req.ScenarioTimeNs)
+	reply := func(as []Access) proto.Message {
+		out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, len(as))}
+		for i, a := range as {
+			out.Results[i] = accessResponse(s.n, a, req.OmitData)
+		}
+		return out
+	}
+	as, err := s.n.readPages(ctx, req.SessionId, req.Pages, req.ScenarioTimeNs, &keep{rid: req.RequestId, reply: reply})
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReadPages", start, err)
 	}
-	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, len(as))}
-	for i, a := range as {
-		out.Results[i] = accessResponse(s.n, a, req.OmitData)
-	}
-	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
-		return nil, s.n.observe(ctx, "ReadPages", start, err)
-	}
-	return out, s.n.observe(ctx, "ReadPages", start, nil)
+	return reply(as).(*satpagev1.ReadPagesResponse), s.n.observe(ctx, "ReadPages", start, nil)
 }
 
 // CheckBatch validates a ReadPages request (shared with the gateway).
@@ -121,15 +119,14 @@ func (s *pageServer) WritePage(ctx context.Context, req *satpagev1.WritePageRequ
 	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
 		return nilIf(out, err), s.n.observe(ctx, "WritePage", start, err)
 	}
-	a, err := s.n.Access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, data)
+	reply := func(as []Access) proto.Message {
+		return &satpagev1.WritePageResponse{Hops: as[0].Hops, Outcome: as[0].Outcome, Satellite: s.n.self}
+	}
+	as, err := s.n.access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, data, &keep{rid: req.RequestId, reply: reply})
 	if err != nil {
 		return nil, s.n.observe(ctx, "WritePage", start, err)
 	}
-	out = &satpagev1.WritePageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: s.n.self}
-	if err := s.n.remember(ctx, req.SessionId, req.RequestId, out); err != nil {
-		return nil, s.n.observe(ctx, "WritePage", start, err)
-	}
-	return out, s.n.observe(ctx, "WritePage", start, nil)
+	return reply(as).(*satpagev1.WritePageResponse), s.n.observe(ctx, "WritePage", start, nil)
 }
 
 func (s *pageServer) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
@@ -276,7 +273,14 @@ func (s *satServer) MovePages(ctx context.Context, req *satpagev1.MovePagesReque
 	if len(req.Pages) > 0 {
 		only = req.Pages
 	}
-	k, hops, err := s.n.MovePages(ctx, req.SessionId, req.ScenarioTimeNs, only)
+	if err := checkRequestID(req.RequestId); err != nil {
+		return nil, s.n.observe(ctx, "MovePages", start, err)
+	}
+	out := &satpagev1.MovePagesResponse{}
+	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
+		return nilIf(out, err), s.n.observe(ctx, "MovePages", start, err)
+	}
+	k, hops, err := s.n.movePages(ctx, req.SessionId, req.ScenarioTimeNs, only, req.RequestId)
 	if err != nil {
 		return nil, s.n.observe(ctx, "MovePages", start, err)
 	}
@@ -306,7 +310,7 @@ func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionR
 		resp, err := c.DropSession(ctx, req)
 		return resp, s.n.observe(ctx, "DropSession", start, err)
 	}
-	k, err := s.n.DropHere(ctx, req.SessionId)
+	k, err := s.n.dropHere(ctx, req.SessionId, req.TakenOver)
 	if err != nil {
 		return nil, s.n.observe(ctx, "DropSession", start, err)
 	}

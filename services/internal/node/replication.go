@@ -249,7 +249,10 @@ func (s *satServer) ReplicaState(ctx context.Context, req *satpagev1.ReplicaStat
 	if err := s.n.grid.Check(req.Namespace); err != nil {
 		return nil, s.n.observe(ctx, "ReplicaState", start, err)
 	}
-	r, err := s.n.holder.State(ctx, req.Namespace, req.Snapshot)
+	if len(req.Sessions) > MaxForget {
+		return nil, s.n.observe(ctx, "ReplicaState", start, fmt.Errorf("%d sessions exceed %d: %w", len(req.Sessions), MaxForget, errs.ErrInvalid))
+	}
+	r, err := s.n.holder.State(ctx, req.Namespace, req.Snapshot, req.Sessions...)
 	return r, s.n.observe(ctx, "ReplicaState", start, err)
 }
 

@@ -96,6 +96,14 @@ func (n *Node) AcceptTable(ctx context.Context, session string, table store.Tabl
 // pages that failed attempts at the same scenario time moved (partialMoves), so
 // that the attempt that succeeds reports the whole handover's move.
 func (n *Node) MovePages(ctx context.Context, session string, tNs int64, only []uint32) (moved int, pageHops uint64, err error) {
+	return n.movePages(ctx, session, tNs, only, "")
+}
+
+// movePages is MovePages; with a request id rid each chunk moved is stored
+// with the count so far (dedup.go), in one store step, and the last with the
+// whole answer: a retry after a crash moves only what is left and answers
+// the whole move once (the in-memory partialMoves are for requests without one).
+func (n *Node) movePages(ctx context.Context, session string, tNs int64, only []uint32, rid string) (moved int, pageHops uint64, err error) {
 	if err := checkSession(session); err != nil {
 		return 0, 0, err
 	}
@@ -103,14 +111,25 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64, only []
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, 0, err
 	}
-	if p, ok := n.partial.take(session); ok && p.tNs == tNs {
-		moved, pageHops = p.moved, p.pageHops
-	}
-	defer func() {
-		if err != nil && moved > 0 {
-			n.partial.put(session, movedSoFar{tNs: tNs, moved: moved, pageHops: pageHops})
+	if rid != "" {
+		var kept satpagev1.MovePagesResponse
+		ok, err := n.recallProgress(ctx, session, rid, &kept)
+		if err != nil {
+			return 0, 0, err
 		}
-	}()
+		if ok {
+			moved, pageHops = int(kept.Moved), kept.PageHops
+		}
+	} else {
+		if p, ok := n.partial.take(session); ok && p.tNs == tNs {
+			moved, pageHops = p.moved, p.pageHops
+		}
+		defer func() {
+			if err != nil && moved > 0 {
+				n.partial.put(session, movedSoFar{tNs: tNs, moved: moved, pageHops: pageHops})
+			}
+		}()
+	}
 	n.flushReleases(ctx, session)
 	table, err := n.store.GetTable(ctx, session)
 	if err != nil {
@@ -132,17 +151,48 @@ func (n *Node) MovePages(ctx context.Context, session string, tNs int64, only []
 			}
 		}
 	}
+	type part struct {
+		owner uint32
+		pages []uint32
+	}
+	var parts []part
 	for _, owner := range slices.Sorted(maps.Keys(byOwner)) {
 		pages := byOwner[owner]
 		slices.Sort(pages)
 		for chunk := range slices.Chunk(pages, moveChunk) {
-			_, hops, err := n.move(ctx, session, chunk, owner, tNs, "handover")
+			parts = append(parts, part{owner, chunk})
+		}
+	}
+	if rid != "" && len(parts) == 0 {
+		// Nothing (left) to move: the answer alone.
+		answer := &satpagev1.MovePagesResponse{Moved: uint32(moved), PageHops: pageHops}
+		return moved, pageHops, n.commit(ctx, session, nil, rid, answerDone, answer)
+	}
+	for i, pt := range parts {
+		if rid == "" {
+			_, hops, err := n.move(ctx, session, pt.pages, pt.owner, tNs, "handover")
 			if err != nil {
 				return moved, pageHops, err
 			}
-			moved += len(chunk)
-			pageHops += uint64(len(chunk)) * uint64(hops)
+			moved += len(pt.pages)
+			pageHops += uint64(len(pt.pages)) * uint64(hops)
+			continue
 		}
+		frames, m, err := n.fetch(ctx, session, pt.pages, pt.owner, tNs)
+		if err != nil {
+			return moved, pageHops, err
+		}
+		answer := &satpagev1.MovePagesResponse{Moved: uint32(moved + len(pt.pages)),
+			PageHops: pageHops + uint64(len(pt.pages))*uint64(m.hops)}
+		kind := byte(answerProgress)
+		if i == len(parts)-1 {
+			kind = answerDone
+		}
+		if err := n.commit(ctx, session, frames, rid, kind, answer); err != nil {
+			return moved, pageHops, err
+		}
+		moved, pageHops = int(answer.Moved), answer.PageHops
+		n.moved(ctx, session, m, "handover")
 	}
 	return moved, pageHops, nil
 }
@@ -222,8 +272,26 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 // deletes the frames held here. The serving satellite refuses (its table still
 // names the pages it owns): a session is ended there, with EndSession.
 func (n *Node) DropHere(ctx context.Context, session string) (int, error) {
+	return n.dropHere(ctx, session, false)
+}
+
+// dropHere is DropHere; takenOver: the session was taken over from this
+// satellite (failover), so a page table of it here is stale and goes too.
+func (n *Node) dropHere(ctx context.Context, session string, takenOver bool) (int, error) {
 	if err := n.settleStale(ctx, session); err != nil {
 		return 0, err
+	}
+	if takenOver {
+		unlock := n.locks.lock(session)
+		err := n.store.DeleteTable(ctx, session)
+		unlock()
+		if err != nil && !errors.Is(err, errs.ErrUnknownSession) {
+			return 0, err
+		}
+		if err == nil {
+			n.log.InfoContext(ctx, "stale page table of a session taken over deleted", "session", session)
+		}
+		n.forget(ctx, session) // and the answers restored with it
 	}
 	if _, err := n.store.TableSize(ctx, session); err == nil {
 		return 0, fmt.Errorf("satellite %d serves session %q (holds its page table): end it with EndSession: %w",

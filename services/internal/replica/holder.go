@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -111,8 +113,8 @@ func (h *Holder) Install(ctx context.Context, ns uint32, syncID uint64, v *satpa
 }
 
 // State reports whether the copy of ns is in sync and its version, and with
-// snapshot its whole content.
-func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool) (*satpagev1.ReplicaStateResponse, error) {
+// snapshot its whole content (only the states of sessions, when given).
+func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool, sessions ...string) (*satpagev1.ReplicaStateResponse, error) {
 	h.mu.Lock()
 	c := h.ns[ns]
 	h.mu.Unlock()
@@ -129,9 +131,46 @@ func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool) (*satpagev
 		if err != nil {
 			return nil, err
 		}
+		if len(sessions) > 0 {
+			states = slices.DeleteFunc(states, func(s store.SessionState) bool { return !slices.Contains(sessions, s.Session) })
+		}
 		out.Sessions = StatesTo(states)
 	}
 	return out, nil
+}
+
+// Forget drops sessions (page tables and frames) from the copy of ns: they
+// were taken over by another satellite, and ns, should it restore from this
+// copy, must not serve them again. The copy's version goes one change up, so
+// that a restore prefers it to a copy that could not be told (BestCopy takes
+// the newest). Reports whether this satellite holds an in-sync copy of ns.
+func (h *Holder) Forget(ctx context.Context, ns uint32, sessions []string) (bool, error) {
+	h.mu.Lock()
+	c := h.ns[ns]
+	h.mu.Unlock()
+	if c == nil {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.vmu.Lock()
+	synced := c.synced
+	c.vmu.Unlock()
+	if !synced {
+		return false, nil
+	}
+	for _, s := range sessions {
+		if err := c.st.DeleteTable(ctx, s); err != nil && !errors.Is(err, errs.ErrUnknownSession) {
+			return true, err
+		}
+		if _, err := c.st.DropFrames(ctx, s); err != nil {
+			return true, err
+		}
+	}
+	c.vmu.Lock()
+	c.version = &satpagev1.ReplicaVersion{Incarnation: c.version.GetIncarnation(), Seq: c.version.GetSeq() + 1}
+	c.vmu.Unlock()
+	return true, nil
 }
 
 // Frames reads pages of session from the copy of ns (a dead owner's pages

@@ -36,6 +36,13 @@ func Apply(ctx context.Context, st store.PageStore, op *satpagev1.StoreOp) error
 		_, err = st.DropFrames(ctx, s)
 	case satpagev1.StoreOp_KIND_ADOPT_FRAMES:
 		err = st.AdoptFrames(ctx, s, framesFrom(op.Frames), op.Owner)
+	case satpagev1.StoreOp_KIND_ADOPT_ANSWERED:
+		a := op.Answer
+		if a == nil || op.AnswerSession == "" {
+			return fmt.Errorf("store op ADOPT_ANSWERED without an answer: %w", errs.ErrInvalid)
+		}
+		err = st.AdoptAnswered(ctx, s, framesFrom(op.Frames), op.Owner, op.AnswerSession,
+			store.Frame{Page: a.Page, Data: append([]byte{}, a.Data...)})
 	case satpagev1.StoreOp_KIND_RELEASE_FRAMES:
 		_, err = st.ReleaseFrames(ctx, s, op.Pages, op.Owner)
 	default:

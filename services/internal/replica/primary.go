@@ -554,6 +554,13 @@ func (p *Primary) AdoptFrames(ctx context.Context, session string, frames []stor
 	return p.mutate(ctx, func() error { return p.local.AdoptFrames(ctx, session, frames, owner) }, o, len(frames))
 }
 
+func (p *Primary) AdoptAnswered(ctx context.Context, session string, frames []store.Frame, owner uint32, answers string, answer store.Frame) error {
+	o := op(satpagev1.StoreOp_KIND_ADOPT_ANSWERED, session)
+	o.Frames, o.Owner = framesTo(frames), owner
+	o.AnswerSession, o.Answer = answers, &satpagev1.Page{Page: answer.Page, Data: answer.Data}
+	return p.mutate(ctx, func() error { return p.local.AdoptAnswered(ctx, session, frames, owner, answers, answer) }, o, len(frames))
+}
+
 func (p *Primary) ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error) {
 	o := op(satpagev1.StoreOp_KIND_RELEASE_FRAMES, session)
 	o.Pages, o.Owner = pages, self

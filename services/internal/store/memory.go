@@ -210,6 +210,31 @@ func (m *Memory) AdoptFrames(ctx context.Context, session string, frames []Frame
 	return nil
 }
 
+func (m *Memory) AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error {
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	t, ok := m.tables[session]
+	if !ok {
+		return unknown(session)
+	}
+	put := func(session string, fr Frame) {
+		f := m.frames[session]
+		if f == nil {
+			f = map[uint32][]byte{}
+			m.frames[session] = f
+		}
+		f[fr.Page] = append([]byte{}, fr.Data...)
+	}
+	for _, fr := range frames {
+		put(session, fr)
+		t[fr.Page] = owner
+	}
+	put(answers, answer)
+	return nil
+}
+
 func (m *Memory) ReleaseFrames(ctx context.Context, session string, pages []uint32, self uint32) (int, error) {
 	if err := m.lock(ctx); err != nil {
 		return 0, err

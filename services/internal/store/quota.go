@@ -130,3 +130,12 @@ func (q *Quota) AdoptFrames(ctx context.Context, session string, frames []Frame,
 	}
 	return q.PageStore.AdoptFrames(ctx, session, frames, owner)
 }
+
+// AdoptAnswered stores frames within the quota (the answer is not counted:
+// refusing it would refuse reads).
+func (q *Quota) AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error {
+	if err := q.admit(ctx, frames); err != nil {
+		return err
+	}
+	return q.PageStore.AdoptAnswered(ctx, session, frames, owner, answers, answer)
+}

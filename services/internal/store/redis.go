@@ -42,6 +42,18 @@ for i = 2, #ARGV, 2 do
 end
 return 0`)
 
+// adoptAnsweredScript: KEYS t:<s>, f:<s>, f:<answers>; ARGV owner, answer
+// field, answer data, then page, data pairs. adoptScript plus the answer, all
+// or nothing (a script runs atomically).
+var adoptAnsweredScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
+for i = 4, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
+end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return 0`)
+
 // releaseScript: KEYS t:<s>, f:<s>; ARGV self, then pages. Refuses (returns
 // -1 - index of the page) when the local table names self as a page's owner.
 var releaseScript = redis.NewScript(`
@@ -280,6 +292,22 @@ func (r *Redis) AdoptFrames(ctx context.Context, session string, frames []Frame,
 	n, err := adoptScript.Run(ctx, r.c, []string{tkey(session), fkey(session)}, args...).Int()
 	if err != nil {
 		return wrap(err, "adopt frames")
+	}
+	if n < 0 {
+		return unknown(session)
+	}
+	return nil
+}
+
+func (r *Redis) AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error {
+	args := make([]any, 0, 3+2*len(frames))
+	args = append(args, strconv.FormatUint(uint64(owner), 10), pageField(answer.Page), answer.Data)
+	for _, f := range frames {
+		args = append(args, pageField(f.Page), f.Data)
+	}
+	n, err := adoptAnsweredScript.Run(ctx, r.c, []string{tkey(session), fkey(session), fkey(answers)}, args...).Int()
+	if err != nil {
+		return wrap(err, "adopt frames with an answer")
 	}
 	if n < 0 {
 		return unknown(session)

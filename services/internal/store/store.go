@@ -57,6 +57,12 @@ type PageStore interface {
 	// atomic step (a created or moved page); errs.ErrUnknownSession, storing
 	// nothing, when there is no table.
 	AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error
+	// AdoptAnswered is AdoptFrames (frames may be empty) that also stores answer
+	// as a frame of session answers, in the same atomic step: the reply to a
+	// request kept with the change it reports, so that a crash leaves both or
+	// neither (exactly-once). errs.ErrUnknownSession, storing nothing, when
+	// session has no table.
+	AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error
 	// ReleaseFrames deletes the frames of pages held here (the old owner's step of a
 	// move) and returns how many it deleted, unless this store also holds the
 	// session's page table and it names self as the owner of one of the pages:

@@ -231,6 +231,43 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		}
 	})
 
+	t.Run("an answer is kept with the adopted frames, or neither without a table", func(t *testing.T) {
+		s, sid := open(t), session()
+		answers := "\x00answers:" + sid
+		answer := store.Frame{Page: 17, Data: []byte("rid\x00reply")}
+		err := s.AdoptAnswered(ctx, sid, []store.Frame{{Page: 1, Data: []byte("a")}}, 4, answers, answer)
+		if !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("AdoptAnswered without a table: got %v, want ErrUnknownSession", err)
+		}
+		if n, _ := s.CountFrames(ctx, answers); n != 0 {
+			t.Errorf("answers kept without a table: got %d, want 0", n)
+		}
+		if err := s.OpenTable(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AdoptAnswered(ctx, sid, []store.Frame{{Page: 1, Data: []byte("a")}, {Page: 2, Data: []byte{}}}, 4, answers, answer); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetFrames(ctx, answers, []uint32{17})
+		if err != nil || string(got[0].Data) != "rid\x00reply" {
+			t.Errorf("answer kept: got %v, %v, want rid\\x00reply", got, err)
+		}
+		tab, _ := s.GetTable(ctx, sid)
+		if want := (store.Table{1: 4, 2: 4}); !maps.Equal(tab, want) {
+			t.Errorf("table after AdoptAnswered: got %v, want %v", tab, want)
+		}
+		// No frame: only the answer (a local read), replacing the slot's old one.
+		if err := s.AdoptAnswered(ctx, sid, nil, 4, answers, store.Frame{Page: 17, Data: []byte("next")}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.GetFrames(ctx, answers, []uint32{17}); err != nil || string(got[0].Data) != "next" {
+			t.Errorf("answer replaced: got %v, %v, want next", got, err)
+		}
+		if n, _ := s.CountFrames(ctx, sid); n != 2 {
+			t.Errorf("frames of the session: got %d, want 2 (answers kept apart)", n)
+		}
+	})
+
 	t.Run("a release never deletes pages the local table says are owned here", func(t *testing.T) {
 		s, sid := open(t), session()
 		if err := s.PutFrames(ctx, sid, []store.Frame{{Page: 1}, {Page: 2}, {Page: 3}}); err != nil {

@@ -350,14 +350,16 @@ class AcceptTableResponse(_message.Message):
     def __init__(self, hops: _Optional[int] = ...) -> None: ...
 
 class MovePagesRequest(_message.Message):
-    __slots__ = ("session_id", "scenario_time_ns", "pages")
+    __slots__ = ("session_id", "scenario_time_ns", "pages", "request_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     PAGES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     scenario_time_ns: int
     pages: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ..., pages: _Optional[_Iterable[int]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ..., pages: _Optional[_Iterable[int]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class MovePagesResponse(_message.Message):
     __slots__ = ("moved", "page_hops")
@@ -384,12 +386,14 @@ class SessionFramesResponse(_message.Message):
     def __init__(self, frames: _Optional[int] = ..., serving: _Optional[bool] = ..., table_pages: _Optional[int] = ...) -> None: ...
 
 class DropSessionRequest(_message.Message):
-    __slots__ = ("route", "session_id")
+    __slots__ = ("route", "session_id", "taken_over")
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TAKEN_OVER_FIELD_NUMBER: _ClassVar[int]
     route: Route
     session_id: str
-    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ...) -> None: ...
+    taken_over: bool
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., taken_over: _Optional[bool] = ...) -> None: ...
 
 class DropSessionResponse(_message.Message):
     __slots__ = ("frames_deleted", "hops")
@@ -400,7 +404,7 @@ class DropSessionResponse(_message.Message):
     def __init__(self, frames_deleted: _Optional[int] = ..., hops: _Optional[int] = ...) -> None: ...
 
 class StoreOp(_message.Message):
-    __slots__ = ("kind", "session_id", "frames", "pages", "owner", "table")
+    __slots__ = ("kind", "session_id", "frames", "pages", "owner", "table", "answer_session", "answer")
     class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         KIND_UNSPECIFIED: _ClassVar[StoreOp.Kind]
@@ -414,6 +418,7 @@ class StoreOp(_message.Message):
         KIND_DROP_FRAMES: _ClassVar[StoreOp.Kind]
         KIND_ADOPT_FRAMES: _ClassVar[StoreOp.Kind]
         KIND_RELEASE_FRAMES: _ClassVar[StoreOp.Kind]
+        KIND_ADOPT_ANSWERED: _ClassVar[StoreOp.Kind]
     KIND_UNSPECIFIED: StoreOp.Kind
     KIND_PING: StoreOp.Kind
     KIND_OPEN_TABLE: StoreOp.Kind
@@ -425,19 +430,24 @@ class StoreOp(_message.Message):
     KIND_DROP_FRAMES: StoreOp.Kind
     KIND_ADOPT_FRAMES: StoreOp.Kind
     KIND_RELEASE_FRAMES: StoreOp.Kind
+    KIND_ADOPT_ANSWERED: StoreOp.Kind
     KIND_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     FRAMES_FIELD_NUMBER: _ClassVar[int]
     PAGES_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_SESSION_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
     kind: StoreOp.Kind
     session_id: str
     frames: _containers.RepeatedCompositeFieldContainer[Page]
     pages: _containers.RepeatedScalarFieldContainer[int]
     owner: int
     table: _containers.RepeatedCompositeFieldContainer[TableEntry]
-    def __init__(self, kind: _Optional[_Union[StoreOp.Kind, str]] = ..., session_id: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., pages: _Optional[_Iterable[int]] = ..., owner: _Optional[int] = ..., table: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ...) -> None: ...
+    answer_session: str
+    answer: Page
+    def __init__(self, kind: _Optional[_Union[StoreOp.Kind, str]] = ..., session_id: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., pages: _Optional[_Iterable[int]] = ..., owner: _Optional[int] = ..., table: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ..., answer_session: _Optional[str] = ..., answer: _Optional[_Union[Page, _Mapping]] = ...) -> None: ...
 
 class ReplicaVersion(_message.Message):
     __slots__ = ("incarnation", "seq")
@@ -504,12 +514,48 @@ class InstallSnapshotResponse(_message.Message):
     def __init__(self, hops: _Optional[int] = ...) -> None: ...
 
 class ReplicaStateRequest(_message.Message):
-    __slots__ = ("namespace", "snapshot")
+    __slots__ = ("namespace", "snapshot", "sessions")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
     namespace: int
     snapshot: bool
-    def __init__(self, namespace: _Optional[int] = ..., snapshot: _Optional[bool] = ...) -> None: ...
+    sessions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[int] = ..., snapshot: _Optional[bool] = ..., sessions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TakeOverRequest(_message.Message):
+    __slots__ = ("session_id", "failed", "scenario_time_ns")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    failed: int
+    scenario_time_ns: int
+    def __init__(self, session_id: _Optional[str] = ..., failed: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+
+class TakeOverResponse(_message.Message):
+    __slots__ = ("table_pages", "pages_adopted", "copy_at")
+    TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    PAGES_ADOPTED_FIELD_NUMBER: _ClassVar[int]
+    COPY_AT_FIELD_NUMBER: _ClassVar[int]
+    table_pages: int
+    pages_adopted: int
+    copy_at: int
+    def __init__(self, table_pages: _Optional[int] = ..., pages_adopted: _Optional[int] = ..., copy_at: _Optional[int] = ...) -> None: ...
+
+class ForgetCopyRequest(_message.Message):
+    __slots__ = ("namespace", "sessions")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    namespace: int
+    sessions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[int] = ..., sessions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ForgetCopyResponse(_message.Message):
+    __slots__ = ("held",)
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    held: bool
+    def __init__(self, held: _Optional[bool] = ...) -> None: ...
 
 class ReplicaStateResponse(_message.Message):
     __slots__ = ("synced", "version", "sessions")

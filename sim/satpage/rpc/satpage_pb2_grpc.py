@@ -547,6 +547,16 @@ class SatelliteServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
                 _registered_method=True)
+        self.TakeOver = channel.unary_unary(
+                '/satpage.v1.SatelliteService/TakeOver',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
+                _registered_method=True)
+        self.ForgetCopy = channel.unary_unary(
+                '/satpage.v1.SatelliteService/ForgetCopy',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
+                _registered_method=True)
 
 
 class SatelliteServiceServicer:
@@ -685,6 +695,25 @@ class SatelliteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TakeOver(self, request, context):
+        """Failover (docs/faults.md): the session's serving satellite `failed` is dead;
+        this satellite takes the session over from the newest copy of failed's
+        state (its page table, the pages failed owned, the answers kept for its
+        requests) and serves it until its next handover. FailedPrecondition when
+        failed is alive or no live satellite holds a copy (R = 1).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetCopy(self, request, context):
+        """Drop a session from the copy of namespace's state held here (the session
+        was taken over: its owner, restored from this copy, must not serve it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SatelliteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -767,6 +796,16 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
                     servicer.ClaimPages,
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.SerializeToString,
+            ),
+            'TakeOver': grpc.unary_unary_rpc_method_handler(
+                    servicer.TakeOver,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.SerializeToString,
+            ),
+            'ForgetCopy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetCopy,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1204,6 +1243,60 @@ class SatelliteService:
             '/satpage.v1.SatelliteService/ClaimPages',
             satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TakeOver(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/TakeOver',
+            satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetCopy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/ForgetCopy',
+            satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -162,6 +162,9 @@ const (
 	StoreOp_KIND_DROP_FRAMES    StoreOp_Kind = 8
 	StoreOp_KIND_ADOPT_FRAMES   StoreOp_Kind = 9
 	StoreOp_KIND_RELEASE_FRAMES StoreOp_Kind = 10
+	// ADOPT_FRAMES and, in the same atomic step, the answer kept for a request
+	// (frame `answer` of session `answer_session`): exactly-once.
+	StoreOp_KIND_ADOPT_ANSWERED StoreOp_Kind = 11
 )
 
 // Enum value maps for StoreOp_Kind.
@@ -178,6 +181,7 @@ var (
 		8:  "KIND_DROP_FRAMES",
 		9:  "KIND_ADOPT_FRAMES",
 		10: "KIND_RELEASE_FRAMES",
+		11: "KIND_ADOPT_ANSWERED",
 	}
 	StoreOp_Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":    0,
@@ -191,6 +195,7 @@ var (
 		"KIND_DROP_FRAMES":    8,
 		"KIND_ADOPT_FRAMES":   9,
 		"KIND_RELEASE_FRAMES": 10,
+		"KIND_ADOPT_ANSWERED": 11,
 	}
 )
 
@@ -2179,7 +2184,11 @@ type MovePagesRequest struct {
 	ScenarioTimeNs int64                  `protobuf:"varint,2,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
 	// Only these pages (push-ahead: the pages used during the visit that ended);
 	// empty: every page of the session. Pages not in the table, or held here, are skipped.
-	Pages         []uint32 `protobuf:"varint,3,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	Pages []uint32 `protobuf:"varint,3,rep,packed,name=pages,proto3" json:"pages,omitempty"`
+	// Exactly-once (as ReadPageRequest.request_id): each chunk of pages moved is
+	// stored with the count so far, atomically; a retry moves only what is left
+	// and answers the whole move's count, once.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2233,6 +2242,13 @@ func (x *MovePagesRequest) GetPages() []uint32 {
 		return x.Pages
 	}
 	return nil
+}
+
+func (x *MovePagesRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type MovePagesResponse struct {
@@ -2394,9 +2410,12 @@ func (x *SessionFramesResponse) GetTablePages() uint32 {
 }
 
 type DropSessionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session was taken over from this satellite (failover): a page table of
+	// it held here is stale (restored before the takeover); delete it too.
+	TakenOver     bool `protobuf:"varint,3,opt,name=taken_over,json=takenOver,proto3" json:"taken_over,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2443,6 +2462,13 @@ func (x *DropSessionRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *DropSessionRequest) GetTakenOver() bool {
+	if x != nil {
+		return x.TakenOver
+	}
+	return false
 }
 
 type DropSessionResponse struct {
@@ -2505,8 +2531,11 @@ type StoreOp struct {
 	Frames    []*Page                `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
 	Pages     []uint32               `protobuf:"varint,4,rep,packed,name=pages,proto3" json:"pages,omitempty"`
 	// SET_OWNER, ADOPT_FRAMES: the owner; RELEASE_FRAMES: the primary (self).
-	Owner         uint32        `protobuf:"varint,5,opt,name=owner,proto3" json:"owner,omitempty"`
-	Table         []*TableEntry `protobuf:"bytes,6,rep,name=table,proto3" json:"table,omitempty"`
+	Owner uint32        `protobuf:"varint,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	Table []*TableEntry `protobuf:"bytes,6,rep,name=table,proto3" json:"table,omitempty"`
+	// ADOPT_ANSWERED: where the answer is kept, and the answer.
+	AnswerSession string `protobuf:"bytes,7,opt,name=answer_session,json=answerSession,proto3" json:"answer_session,omitempty"`
+	Answer        *Page  `protobuf:"bytes,8,opt,name=answer,proto3" json:"answer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2579,6 +2608,20 @@ func (x *StoreOp) GetOwner() uint32 {
 func (x *StoreOp) GetTable() []*TableEntry {
 	if x != nil {
 		return x.Table
+	}
+	return nil
+}
+
+func (x *StoreOp) GetAnswerSession() string {
+	if x != nil {
+		return x.AnswerSession
+	}
+	return ""
+}
+
+func (x *StoreOp) GetAnswer() *Page {
+	if x != nil {
+		return x.Answer
 	}
 	return nil
 }
@@ -2967,9 +3010,11 @@ func (x *InstallSnapshotResponse) GetHops() uint32 {
 }
 
 type ReplicaStateRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     uint32                 `protobuf:"varint,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Snapshot      bool                   `protobuf:"varint,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace uint32                 `protobuf:"varint,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Snapshot  bool                   `protobuf:"varint,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// With snapshot: only these sessions' states (a takeover reads one session).
+	Sessions      []string `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3018,6 +3063,233 @@ func (x *ReplicaStateRequest) GetSnapshot() bool {
 	return false
 }
 
+func (x *ReplicaStateRequest) GetSessions() []string {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type TakeOverRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The dead serving satellite.
+	Failed         uint32 `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"`
+	ScenarioTimeNs int64  `protobuf:"varint,3,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TakeOverRequest) Reset() {
+	*x = TakeOverRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeOverRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeOverRequest) ProtoMessage() {}
+
+func (x *TakeOverRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeOverRequest.ProtoReflect.Descriptor instead.
+func (*TakeOverRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *TakeOverRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *TakeOverRequest) GetFailed() uint32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *TakeOverRequest) GetScenarioTimeNs() int64 {
+	if x != nil {
+		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+type TakeOverResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entries of the page table taken over, and the pages of failed adopted here.
+	TablePages   uint32 `protobuf:"varint,1,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
+	PagesAdopted uint32 `protobuf:"varint,2,opt,name=pages_adopted,json=pagesAdopted,proto3" json:"pages_adopted,omitempty"`
+	// The copy read (the satellite that held it).
+	CopyAt        uint32 `protobuf:"varint,3,opt,name=copy_at,json=copyAt,proto3" json:"copy_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeOverResponse) Reset() {
+	*x = TakeOverResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeOverResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeOverResponse) ProtoMessage() {}
+
+func (x *TakeOverResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeOverResponse.ProtoReflect.Descriptor instead.
+func (*TakeOverResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *TakeOverResponse) GetTablePages() uint32 {
+	if x != nil {
+		return x.TablePages
+	}
+	return 0
+}
+
+func (x *TakeOverResponse) GetPagesAdopted() uint32 {
+	if x != nil {
+		return x.PagesAdopted
+	}
+	return 0
+}
+
+func (x *TakeOverResponse) GetCopyAt() uint32 {
+	if x != nil {
+		return x.CopyAt
+	}
+	return 0
+}
+
+type ForgetCopyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     uint32                 `protobuf:"varint,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Sessions      []string               `protobuf:"bytes,2,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetCopyRequest) Reset() {
+	*x = ForgetCopyRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetCopyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetCopyRequest) ProtoMessage() {}
+
+func (x *ForgetCopyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetCopyRequest.ProtoReflect.Descriptor instead.
+func (*ForgetCopyRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ForgetCopyRequest) GetNamespace() uint32 {
+	if x != nil {
+		return x.Namespace
+	}
+	return 0
+}
+
+func (x *ForgetCopyRequest) GetSessions() []string {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type ForgetCopyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether this satellite held a copy of the namespace.
+	Held          bool `protobuf:"varint,1,opt,name=held,proto3" json:"held,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetCopyResponse) Reset() {
+	*x = ForgetCopyResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetCopyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetCopyResponse) ProtoMessage() {}
+
+func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetCopyResponse.ProtoReflect.Descriptor instead.
+func (*ForgetCopyResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ForgetCopyResponse) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
 type ReplicaStateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether this satellite holds an in-sync copy of the namespace.
@@ -3030,7 +3302,7 @@ type ReplicaStateResponse struct {
 
 func (x *ReplicaStateResponse) Reset() {
 	*x = ReplicaStateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3042,7 +3314,7 @@ func (x *ReplicaStateResponse) String() string {
 func (*ReplicaStateResponse) ProtoMessage() {}
 
 func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3055,7 +3327,7 @@ func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicaStateResponse) GetSynced() bool {
@@ -3088,7 +3360,7 @@ type RequestSyncRequest struct {
 
 func (x *RequestSyncRequest) Reset() {
 	*x = RequestSyncRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3100,7 +3372,7 @@ func (x *RequestSyncRequest) String() string {
 func (*RequestSyncRequest) ProtoMessage() {}
 
 func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3113,7 +3385,7 @@ func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncRequest.ProtoReflect.Descriptor instead.
 func (*RequestSyncRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RequestSyncRequest) GetReplica() uint32 {
@@ -3131,7 +3403,7 @@ type RequestSyncResponse struct {
 
 func (x *RequestSyncResponse) Reset() {
 	*x = RequestSyncResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3415,7 @@ func (x *RequestSyncResponse) String() string {
 func (*RequestSyncResponse) ProtoMessage() {}
 
 func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3428,7 @@ func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncResponse.ProtoReflect.Descriptor instead.
 func (*RequestSyncResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
 }
 
 type Link struct {
@@ -3169,7 +3441,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3181,7 +3453,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3194,7 +3466,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Link) GetA() uint32 {
@@ -3221,7 +3493,7 @@ type SetFaultsRequest struct {
 
 func (x *SetFaultsRequest) Reset() {
 	*x = SetFaultsRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3233,7 +3505,7 @@ func (x *SetFaultsRequest) String() string {
 func (*SetFaultsRequest) ProtoMessage() {}
 
 func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3246,7 +3518,7 @@ func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*SetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SetFaultsRequest) GetCut() []*Link {
@@ -3264,7 +3536,7 @@ type SetFaultsResponse struct {
 
 func (x *SetFaultsResponse) Reset() {
 	*x = SetFaultsResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3548,7 @@ func (x *SetFaultsResponse) String() string {
 func (*SetFaultsResponse) ProtoMessage() {}
 
 func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3561,7 @@ func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsResponse.ProtoReflect.Descriptor instead.
 func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
 }
 
 type CopyAheadRequest struct {
@@ -3307,7 +3579,7 @@ type CopyAheadRequest struct {
 
 func (x *CopyAheadRequest) Reset() {
 	*x = CopyAheadRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3591,7 @@ func (x *CopyAheadRequest) String() string {
 func (*CopyAheadRequest) ProtoMessage() {}
 
 func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3604,7 @@ func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadRequest.ProtoReflect.Descriptor instead.
 func (*CopyAheadRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CopyAheadRequest) GetSessionId() string {
@@ -3374,7 +3646,7 @@ type CopyAheadResponse struct {
 
 func (x *CopyAheadResponse) Reset() {
 	*x = CopyAheadResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3658,7 @@ func (x *CopyAheadResponse) String() string {
 func (*CopyAheadResponse) ProtoMessage() {}
 
 func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3671,7 @@ func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadResponse.ProtoReflect.Descriptor instead.
 func (*CopyAheadResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CopyAheadResponse) GetCopied() []uint32 {
@@ -3427,7 +3699,7 @@ type StagePagesRequest struct {
 
 func (x *StagePagesRequest) Reset() {
 	*x = StagePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3439,7 +3711,7 @@ func (x *StagePagesRequest) String() string {
 func (*StagePagesRequest) ProtoMessage() {}
 
 func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3452,7 +3724,7 @@ func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesRequest.ProtoReflect.Descriptor instead.
 func (*StagePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StagePagesRequest) GetRoute() *Route {
@@ -3486,7 +3758,7 @@ type StagePagesResponse struct {
 
 func (x *StagePagesResponse) Reset() {
 	*x = StagePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3770,7 @@ func (x *StagePagesResponse) String() string {
 func (*StagePagesResponse) ProtoMessage() {}
 
 func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3783,7 @@ func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesResponse.ProtoReflect.Descriptor instead.
 func (*StagePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *StagePagesResponse) GetStaged() uint32 {
@@ -3541,7 +3813,7 @@ type ClaimPagesRequest struct {
 
 func (x *ClaimPagesRequest) Reset() {
 	*x = ClaimPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3825,7 @@ func (x *ClaimPagesRequest) String() string {
 func (*ClaimPagesRequest) ProtoMessage() {}
 
 func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3838,7 @@ func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesRequest.ProtoReflect.Descriptor instead.
 func (*ClaimPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ClaimPagesRequest) GetSessionId() string {
@@ -3610,7 +3882,7 @@ type ClaimPagesResponse struct {
 
 func (x *ClaimPagesResponse) Reset() {
 	*x = ClaimPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3894,7 @@ func (x *ClaimPagesResponse) String() string {
 func (*ClaimPagesResponse) ProtoMessage() {}
 
 func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3907,7 @@ func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesResponse.ProtoReflect.Descriptor instead.
 func (*ClaimPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ClaimPagesResponse) GetClaimed() uint32 {
@@ -3818,12 +4090,14 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x120\n" +
 	"\aentries\x18\x03 \x03(\v2\x16.satpage.v1.TableEntryR\aentries\")\n" +
 	"\x13AcceptTableResponse\x12\x12\n" +
-	"\x04hops\x18\x01 \x01(\rR\x04hops\"q\n" +
+	"\x04hops\x18\x01 \x01(\rR\x04hops\"\x90\x01\n" +
 	"\x10MovePagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
 	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
-	"\x05pages\x18\x03 \x03(\rR\x05pages\"F\n" +
+	"\x05pages\x18\x03 \x03(\rR\x05pages\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"F\n" +
 	"\x11MovePagesResponse\x12\x14\n" +
 	"\x05moved\x18\x01 \x01(\rR\x05moved\x12\x1b\n" +
 	"\tpage_hops\x18\x02 \x01(\x04R\bpageHops\"5\n" +
@@ -3834,14 +4108,16 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\x12\x18\n" +
 	"\aserving\x18\x02 \x01(\bR\aserving\x12\x1f\n" +
 	"\vtable_pages\x18\x03 \x01(\rR\n" +
-	"tablePages\"\\\n" +
+	"tablePages\"{\n" +
 	"\x12DropSessionRequest\x12'\n" +
 	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\"P\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"taken_over\x18\x03 \x01(\bR\ttakenOver\"P\n" +
 	"\x13DropSessionResponse\x12%\n" +
 	"\x0eframes_deleted\x18\x01 \x01(\rR\rframesDeleted\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\rR\x04hops\"\xcf\x03\n" +
+	"\x04hops\x18\x02 \x01(\rR\x04hops\"\xb9\x04\n" +
 	"\aStoreOp\x12,\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x18.satpage.v1.StoreOp.KindR\x04kind\x12\x1d\n" +
 	"\n" +
@@ -3849,7 +4125,9 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x06frames\x18\x03 \x03(\v2\x10.satpage.v1.PageR\x06frames\x12\x14\n" +
 	"\x05pages\x18\x04 \x03(\rR\x05pages\x12\x14\n" +
 	"\x05owner\x18\x05 \x01(\rR\x05owner\x12,\n" +
-	"\x05table\x18\x06 \x03(\v2\x16.satpage.v1.TableEntryR\x05table\"\xf2\x01\n" +
+	"\x05table\x18\x06 \x03(\v2\x16.satpage.v1.TableEntryR\x05table\x12%\n" +
+	"\x0eanswer_session\x18\a \x01(\tR\ranswerSession\x12(\n" +
+	"\x06answer\x18\b \x01(\v2\x10.satpage.v1.PageR\x06answer\"\x8b\x02\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_PING\x10\x01\x12\x13\n" +
@@ -3862,7 +4140,8 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x10KIND_DROP_FRAMES\x10\b\x12\x15\n" +
 	"\x11KIND_ADOPT_FRAMES\x10\t\x12\x17\n" +
 	"\x13KIND_RELEASE_FRAMES\x10\n" +
-	"\"D\n" +
+	"\x12\x17\n" +
+	"\x13KIND_ADOPT_ANSWERED\x10\v\"D\n" +
 	"\x0eReplicaVersion\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xcd\x01\n" +
@@ -3889,10 +4168,26 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x04last\x18\x06 \x01(\bR\x04last\x124\n" +
 	"\bsessions\x18\a \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\"-\n" +
 	"\x17InstallSnapshotResponse\x12\x12\n" +
-	"\x04hops\x18\x01 \x01(\rR\x04hops\"O\n" +
+	"\x04hops\x18\x01 \x01(\rR\x04hops\"k\n" +
 	"\x13ReplicaStateRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\rR\tnamespace\x12\x1a\n" +
-	"\bsnapshot\x18\x02 \x01(\bR\bsnapshot\"\x9a\x01\n" +
+	"\bsnapshot\x18\x02 \x01(\bR\bsnapshot\x12\x1a\n" +
+	"\bsessions\x18\x03 \x03(\tR\bsessions\"r\n" +
+	"\x0fTakeOverRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06failed\x18\x02 \x01(\rR\x06failed\x12(\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"q\n" +
+	"\x10TakeOverResponse\x12\x1f\n" +
+	"\vtable_pages\x18\x01 \x01(\rR\n" +
+	"tablePages\x12#\n" +
+	"\rpages_adopted\x18\x02 \x01(\rR\fpagesAdopted\x12\x17\n" +
+	"\acopy_at\x18\x03 \x01(\rR\x06copyAt\"M\n" +
+	"\x11ForgetCopyRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\rR\tnamespace\x12\x1a\n" +
+	"\bsessions\x18\x02 \x03(\tR\bsessions\"(\n" +
+	"\x12ForgetCopyResponse\x12\x12\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\x9a\x01\n" +
 	"\x14ReplicaStateResponse\x12\x16\n" +
 	"\x06synced\x18\x01 \x01(\bR\x06synced\x124\n" +
 	"\aversion\x18\x02 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x124\n" +
@@ -3953,8 +4248,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fRegisterSession\x12\".satpage.v1.RegisterSessionRequest\x1a#.satpage.v1.RegisterSessionResponse\x12Q\n" +
 	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse\x12Z\n" +
 	"\x0fOpenLiveSession\x12\".satpage.v1.OpenLiveSessionRequest\x1a#.satpage.v1.OpenLiveSessionResponse\x12<\n" +
-	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x80\n" +
-	"\n" +
+	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x94\v\n" +
 	"\x10SatelliteService\x12N\n" +
 	"\vOpenSession\x12\x1e.satpage.v1.OpenSessionRequest\x1a\x1f.satpage.v1.OpenSessionResponse\x12K\n" +
 	"\n" +
@@ -3974,7 +4268,10 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\n" +
 	"StagePages\x12\x1d.satpage.v1.StagePagesRequest\x1a\x1e.satpage.v1.StagePagesResponse\x12K\n" +
 	"\n" +
-	"ClaimPages\x12\x1d.satpage.v1.ClaimPagesRequest\x1a\x1e.satpage.v1.ClaimPagesResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
+	"ClaimPages\x12\x1d.satpage.v1.ClaimPagesRequest\x1a\x1e.satpage.v1.ClaimPagesResponse\x12E\n" +
+	"\bTakeOver\x12\x1b.satpage.v1.TakeOverRequest\x1a\x1c.satpage.v1.TakeOverResponse\x12K\n" +
+	"\n" +
+	"ForgetCopy\x12\x1d.satpage.v1.ForgetCopyRequest\x1a\x1e.satpage.v1.ForgetCopyResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
 
 var (
 	file_satpage_v1_satpage_proto_rawDescOnce sync.Once
@@ -3989,7 +4286,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -4038,18 +4335,22 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*InstallSnapshotRequest)(nil),  // 44: satpage.v1.InstallSnapshotRequest
 	(*InstallSnapshotResponse)(nil), // 45: satpage.v1.InstallSnapshotResponse
 	(*ReplicaStateRequest)(nil),     // 46: satpage.v1.ReplicaStateRequest
-	(*ReplicaStateResponse)(nil),    // 47: satpage.v1.ReplicaStateResponse
-	(*RequestSyncRequest)(nil),      // 48: satpage.v1.RequestSyncRequest
-	(*RequestSyncResponse)(nil),     // 49: satpage.v1.RequestSyncResponse
-	(*Link)(nil),                    // 50: satpage.v1.Link
-	(*SetFaultsRequest)(nil),        // 51: satpage.v1.SetFaultsRequest
-	(*SetFaultsResponse)(nil),       // 52: satpage.v1.SetFaultsResponse
-	(*CopyAheadRequest)(nil),        // 53: satpage.v1.CopyAheadRequest
-	(*CopyAheadResponse)(nil),       // 54: satpage.v1.CopyAheadResponse
-	(*StagePagesRequest)(nil),       // 55: satpage.v1.StagePagesRequest
-	(*StagePagesResponse)(nil),      // 56: satpage.v1.StagePagesResponse
-	(*ClaimPagesRequest)(nil),       // 57: satpage.v1.ClaimPagesRequest
-	(*ClaimPagesResponse)(nil),      // 58: satpage.v1.ClaimPagesResponse
+	(*TakeOverRequest)(nil),         // 47: satpage.v1.TakeOverRequest
+	(*TakeOverResponse)(nil),        // 48: satpage.v1.TakeOverResponse
+	(*ForgetCopyRequest)(nil),       // 49: satpage.v1.ForgetCopyRequest
+	(*ForgetCopyResponse)(nil),      // 50: satpage.v1.ForgetCopyResponse
+	(*ReplicaStateResponse)(nil),    // 51: satpage.v1.ReplicaStateResponse
+	(*RequestSyncRequest)(nil),      // 52: satpage.v1.RequestSyncRequest
+	(*RequestSyncResponse)(nil),     // 53: satpage.v1.RequestSyncResponse
+	(*Link)(nil),                    // 54: satpage.v1.Link
+	(*SetFaultsRequest)(nil),        // 55: satpage.v1.SetFaultsRequest
+	(*SetFaultsResponse)(nil),       // 56: satpage.v1.SetFaultsResponse
+	(*CopyAheadRequest)(nil),        // 57: satpage.v1.CopyAheadRequest
+	(*CopyAheadResponse)(nil),       // 58: satpage.v1.CopyAheadResponse
+	(*StagePagesRequest)(nil),       // 59: satpage.v1.StagePagesRequest
+	(*StagePagesResponse)(nil),      // 60: satpage.v1.StagePagesResponse
+	(*ClaimPagesRequest)(nil),       // 61: satpage.v1.ClaimPagesRequest
+	(*ClaimPagesResponse)(nil),      // 62: satpage.v1.ClaimPagesResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -4068,72 +4369,77 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	2,  // 13: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
 	23, // 14: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
 	30, // 15: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
-	3,  // 16: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
-	40, // 17: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
-	39, // 18: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
-	30, // 19: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
-	23, // 20: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
-	3,  // 21: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
-	40, // 22: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 23: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
-	40, // 24: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 25: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
-	50, // 26: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	3,  // 27: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
-	23, // 28: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
-	4,  // 29: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 30: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 31: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 32: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 33: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	15, // 34: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	17, // 35: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	19, // 36: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	21, // 37: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	24, // 38: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	26, // 39: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	28, // 40: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	31, // 41: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	33, // 42: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	35, // 43: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	37, // 44: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	41, // 45: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	44, // 46: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	46, // 47: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	48, // 48: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	51, // 49: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	53, // 50: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
-	55, // 51: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
-	57, // 52: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
-	5,  // 53: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 54: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 55: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 56: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	14, // 57: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	16, // 58: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	18, // 59: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	20, // 60: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	22, // 61: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	25, // 62: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	27, // 63: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	29, // 64: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	32, // 65: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	34, // 66: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	36, // 67: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	38, // 68: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	42, // 69: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	45, // 70: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	47, // 71: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	49, // 72: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	52, // 73: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	54, // 74: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
-	56, // 75: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
-	58, // 76: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
-	53, // [53:77] is the sub-list for method output_type
-	29, // [29:53] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	23, // 16: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
+	3,  // 17: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
+	40, // 18: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
+	39, // 19: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
+	30, // 20: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
+	23, // 21: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
+	3,  // 22: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
+	40, // 23: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 24: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
+	40, // 25: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 26: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	54, // 27: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	3,  // 28: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	23, // 29: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 30: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 31: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 32: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 33: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 34: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	15, // 35: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	17, // 36: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	19, // 37: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	21, // 38: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	24, // 39: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	26, // 40: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	28, // 41: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	31, // 42: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	33, // 43: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	35, // 44: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	37, // 45: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	41, // 46: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	44, // 47: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	46, // 48: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	52, // 49: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	55, // 50: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	57, // 51: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	59, // 52: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	61, // 53: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	47, // 54: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
+	49, // 55: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
+	5,  // 56: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 57: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 58: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 59: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	14, // 60: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	16, // 61: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	18, // 62: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	20, // 63: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	22, // 64: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	25, // 65: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	27, // 66: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	29, // 67: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	32, // 68: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	34, // 69: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	36, // 70: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	38, // 71: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	42, // 72: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	45, // 73: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	51, // 74: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	53, // 75: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	56, // 76: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	58, // 77: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	60, // 78: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	62, // 79: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	48, // 80: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
+	50, // 81: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
+	56, // [56:82] is the sub-list for method output_type
+	30, // [30:56] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -4148,7 +4454,7 @@ func file_satpage_v1_satpage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   56,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -524,6 +524,8 @@ const (
 	SatelliteService_CopyAhead_FullMethodName       = "/satpage.v1.SatelliteService/CopyAhead"
 	SatelliteService_StagePages_FullMethodName      = "/satpage.v1.SatelliteService/StagePages"
 	SatelliteService_ClaimPages_FullMethodName      = "/satpage.v1.SatelliteService/ClaimPages"
+	SatelliteService_TakeOver_FullMethodName        = "/satpage.v1.SatelliteService/TakeOver"
+	SatelliteService_ForgetCopy_FullMethodName      = "/satpage.v1.SatelliteService/ForgetCopy"
 )
 
 // SatelliteServiceClient is the client API for SatelliteService service.
@@ -584,6 +586,15 @@ type SatelliteServiceClient interface {
 	// the gateway decides) as its own, no second transfer; release them at
 	// from_satellite.
 	ClaimPages(ctx context.Context, in *ClaimPagesRequest, opts ...grpc.CallOption) (*ClaimPagesResponse, error)
+	// Failover (docs/faults.md): the session's serving satellite `failed` is dead;
+	// this satellite takes the session over from the newest copy of failed's
+	// state (its page table, the pages failed owned, the answers kept for its
+	// requests) and serves it until its next handover. FailedPrecondition when
+	// failed is alive or no live satellite holds a copy (R = 1).
+	TakeOver(ctx context.Context, in *TakeOverRequest, opts ...grpc.CallOption) (*TakeOverResponse, error)
+	// Drop a session from the copy of namespace's state held here (the session
+	// was taken over: its owner, restored from this copy, must not serve it).
+	ForgetCopy(ctx context.Context, in *ForgetCopyRequest, opts ...grpc.CallOption) (*ForgetCopyResponse, error)
 }
 
 type satelliteServiceClient struct {
@@ -754,6 +765,26 @@ func (c *satelliteServiceClient) ClaimPages(ctx context.Context, in *ClaimPagesR
 	return out, nil
 }
 
+func (c *satelliteServiceClient) TakeOver(ctx context.Context, in *TakeOverRequest, opts ...grpc.CallOption) (*TakeOverResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TakeOverResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_TakeOver_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *satelliteServiceClient) ForgetCopy(ctx context.Context, in *ForgetCopyRequest, opts ...grpc.CallOption) (*ForgetCopyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForgetCopyResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_ForgetCopy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SatelliteServiceServer is the server API for SatelliteService service.
 // All implementations must embed UnimplementedSatelliteServiceServer
 // for forward compatibility.
@@ -812,6 +843,15 @@ type SatelliteServiceServer interface {
 	// the gateway decides) as its own, no second transfer; release them at
 	// from_satellite.
 	ClaimPages(context.Context, *ClaimPagesRequest) (*ClaimPagesResponse, error)
+	// Failover (docs/faults.md): the session's serving satellite `failed` is dead;
+	// this satellite takes the session over from the newest copy of failed's
+	// state (its page table, the pages failed owned, the answers kept for its
+	// requests) and serves it until its next handover. FailedPrecondition when
+	// failed is alive or no live satellite holds a copy (R = 1).
+	TakeOver(context.Context, *TakeOverRequest) (*TakeOverResponse, error)
+	// Drop a session from the copy of namespace's state held here (the session
+	// was taken over: its owner, restored from this copy, must not serve it).
+	ForgetCopy(context.Context, *ForgetCopyRequest) (*ForgetCopyResponse, error)
 	mustEmbedUnimplementedSatelliteServiceServer()
 }
 
@@ -869,6 +909,12 @@ func (UnimplementedSatelliteServiceServer) StagePages(context.Context, *StagePag
 }
 func (UnimplementedSatelliteServiceServer) ClaimPages(context.Context, *ClaimPagesRequest) (*ClaimPagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClaimPages not implemented")
+}
+func (UnimplementedSatelliteServiceServer) TakeOver(context.Context, *TakeOverRequest) (*TakeOverResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TakeOver not implemented")
+}
+func (UnimplementedSatelliteServiceServer) ForgetCopy(context.Context, *ForgetCopyRequest) (*ForgetCopyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForgetCopy not implemented")
 }
 func (UnimplementedSatelliteServiceServer) mustEmbedUnimplementedSatelliteServiceServer() {}
 func (UnimplementedSatelliteServiceServer) testEmbeddedByValue()                          {}
@@ -1179,6 +1225,42 @@ func _SatelliteService_ClaimPages_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SatelliteService_TakeOver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TakeOverRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).TakeOver(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_TakeOver_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).TakeOver(ctx, req.(*TakeOverRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SatelliteService_ForgetCopy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetCopyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).ForgetCopy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_ForgetCopy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).ForgetCopy(ctx, req.(*ForgetCopyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SatelliteService_ServiceDesc is the grpc.ServiceDesc for SatelliteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1249,6 +1331,14 @@ var SatelliteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClaimPages",
 			Handler:    _SatelliteService_ClaimPages_Handler,
+		},
+		{
+			MethodName: "TakeOver",
+			Handler:    _SatelliteService_TakeOver_Handler,
+		},
+		{
+			MethodName: "ForgetCopy",
+			Handler:    _SatelliteService_ForgetCopy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,114 @@
+package gateway
+
+// Failover (docs/faults.md): a request the serving satellite cannot answer
+// because it is dead (Unavailable) is not failed: the first live satellite
+// behind it in its plane takes the session over (node TakeOver: from the
+// newest copy of the dead satellite's state, which with R >= 2 holds every
+// acknowledged change) and the request is sent again there, with the same
+// request id, so it acts once. The stand-in serves the rest of the visit; the
+// next scheduled handover starts from it. A handover whose next satellite is
+// dead goes to the first live satellite behind that one instead (the stand-in
+// the placement rule gives a dead slot). With R = 1, or when the satellite
+// only looked dead, the satellite asked refuses (FailedPrecondition) and the
+// request fails with its first error, as before.
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/replica"
+)
+
+const (
+	// takeOverTimeout bounds one takeover. It runs to its end even when the
+	// request that found the satellite dead gives up first: a retry finds it done.
+	takeOverTimeout = 10 * time.Second
+	// standIns is how many satellites behind a dead one are asked, nearest
+	// first (the next is asked when one is dead too).
+	standIns = 3
+	// probeTimeout bounds the check of whether a handover's next satellite is alive.
+	probeTimeout = time.Second
+)
+
+// mayBeDead reports whether err, from a call to a satellite, may mean that
+// the satellite is dead (its connection is refused or broke).
+func mayBeDead(err error) bool { return status.Code(err) == codes.Unavailable }
+
+// takeOver moves s (locked) off its dead serving satellite to the first live
+// satellite behind it that takes it over, and reports whether one did; cause
+// is the error that showed the satellite dead.
+func (g *Gateway) takeOver(ctx context.Context, s *session, cause error) bool {
+	failed := s.visits[s.cur].Satellite
+	spec := g.grid.Spec()
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeOverTimeout)
+	defer cancel()
+	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
+		at := replica.Behind(spec, failed, j)
+		c, err := g.peers.Satellite(at)
+		if err != nil {
+			return false
+		}
+		r, err := c.TakeOver(tctx, &satpagev1.TakeOverRequest{SessionId: s.id, Failed: failed})
+		if mayBeDead(err) {
+			continue // the one behind is down too: the next one
+		}
+		if err != nil {
+			g.log.DebugContext(ctx, "no takeover", "session", s.id, "failed", failed, "at", at, "cause", cause, "err", err)
+			return false
+		}
+		s.standIn(s.cur, at)
+		s.left = append(s.left, failed)
+		g.m.Takeovers.WithLabelValues("serving").Inc()
+		g.log.WarnContext(ctx, "session taken over from its dead serving satellite", "session", s.id,
+			"failed", failed, "by", at, "table_pages", r.TablePages, "pages_adopted", r.PagesAdopted, "cause", cause)
+		return true
+	}
+	return false
+}
+
+// standIn makes satellite at serve visit v of s in place of the scheduled one.
+func (s *session) standIn(v int, at uint32) {
+	s.visits = slices.Clone(s.visits) // the registered schedule may be shared
+	s.visits[v] = &satpagev1.Visit{Satellite: at, StartNs: s.visits[v].StartNs}
+}
+
+// handOverToStandIn: handover v+1 of s (locked) failed with err; when its next
+// satellite is dead, the visit goes to the first live satellite behind it, and
+// the caller tries again (true).
+func (g *Gateway) handOverToStandIn(ctx context.Context, s *session, err error) bool {
+	if !mayBeDead(err) || s.cur+1 >= len(s.visits) {
+		return false
+	}
+	to := s.visits[s.cur+1].Satellite
+	if g.alive(ctx, to) {
+		return false
+	}
+	spec := g.grid.Spec()
+	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
+		at := replica.Behind(spec, to, j)
+		if at == s.visits[s.cur].Satellite || g.alive(ctx, at) {
+			s.standIn(s.cur+1, at)
+			g.m.Takeovers.WithLabelValues("next").Inc()
+			g.log.WarnContext(ctx, "handover to a stand-in of the dead next satellite", "session", s.id, "dead", to, "to", at)
+			return true
+		}
+	}
+	return false
+}
+
+// alive reports whether satellite i answers (any answer but Unavailable).
+func (g *Gateway) alive(ctx context.Context, i uint32) bool {
+	c, err := g.peers.Satellite(i)
+	if err != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	_, err = c.SessionFrames(pctx, &satpagev1.SessionFramesRequest{SessionId: "-"})
+	return err == nil || !(mayBeDead(err) || status.Code(err) == codes.DeadlineExceeded)
+}

@@ -1,0 +1,150 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+)
+
+const failSpec = "walker-star:30/2/1:500:87" // 2 planes of 15: satellite p*15 + k
+
+func register(t *testing.T, c *clustertest.Cluster, id string, visits ...*satpagev1.Visit) {
+	t.Helper()
+	if _, err := c.Control.RegisterSession(context.Background(), &satpagev1.RegisterSessionRequest{SessionId: id, Visits: visits}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, c *clustertest.Cluster, id string, page uint32, tNs int64, data, rid string) *satpagev1.WritePageResponse {
+	t.Helper()
+	r, err := c.Gateway.WritePage(context.Background(), &satpagev1.WritePageRequest{SessionId: id, Page: page,
+		Data: []byte(data), ScenarioTimeNs: tNs, RequestId: rid})
+	if err != nil {
+		t.Fatalf("write page %d at %d ns: %v", page, tNs, err)
+	}
+	return r
+}
+
+func readBack(t *testing.T, c *clustertest.Cluster, id string, tNs int64, want map[uint32]string) {
+	t.Helper()
+	for p, v := range want {
+		r, err := c.Gateway.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: id, Page: p, ScenarioTimeNs: tNs})
+		if err != nil || string(r.Data) != v {
+			t.Fatalf("page %d at %d ns: got %q, %v, want %q", p, tNs, r.GetData(), err, v)
+		}
+	}
+}
+
+// A write in flight when the serving satellite dies (stored and copied, its
+// reply lost with the satellite) succeeds: the satellite behind takes the
+// session over and answers the retry with the first answer, once; the
+// session goes on through its handovers and every page reads back.
+func TestARequestInFlightWhenTheServingSatelliteDiesSucceedsAtItsReplica(t *testing.T) {
+	var c *clustertest.Cluster
+	var dying atomic.Bool
+	c = clustertest.New(t, failSpec, clustertest.Options{Replicas: 2, Interceptor: func(i int) grpc.UnaryServerInterceptor {
+		if i != 7 {
+			return nil
+		}
+		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			resp, err := h(ctx, req)
+			if strings.HasSuffix(info.FullMethod, "/WritePage") && dying.Load() {
+				go c.Kill(7)
+				return nil, status.Error(codes.Unavailable, "connection reset (the satellite died)")
+			}
+			return resp, err
+		}
+	}})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 7, StartNs: 0}, &satpagev1.Visit{Satellite: 6, StartNs: 100},
+		&satpagev1.Visit{Satellite: 20, StartNs: 200})
+	want := map[uint32]string{}
+	for p := range uint32(8) {
+		want[p] = fmt.Sprintf("v1-%d", p)
+		write(t, c, "s", p, 10, want[p], "")
+	}
+	dying.Store(true)
+	start := time.Now()
+	r := write(t, c, "s", 3, 20, "v2-3", "w-last")
+	want[3] = "v2-3"
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the write that outlived its satellite took %v", took)
+	}
+	if r.Outcome != satpagev1.Outcome_OUTCOME_LOCAL || r.Satellite != 7 {
+		t.Errorf("answer: got %v, want the first attempt's (local at 7)", r)
+	}
+	if got := testutil.ToFloat64(c.Metrics[6].Accesses.WithLabelValues("deduplicated")); got != 1 {
+		t.Errorf("retries answered from the kept answer at 6: %v, want 1", got)
+	}
+	readBack(t, c, "s", 30, want)
+	readBack(t, c, "s", 150, want) // visit 1: scheduled at 6, which serves it already
+	readBack(t, c, "s", 250, want) // visit 2: a handover from 6 to 20
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Accesses != 8+1+3*8 || st.Created != 8 || st.OndemandMoves != 8 {
+		t.Errorf("counts: %d accesses, %d created, %d moved; want 33, 8, 8 (each page moved once, to 20)", st.Accesses, st.Created, st.OndemandMoves)
+	}
+	if st.Visits[0].Satellite != 6 {
+		t.Errorf("visit 0 served by %d, want 6 (the stand-in)", st.Visits[0].Satellite)
+	}
+	// The dead satellite comes back (from its copy, without the session) and
+	// the session ends cleanly everywhere.
+	c.Restart(t, 7)
+	if _, err := c.Gateway.EndSession(context.Background(), &satpagev1.EndSessionRequest{SessionId: "s", ScenarioTimeNs: 260}); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []uint32{6, 7, 20} {
+		if n, _ := c.Stores[i].CountFrames(context.Background(), "s"); n != 0 {
+			t.Errorf("frames of the ended session at %d: %d, want 0", i, n)
+		}
+		if _, err := c.Stores[i].TableSize(context.Background(), "s"); err == nil {
+			t.Errorf("a page table of the ended session is left at %d", i)
+		}
+	}
+}
+
+// A handover to a dead satellite goes to the live one behind it, and the
+// session loses nothing.
+func TestAHandoverToADeadSatelliteGoesToTheOneBehindIt(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 0, StartNs: 0}, &satpagev1.Visit{Satellite: 3, StartNs: 100})
+	want := map[uint32]string{0: "a", 1: "b"}
+	for p, v := range want {
+		write(t, c, "s", p, 10, v, "")
+	}
+	c.Kill(3)
+	readBack(t, c, "s", 150, want)
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[1].Satellite != 2 {
+		t.Errorf("visit 1 served by %d, want 2 (the satellite behind the dead 3)", st.Visits[1].Satellite)
+	}
+}
+
+// With R = 1 there is no copy to take over from: the request fails at once
+// with Unavailable, as without failover, and nothing is served stale.
+func TestWithOneReplicaADeadServingSatelliteFailsItsRequests(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 1})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 7, StartNs: 0})
+	write(t, c, "s", 0, 10, "a", "")
+	c.Kill(7)
+	start := time.Now()
+	_, err := c.Gateway.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 0, ScenarioTimeNs: 20})
+	if status.Code(err) != codes.Unavailable || time.Since(start) > 5*time.Second {
+		t.Fatalf("read with the only copy dead: got %v after %v, want Unavailable at once", err, time.Since(start))
+	}
+}
