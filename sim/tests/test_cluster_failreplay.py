@@ -60,6 +60,8 @@ def test_with_one_replica_the_cluster_loses_the_engines_pages(schedule, tmp_path
         for key in KEYS:
             assert got[key] == doc["engine"][name][key], (name, key, got[key], doc["engine"][name][key])
         assert got["pages_lost"] > 0 and got["page_tables_lost"] > 0, name
+        # what the reads found gone is what the killed satellites held (their memory)
+        assert got["pages_lost"] == got["frames_at_killed_satellites"], name
         # every satellite of the schedule was killed, in order
         assert [k["satellite"] for k in r["kills"][name]] == [f["satellite"] for f in doc["failures"]]
     # the trail exposes on-demand at past servers too: a session hit without its table lost

@@ -5,6 +5,9 @@ replays a Trace through any cluster's gateway (local, Docker Swarm or Kubernetes
   satnode per satellite plus a gateway on loopback, recorded in a state directory.
 - ``replay_trace(trace, strategy, target=...)``: counts for ``satpage compare``.
 - ``replay_paper(trace, target=...)``: ``pager.PaperCounts`` for ``satpage paper``.
+- ``counters.read_replication(state)``: the replication copies the satnodes counted.
+- ``chaos.run_chaos``: the chaos run; ``failreplay.run_schedule_replay``: a
+  simulation's failure schedule replayed on a local cluster.
 """
 
 from satpage.cluster.driver import (
