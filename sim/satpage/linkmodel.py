@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -81,6 +82,12 @@ class LinkModel:
         own = np.asarray(pages, float) * self.page_bytes * 8.0 / (self.capacity_gbps * 1e9
                                                                    * self.bin_s)
         return self.background + own
+
+    @cached_property
+    def background_wait_ms(self) -> np.ndarray:
+        """``wait_ms(background)``, computed once: every chunk of a run prices its first pass
+        with it (per chunk it was constellation-sized work repeated a thousand times)."""
+        return self.wait_ms(self.background)
 
     def wait_ms(self, rho: np.ndarray) -> np.ndarray:
         """M/D/1 mean wait in queue (ms) of a page at utilisation ``rho`` (capped at

@@ -245,7 +245,7 @@ def run_chunk(w: World, i: int, into: dict[str, CostAccumulator] | None = None,
     ct = chunk_trace(w, i)
     stage["schedule"] = time.perf_counter() - t0
     costs = {}
-    base_wait = w.links.wait_ms(w.links.background) if w.links is not None else None
+    base_wait = w.links.background_wait_ms if w.links is not None else None
     t_f = time.perf_counter()
     fm = fault_model(w, ct) if sc.faults.active else None
     stage["faults"] += time.perf_counter() - t_f
@@ -362,7 +362,7 @@ def run_scenario(sc: Scenario, processes: int | None = None,
         costs, stage, unc = _run_pass(w, client, None, on_chunk)
         passes = 1
         if w.links is not None:
-            base = w.links.wait_ms(w.links.background)
+            base = w.links.background_wait_ms
             waits = own_load_waits(w, costs)
             if max(float(np.max(np.abs(v - base), initial=0.0)) for v in waits.values()) \
                     > SECOND_PASS_WAIT_MS:
