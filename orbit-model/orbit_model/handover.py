@@ -117,6 +117,30 @@ def _serving_at(offsets, time_ns, satellite, client, t_ns, out):
         out[q] = satellite[lo + i] if i >= 0 else -1
 
 
+#: TEME positions and GMST of the last few time blocks swept, per constellation: sim asks
+#: for the schedules of start-ordered session chunks one after another, and consecutive
+#: chunks' windows cover the same hour-long blocks (a 1,000,000-session day propagated
+#: each block about 100 times, 4,408 satellites x 360 steps each, without this).
+_BLOCKS: dict[tuple, tuple] = {}
+_BLOCKS_KEPT = 4
+
+
+def _block_positions(constellation: Constellation, part: np.ndarray, knot_ns: int | None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(TEME positions (n_sats, n, 3) km, GMST (n,) rad) at the times ``part``: a pure
+    function of its inputs, so a kept block is returned as it is (callers only read it)."""
+    key = (id(constellation), knot_ns, part.tobytes())
+    got = _BLOCKS.get(key)
+    if got is not None and got[0] is constellation:
+        return got[1], got[2]
+    position = teme_positions_km(constellation, part, knot_ns=knot_ns)
+    theta = gmst_angles_rad(constellation, part)
+    while len(_BLOCKS) >= _BLOCKS_KEPT:
+        _BLOCKS.pop(next(iter(_BLOCKS)))
+    _BLOCKS[key] = (constellation, position, theta)
+    return position, theta
+
+
 def _cap_angle_rad(min_elevation_deg: float, max_radius_km: float) -> float:
     """Largest Earth-central angle between a client and a satellite it sees above the minimum
     elevation, made conservative: smallest Earth radius (the pole, less 1 km), 0.25 deg
@@ -501,8 +525,7 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     last_step = int(last.max()) if n_g else -1
     for start in range(first_step - first_step % chunk_steps, last_step + 1, chunk_steps):
         part = t_ns[start:start + chunk_steps]
-        position = teme_positions_km(constellation, part, knot_ns=knot_ns)
-        theta = gmst_angles_rad(constellation, part)
+        position, theta = _block_positions(constellation, part, knot_ns)
         while True:
             # snapshot the state so a chunk can be replayed after growing the outputs
             saved = (last_seen.copy(), pass_start.copy(), pass_max.copy(), vis.copy(),
