@@ -141,6 +141,12 @@ def session_visits(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: n
     of the visit's first entry), uncovered steps int64 (n,) per window)."""
     offsets, time_ns, sat = _with_fallback(sats, t_ns, lat, lon, first, last,
                                            min_elevation_deg, ORBIT_MODEL_POLICY[policy], sticky)
+    return _visits_of(offsets, time_ns, sat, t_ns, first, last)
+
+
+def _visits_of(offsets: np.ndarray, time_ns: np.ndarray, sat: np.ndarray, t_ns: np.ndarray,
+               first: np.ndarray, last: np.ndarray):
+    """session_visits from the windows' schedule entries (offsets, time_ns, satellite)."""
     n = offsets.size - 1
     step = np.searchsorted(t_ns, time_ns)
     owner = np.repeat(np.arange(n), np.diff(offsets))
@@ -159,6 +165,42 @@ def session_visits(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: n
     np.cumsum(np.bincount(owner, minlength=n), out=visit_offsets[1:])
     step[visit_offsets[:-1]] = first            # the first server serves from the start
     return visit_offsets, sat.astype(np.int32), step, uncovered
+
+
+#: The gateway's schedule over the whole span, per satellite set and gateway (one kept).
+_GATEWAY: dict[tuple, tuple] = {}
+
+
+def gateway_visits(sats: SatelliteSet, t_ns: np.ndarray, lat_deg: float, lon_deg: float,
+                   w0: int, w1: int, min_elevation_deg: float):
+    """``session_visits`` of the gateway over steps ``w0..w1``, cut from its schedule over
+    the whole span, computed once: highest elevation without stickiness has no memory, so
+    a window's schedule is the span's limited to it (orbit_model's session_schedule
+    contract, tests/test_handover.py), and every chunk no longer sweeps the whole
+    constellation over its window a second time for one point. A window that sees no
+    satellite above the mask takes session_visits' own fallback."""
+    key = (id(sats), float(lat_deg), float(lon_deg), float(min_elevation_deg), t_ns.size,
+           int(t_ns[-1]))
+    got = _GATEWAY.get(key)
+    if got is None or got[0] is not sats:
+        sch = session_schedule(sats.constellation, GroundPoints.from_degrees([lat_deg], [lon_deg]),
+                               t_ns, np.array([0]), np.array([t_ns.size - 1]),
+                               min_elevation_deg=min_elevation_deg,
+                               policy=ORBIT_MODEL_POLICY["highest-elevation"], sticky=False)
+        _GATEWAY.clear()
+        got = _GATEWAY[key] = (sats, np.searchsorted(t_ns, sch.time_ns), sch.satellite)
+    _, steps, sat = got
+    i0 = int(np.searchsorted(steps, w0, side="right")) - 1      # the entry in force at w0
+    i1 = int(np.searchsorted(steps, w1, side="right"))
+    cut_steps = steps[i0:i1].copy()
+    cut_steps[0] = w0
+    cut_sat = sat[i0:i1]
+    first, last = np.array([w0]), np.array([w1])
+    if not np.any(cut_sat >= 0):
+        return session_visits(sats, t_ns, np.array([lat_deg]), np.array([lon_deg]), first, last,
+                              min_elevation_deg, "highest-elevation", False)
+    return _visits_of(np.array([0, cut_sat.size], np.int64), t_ns[cut_steps], cut_sat, t_ns,
+                      first, last)
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,9 +289,8 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
     # the satellite above the ground-store gateway at every step of the window
     nt = w1 - w0 + 1
     if gateway is None:
-        _, g_sat, g_step, _ = session_visits(
-            sats, t_ns, np.array([gw_lat]), np.array([gw_lon]), np.array([w0]), np.array([w1]),
-            ho.min_elevation_deg, "highest-elevation", False)
+        _, g_sat, g_step, _ = gateway_visits(sats, t_ns, gw_lat, gw_lon, w0, w1,
+                                             ho.min_elevation_deg)
         gateway = (g_sat, g_step)
     g_sat, g_step = gateway
     gsat = np.repeat(g_sat, np.diff(np.append(np.maximum(g_step, w0), w1 + 1))).astype(np.int32)
