@@ -107,6 +107,8 @@ class SessionStats:
     proactive_hops: int
     push_moves: int
     push_hops: int
+    #: push-ahead with a lead: the handover not yet due that pages were copied ahead for
+    copied_ahead_for: Handover | None = None
 
     @property
     def movements(self) -> int:
@@ -130,6 +132,7 @@ class ClockInfo:
     policy: str
     sticky: bool
     min_elevation_deg: float
+    push_lead_ns: int = 0  # push-ahead copies this long before the handover (docs/live.md)
 
 
 class Gateway:
@@ -159,7 +162,7 @@ class Gateway:
         except Exception as exc:  # grpc.RpcError
             raise _translate(exc, f"clock of {self.target}") from None
         return ClockInfo(c.epoch, c.speed, c.now_ns, c.constellation, c.ephemeris_end_ns, c.step_ns,
-                         c.policy, c.sticky, c.min_elevation_deg)
+                         c.policy, c.sticky, c.min_elevation_deg, c.push_lead_ns)
 
     def close(self) -> None:
         self._channel.close()
@@ -265,7 +268,9 @@ class Session:
         st = self._call(self.gateway.control.SessionStats, pb.SessionStatsRequest(session_id=self.id), "stats")
         return SessionStats([Handover(v.start_ns, v.satellite) for v in st.visits], st.scenario_time_ns,
                             st.accesses, st.created, st.ondemand_moves, st.ondemand_hops, st.proactive_moves,
-                            st.proactive_hops, st.push_moves, st.push_hops)
+                            st.proactive_hops, st.push_moves, st.push_hops,
+                            Handover(st.copied_ahead_for.start_ns, st.copied_ahead_for.satellite)
+                            if st.HasField("copied_ahead_for") else None)
 
     def close(self) -> int:
         """End the session (every page is deleted along its trail); returns the pages deleted."""

@@ -48,12 +48,14 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
             epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
             idle_timeout_s: float = 3600.0, insecure: bool = False,
-            isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0):
+            isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0, push_lead_s: float = 10.0):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
     ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
     With a latitude cut-off below 90 deg the satnodes route on an ISL schedule of the same
-    ``hours`` (``write_live_isl_schedule``), as ``compare --backend cluster`` gives them."""
+    ``hours`` (``write_live_isl_schedule``), as ``compare --backend cluster`` gives them.
+    ``push_lead_s`` (constellation seconds, the gateway's ``--push-lead``): push-ahead copies a
+    visit's pages to the next serving satellite this long before the handover (0: at it)."""
     from satpage.cluster import cluster_up, default_state_dir
 
     if not 0 < speed <= 1e6:
@@ -62,6 +64,8 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
         raise ValueError(f"ephemeris horizon {hours} h must be above 0 and at most 31 days")
     if not 0 <= isl_latitude_cutoff_deg <= 90:
         raise ValueError(f"ISL latitude cut-off {isl_latitude_cutoff_deg} deg is outside 0..90")
+    if not 0 <= push_lead_s <= 3600:
+        raise ValueError(f"push-ahead lead {push_lead_s} s is outside 0..3600")
     if not 0 < routing_step_s <= 3600:
         raise ValueError(f"routing step {routing_step_s} s must be above 0 and at most 3600")
     sdir = Path(state_dir or default_state_dir()).resolve()
@@ -75,7 +79,8 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
             "idle_timeout_s": float(idle_timeout_s), "hours": float(hours), "policy": policy,
             "sticky": bool(sticky), "min_elevation_deg": float(min_elevation_deg),
-            "isl_latitude_cutoff_deg": float(isl_latitude_cutoff_deg), "routing_step_s": float(routing_step_s)}
+            "isl_latitude_cutoff_deg": float(isl_latitude_cutoff_deg), "routing_step_s": float(routing_step_s),
+            "push_lead_s": float(push_lead_s)}
     isl = None
     if isl_latitude_cutoff_deg < 90:
         isl = sdir / ISL_SCHEDULE_FILE
@@ -282,7 +287,7 @@ def run_demo(target: str, places: list[tuple[float, float]], *, minutes: float, 
             t.join()
     head = {"epoch": clock.epoch, "constellation": clock.constellation, "policy": clock.policy,
             "sticky": clock.sticky, "min_elevation_deg": clock.min_elevation_deg, "speed": clock.speed,
-            "step_s": clock.step_ns / NS_PER_S, "minutes": minutes, "strategy": strategy, "seed": seed,
+            "step_s": clock.step_ns / NS_PER_S, "push_lead_s": clock.push_lead_ns / NS_PER_S, "minutes": minutes, "strategy": strategy, "seed": seed,
             "n_pages": n_pages}
     return head, clients
 
@@ -314,7 +319,7 @@ def trace_of(clients: list[DemoClient], n_pages: int):
     handovers the gateway performed, its accesses in order at the clock's times."""
     from pager import Trace
 
-    vo, vsat, vstart, ao, page, times = [0], [], [], [0], [], []
+    vo, vsat, vstart, ao, page, times, write = [0], [], [], [0], [], [], []
     for c in clients:
         sched = c.stats.schedule
         starts = np.array([h.time_ns for h in sched], np.int64)
@@ -332,27 +337,37 @@ def trace_of(clients: list[DemoClient], n_pages: int):
             vstart.append(h.time_ns)
             sel = visit == k
             page.extend(a.page for a, x in zip(acc, sel, strict=True) if x)
+            write.extend(a.write for a, x in zip(acc, sel, strict=True) if x)
             times.extend(t[sel].tolist())
+            ao.append(len(page))
+        if c.stats.copied_ahead_for is not None:  # the copy for the next handover, not done yet: a visit
+            vsat.append(c.stats.copied_ahead_for.satellite)  # with no access (engine_counts stops before it)
+            vstart.append(c.stats.copied_ahead_for.time_ns)
             ao.append(len(page))
         vo.append(len(vsat))
     return Trace(n_pages=n_pages, visit_offsets=np.array(vo, np.int64),
                  visit_satellite=np.array(vsat, np.int32), visit_start_ns=np.array(vstart, np.int64),
                  access_offsets=np.array(ao, np.int64), access_page=np.array(page, np.int32),
-                 access_time_ns=np.array(times, np.int64))
+                 access_time_ns=np.array(times, np.int64), access_write=np.array(write, np.bool_))
 
 
 def engine_counts(trace, strategy: str, constellation: str, epoch: str, *,
-                  isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0) -> dict[str, int]:
+                  isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0,
+                  push_lead_ns: int = 0, until_ns=None) -> dict[str, int]:
     """Replay ``trace`` in the engine and price every movement with orbit_model's ISL hops
     between the two satellites at the movement's time: the counts the relays should report.
     With a latitude cut-off below 90 deg the hops are those of the routing snapshot the
-    movement falls in (the satnodes' ISL schedule: topology at the snapshot's start)."""
+    movement falls in (the satnodes' ISL schedule: topology at the snapshot's start).
+    Push-ahead is the gateway's: ``PushAhead(recent_visits=1, lead_ns=push_lead_ns, staged=True)``
+    (the copy ``push_lead_ns`` ahead, claimed at the handover; docs/live.md). ``until_ns``
+    (one per session): count only the movements up to the time the relays' counts were
+    read (a session's last visit may be a handover copied ahead for, not yet due)."""
     import pager
     from orbit_model import Constellation, IslNetwork, parse_epoch
     from pager.strategies_extra import PushAhead
 
     strat = {"on-demand": pager.OnDemand(), "proactive": pager.Proactive(),
-             "push-ahead": PushAhead(recent_visits=1, lead_ns=0)}[strategy]
+             "push-ahead": PushAhead(recent_visits=1, lead_ns=int(push_lead_ns), staged=True)}[strategy]
     r = pager.replay(trace, strat, events=True)
     const = Constellation.from_spec(constellation, epoch=parse_epoch(epoch))
     step_ns = int(round(routing_step_s * NS_PER_S))
@@ -360,13 +375,18 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str, *,
     net = (IslNetwork(const, latitude_cutoff_deg=isl_latitude_cutoff_deg, resolution_ns=step_ns) if timed
            else IslNetwork(const))
     ev = r.events
-    out = {"fault_moves": r.total("fault_moves"), "handover_moves": r.total("handover_moves"),
-           "push_moves": r.total("push_moves"), "fault_hops": 0, "handover_hops": 0, "push_hops": 0}
+    if until_ns is not None:
+        ev = ev[ev["time_ns"] <= np.asarray(until_ns, np.int64)[ev["session"]]]
+    out = {"fault_moves": 0, "handover_moves": 0, "push_moves": 0, "fault_hops": 0, "handover_hops": 0,
+           "push_hops": 0}
     kinds = {int(pager.EventKind.FAULT): "fault_hops", int(pager.EventKind.HANDOVER): "handover_hops",
              int(pager.EventKind.PUSH): "push_hops"}
     for e in ev:
         key = kinds.get(int(e["kind"]))
-        if key is None or e["from_visit"] < 0:
+        if key is None:
+            continue
+        out[key.replace("_hops", "_moves")] += 1
+        if e["from_visit"] < 0:
             continue
         a, b = int(trace.visit_satellite[e["from_visit"]]), int(trace.visit_satellite[e["to_visit"]])
         t = int(e["time_ns"]) // step_ns * step_ns if timed else int(e["time_ns"])

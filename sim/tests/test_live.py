@@ -24,6 +24,7 @@ SPEC = "walker-star:150/10/1:500:87"
 SPEED = 240.0
 PLACES = [(59.9, 10.7), (-6.2, 106.8)]
 CUTOFF_DEG = 60.0  # the satnodes route on an ISL schedule: the engine's pricing must follow it
+LEAD_S = 20.0  # push-ahead copies 20 constellation seconds (two handover steps) before the handover
 NS = 1_000_000_000
 _RESTARTED: list = []  # gateways a test started again (reaped after `live down` stopped them)
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
@@ -40,7 +41,7 @@ def gateway(tmp_path_factory):
     sdir = tmp_path_factory.mktemp("live")
     # through the CLI, as a user would (and the processes are not this test's children)
     for _ in range(3):  # a port of the range may be taken between the check and the start
-        up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "12", "--idle-timeout-s", "2",
+        up = subprocess.run([SATPAGE, "live", "up", "--speed", str(SPEED), "--hours", "12", "--idle-timeout-s", "2", "--lead-s", str(LEAD_S),
                              "--isl-latitude-cutoff", str(CUTOFF_DEG),
                              "--state-dir", str(sdir), "--port-base", str(_free_port_base(SPEC)), "--json"],
                             capture_output=True, text=True, timeout=300)
@@ -82,7 +83,9 @@ def _check_against_the_models(head, clients, strategy):
         assert all(abs(a - b) <= step for (a, _), (b, _) in zip(got, want, strict=True)), (got, want)
     # the accesses replayed in the engine: the relays' movements and page-hops
     trace = trace_of(clients, head["n_pages"])
-    eng = engine_counts(trace, strategy, head["constellation"], head["epoch"], isl_latitude_cutoff_deg=CUTOFF_DEG)
+    assert head["push_lead_s"] == LEAD_S
+    eng = engine_counts(trace, strategy, head["constellation"], head["epoch"], isl_latitude_cutoff_deg=CUTOFF_DEG,
+                        push_lead_ns=int(LEAD_S * NS), until_ns=[c.stats.scenario_time_ns for c in clients])
     relays = {"fault_moves": sum(c.stats.ondemand_moves for c in clients),
               "fault_hops": sum(c.stats.ondemand_hops for c in clients),
               "handover_moves": sum(c.stats.proactive_moves for c in clients),
@@ -90,16 +93,27 @@ def _check_against_the_models(head, clients, strategy):
               "push_moves": sum(c.stats.push_moves for c in clients),
               "push_hops": sum(c.stats.push_hops for c in clients)}
     assert eng == relays
-    return eng
+    return eng, trace
 
 
 @pytest.mark.parametrize("strategy", ["on-demand", "push-ahead", "proactive"])
 def test_live_handovers_and_costs_match_orbit_model_and_the_engine(gateway, strategy):
     target, tls_dir, _ = gateway
     head, clients = run_demo(target, PLACES, minutes=16.0, strategy=strategy, n_pages=48, seed=3, tls_dir=tls_dir)
-    eng = _check_against_the_models(head, clients, strategy)
+    eng, trace = _check_against_the_models(head, clients, strategy)
     moved = {"on-demand": "fault_moves", "push-ahead": "push_moves", "proactive": "handover_moves"}[strategy]
     assert eng[moved] > 0
+    if strategy == "push-ahead":  # the lead was exercised: copies sent ahead, and copies claimed in place
+        import numpy as np
+
+        import pager
+
+        r = pager.replay(trace, pager.PushAhead(lead_ns=int(LEAD_S * NS), staged=True), events=True)
+        push = r.events[r.events["kind"] == int(pager.EventKind.PUSH)]
+        ahead = np.isin(push["time_ns"], trace.visit_start_ns - int(LEAD_S * NS))
+        copies = {(int(e["page"]), int(e["to_visit"])) for e in push[ahead]}
+        sent_again = {(int(e["page"]), int(e["to_visit"])) for e in push[~ahead]}
+        assert copies - sent_again, "no copy sent ahead was claimed in place"
 
 
 def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gateway):
@@ -214,6 +228,7 @@ def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_know
     (["live", "demo", "--lat", "95", "--lon", "0"], "95.0"),
     (["live", "demo", "--lat", "1", "--lat", "2", "--lon", "0"], "2 --lat but 1 --lon"),
     (["live", "up", "--speed", "0"], "--speed 0"),
+    (["live", "up", "--lead-s", "-1"], "--lead-s -1"),
     (["live", "up", "--policy", "trail"], "'trail'"),
     (["live", "up", "--isl-latitude-cutoff", "95"], "--isl-latitude-cutoff 95"),
     (["live", "ephemeris", "x.bin", "--epoch", "yesterday"], "yesterday"),

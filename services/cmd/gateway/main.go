@@ -63,7 +63,7 @@ func run() error {
 	}
 	go g.ExpireIdle(ctx)
 	if live != nil {
-		log.Info("live mode", "ephemeris", cfg.Ephemeris, "epoch", live.Clock.Epoch, "speed", live.Clock.Speed,
+		log.Info("live mode", "ephemeris", cfg.Ephemeris, "epoch", live.Clock.Epoch, "speed", live.Clock.Speed, "push_lead", cfg.PushLead,
 			"horizon_ns", live.Ephemeris.EndNs(), "now_ns", live.Clock.NowNs())
 		go g.RunLive(ctx)
 	}
@@ -94,5 +94,6 @@ func liveOptions(cfg config.Config) (*gateway.LiveOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gateway.LiveOptions{Clock: clock, Ephemeris: eph, EphemerisPath: cfg.Ephemeris, Spec: cfg.Spec()}, nil
+	return &gateway.LiveOptions{Clock: clock, Ephemeris: eph, EphemerisPath: cfg.Ephemeris, Spec: cfg.Spec(),
+		PushLeadNs: cfg.PushLead.Nanoseconds()}, nil
 }

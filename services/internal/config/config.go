@@ -69,6 +69,9 @@ type Config struct {
 	Epoch      string  // RFC 3339 t = 0 ("": the ephemeris' epoch)
 	ClockStart string  // RFC 3339 wall instant from which the clock runs at Speed ("": the epoch)
 	Speed      float64 // constellation seconds per wall second
+	// PushLead: push-ahead copies a visit's pages to the next serving satellite this
+	// long (constellation time) before the handover; 0: at the handover.
+	PushLead time.Duration
 }
 
 // DefaultConfig is the documented defaults (services/README.md).
@@ -100,6 +103,7 @@ func DefaultConfig() Config {
 		SessionIdle:        time.Hour,
 		StoreQuota:         0.8,
 		Speed:              1,
+		PushLead:           10 * time.Second,
 	}
 }
 
@@ -184,6 +188,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.StoreQuota < 0 || c.StoreQuota > 0.95 {
 		bad("--store-quota %v outside [0, 0.95]", c.StoreQuota)
+	}
+	if c.PushLead < 0 || c.PushLead > time.Hour {
+		bad("--push-lead %v is outside 0..1h", c.PushLead)
 	}
 	if !(c.Speed > 0 && c.Speed <= 1e6) {
 		bad("--speed %v is not above 0 and at most 1e6", c.Speed)
@@ -323,6 +330,7 @@ var settings = []setting{
 	{"epoch", "SATPAGE_EPOCH", "live mode: constellation clock epoch, RFC 3339 (empty: the ephemeris' epoch)", str(func(c *Config) *string { return &c.Epoch })},
 	{"clock-start", "SATPAGE_CLOCK_START", "live mode: wall instant from which the clock runs at --speed, RFC 3339 (empty: the epoch)", str(func(c *Config) *string { return &c.ClockStart })},
 	{"speed", "SATPAGE_SPEED", "live mode: constellation seconds per wall second", float(func(c *Config) *float64 { return &c.Speed })},
+	{"push-lead", "SATPAGE_PUSH_LEAD", "live mode: push-ahead copies pages to the next serving satellite this long (constellation time) before the handover (0: at the handover)", dur(func(c *Config) *time.Duration { return &c.PushLead })},
 	{"tls-dir", "SATPAGE_TLS_DIR", "TLS material (ca.pem, satellite-<i>.pem, gateway.pem, token keys; docs/security.md)", str(func(c *Config) *string { return &c.TLSDir })},
 	{"insecure", "SATPAGE_INSECURE", "plain text and no access control: debugging only", boolean(func(c *Config) *bool { return &c.Insecure })},
 	{"reflection", "SATPAGE_REFLECTION", "serve gRPC server reflection (to callers with a certificate)", boolean(func(c *Config) *bool { return &c.Reflection })},

@@ -219,6 +219,7 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 	for s.cur < target {
 		from, to := s.visits[s.cur].Satellite, s.visits[s.cur+1].Satellite
 		at := s.visits[s.cur+1].StartNs
+		g.copyAheadIfDue(ctx, s, to, at, tNs) // push-ahead with a lead: the copy comes first
 		c, err := g.peers.Satellite(from)
 		if err != nil {
 			return 0, err
@@ -243,10 +244,16 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 			return 0, err
 		}
 		if s.strategy == satpagev1.Strategy_STRATEGY_PUSH_AHEAD {
+			if err := g.claimAhead(ctx, s, from, to, at); err != nil {
+				return 0, err
+			}
 			if err := g.pushAhead(ctx, s, to, at); err != nil {
 				return 0, err
 			}
 		}
+	}
+	if sat, at, ok := g.predictNext(s, tNs); ok {
+		g.copyAheadIfDue(ctx, s, sat, at, tNs)
 	}
 	return s.visits[s.cur].Satellite, nil
 }
@@ -451,6 +458,7 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 	}
 	var r *satpagev1.WritePageResponse
 	err = g.atServer(ctx, s, req.ScenarioTimeNs, func(c satpagev1.PageServiceClient) (err error) {
+		s.writing(req.Page) // after serving's copy ahead, before the write can change the page
 		r, err = c.WritePage(ctx, req)
 		return err
 	})
@@ -492,7 +500,7 @@ func (g *Gateway) end(ctx context.Context, s *session, tNs int64) (*satpagev1.En
 	// Sweep the trail: a release that failed mid-move left a stale copy at a past
 	// satellite that no page table names any more; drop it too.
 	swept := map[uint32]bool{sat: true}
-	for _, v := range s.visits[:s.cur+1] {
+	for _, v := range append(s.visits[:s.cur+1:s.cur+1], s.strayCopies()...) {
 		if swept[v.Satellite] {
 			continue
 		}
@@ -557,6 +565,9 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 		ProactiveMoves: s.stats.ProactiveMoves, ProactiveHops: s.stats.ProactiveHops,
 		PushMoves: s.stats.PushMoves, PushHops: s.stats.PushHops,
 		Accesses: s.stats.Accesses, Created: s.stats.Created, ScenarioTimeNs: t}
+	if s.live != nil && s.live.ahead != nil {
+		out.CopiedAheadFor = &satpagev1.Visit{Satellite: s.live.ahead.to, StartNs: s.live.ahead.forNs}
+	}
 	for _, v := range s.visits[:s.cur+1] {
 		out.Visits = append(out.Visits, &satpagev1.Visit{Satellite: v.Satellite, StartNs: v.StartNs})
 	}

@@ -32,6 +32,9 @@ type LiveOptions struct {
 	Ephemeris     *sky.Ephemeris
 	EphemerisPath string             // re-read when its modification time changes ("" = never)
 	Spec          constellation.Spec // what a re-read file must be written for
+	// PushLeadNs: push-ahead copies a visit's pages to the next serving satellite
+	// this long (scenario ns) before the handover (pushlead.go); 0: at the handover.
+	PushLeadNs int64
 }
 
 // live is the gateway's live-mode state.
@@ -40,6 +43,7 @@ type live struct {
 	eph   atomic.Pointer[sky.Ephemeris]
 	path  string
 	spec  constellation.Spec
+	lead  int64 // push-ahead lead, scenario ns
 
 	mu   sync.Mutex // guards seen (reloads run one at a time)
 	seen time.Time  // modification time of the file last read
@@ -51,6 +55,8 @@ type liveSession struct {
 	synced int                 // entries of place.Schedule already turned into visits
 	lastNs int64               // latest scenario time used (times never go back within a session)
 	used   map[uint32]struct{} // pages used during the current visit (push-ahead)
+	ahead  *copied             // the copy sent ahead for the next handover (push-ahead with a lead)
+	strays []uint32            // satellites holding copies never claimed (swept when the session ends)
 }
 
 // liveIDPrefix starts every live session id: live.<strategy>.<lat_e6>.<lon_e6>.<random>.
@@ -66,7 +72,10 @@ func newLive(o *LiveOptions) (*live, error) {
 	if o.Clock == nil || o.Ephemeris == nil {
 		return nil, fmt.Errorf("live mode needs a clock and an ephemeris: %w", errs.ErrInvalid)
 	}
-	l := &live{clock: o.Clock, path: o.EphemerisPath, spec: o.Spec}
+	if o.PushLeadNs < 0 {
+		return nil, fmt.Errorf("push-ahead lead %d ns is negative: %w", o.PushLeadNs, errs.ErrInvalid)
+	}
+	l := &live{clock: o.Clock, path: o.EphemerisPath, spec: o.Spec, lead: o.PushLeadNs}
 	l.eph.Store(o.Ephemeris)
 	if fi, err := os.Stat(o.EphemerisPath); o.EphemerisPath != "" && err == nil {
 		l.seen = fi.ModTime()
@@ -200,15 +209,17 @@ func (g *Gateway) liveTime(s *session, asked int64) (int64, error) {
 	return t, g.follow(s, t)
 }
 
-// follow turns the place's schedule up to tNs into visits (s locked).
+// follow turns the place's schedule up to tNs into visits (s locked). The
+// place may be decided further ahead (predictNext); those entries wait.
 func (g *Gateway) follow(s *session, tNs int64) error {
 	_, err := g.placeAt(s.live.place, tNs)
-	for _, h := range s.live.place.Schedule[s.live.synced:] {
+	sched := s.live.place.Schedule
+	for ; s.live.synced < len(sched) && sched[s.live.synced].TimeNs <= tNs; s.live.synced++ {
+		h := sched[s.live.synced]
 		if h.Satellite >= 0 && uint32(h.Satellite) != s.visits[len(s.visits)-1].Satellite {
 			s.visits = append(s.visits, &satpagev1.Visit{Satellite: uint32(h.Satellite), StartNs: h.TimeNs})
 		}
 	}
-	s.live.synced = len(s.live.place.Schedule)
 	return err
 }
 
@@ -219,6 +230,15 @@ func (s *session) use(pages ...uint32) {
 	}
 	for _, p := range pages {
 		s.live.used[p] = struct{}{}
+	}
+}
+
+// writing notes a write about to be forwarded (before it is: a write whose
+// reply is lost may still have changed the page): a copy of it sent ahead is
+// no longer valid.
+func (s *session) writing(page uint32) {
+	if s.live != nil && s.live.ahead != nil {
+		s.live.ahead.dirty(page)
 	}
 }
 
@@ -303,7 +323,8 @@ func (g *Gateway) Clock(_ context.Context, _ *satpagev1.ClockRequest) (*satpagev
 	e := g.live.eph.Load()
 	return &satpagev1.ClockResponse{Epoch: g.live.clock.Epoch.UTC().Format(time.RFC3339Nano), Speed: g.live.clock.Speed,
 		NowNs: g.live.clock.NowNs(), Constellation: e.Constellation, EphemerisEndNs: e.EndNs(), StepNs: e.StepNs,
-		Policy: e.Policy, Sticky: e.Sticky, MinElevationDeg: e.MinElevationDeg}, nil
+		Policy: e.Policy, Sticky: e.Sticky, MinElevationDeg: e.MinElevationDeg,
+		PushLeadNs: g.live.lead}, nil
 }
 
 // RunLive performs live sessions' handovers when they are due and re-reads

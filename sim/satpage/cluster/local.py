@@ -103,7 +103,7 @@ class ClusterState:
     isl_schedule_sha256: str | None = None
     replicas: int = 1  # R: the satnodes' --replicas (docs/faults.md)
     tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
-    #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s"}; None: replay only
+    #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s", "push_lead_s"}; None: replay only
     live: dict | None = None
 
     @property
@@ -359,7 +359,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
             start = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             state.live["clock_start"] = start
             argv += ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),
-                     "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s"]
+                     "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s",
+                     "--push-lead", f"{float(live.get('push_lead_s', 10.0))}s"]
         gw_env = {k: v for k, v in env.items() if k != "GOMAXPROCS"}  # the gateway fans out
         records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
         _save(state)

@@ -37,7 +37,9 @@ def _epoch(value: str | None) -> dt.datetime | None:
         fail(f"--epoch: {exc}")
 
 
-def _check(speed: float, hours: float, policy: str, min_elevation: float) -> None:
+def _check(speed: float, hours: float, policy: str, min_elevation: float, lead_s: float = 0.0) -> None:
+    if not 0 <= lead_s <= 3600:
+        fail(f"--lead-s {lead_s} must lie in 0..3600")
     if not 0 < speed <= 1e6:
         fail(f"--speed {speed} must be above 0 and at most 1e6")
     if not 0 < hours <= 24 * 31:
@@ -61,6 +63,9 @@ def up(
     isl_latitude_cutoff: Annotated[float, typer.Option(
         "--isl-latitude-cutoff", help="Cross-plane ISLs down while either end is above this |latitude| "
         "(degrees; 90 = never): the satnodes route on its ISL schedule for --hours.")] = 90.0,
+    lead_s: Annotated[float, typer.Option("--lead-s", help="Push-ahead copies a visit's pages to the next "
+                                          "serving satellite this long before the handover (constellation "
+                                          "seconds; 0: at the handover).")] = 10.0,
     idle_timeout_s: Annotated[float, typer.Option("--idle-timeout-s", help="End sessions idle this long "
                                                   "(wall seconds; the gateway's --session-idle).")] = 3600.0,
     insecure: Annotated[bool, typer.Option("--insecure", help="Plain text, no access control "
@@ -75,7 +80,7 @@ def up(
     from satpage.live import live_up
 
     setup_logging(verbose)
-    _check(speed, hours, policy, min_elevation)
+    _check(speed, hours, policy, min_elevation, lead_s)
     if store not in ("redis", "memory"):
         fail(f"--store must be redis or memory, got {store!r}")
     if not 0 <= isl_latitude_cutoff <= 90:
@@ -84,7 +89,7 @@ def up(
         st = live_up(constellation, state_dir=state_dir, port_base=port_base, speed=speed, epoch=_epoch(epoch),
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
                      idle_timeout_s=idle_timeout_s, insecure=insecure,
-                     isl_latitude_cutoff_deg=isl_latitude_cutoff)
+                     isl_latitude_cutoff_deg=isl_latitude_cutoff, push_lead_s=lead_s)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
@@ -137,6 +142,9 @@ def demo(
     speed: Annotated[float, typer.Option("--speed", help="Clock speed of the cluster started for the demo.")]
     = 60.0,
     strategy: Annotated[str, typer.Option("--strategy", help="on-demand | proactive | push-ahead")] = "on-demand",
+    lead_s: Annotated[float, typer.Option("--lead-s", help="Push-ahead copies a visit's pages to the next "
+                                          "serving satellite this long before the handover (constellation "
+                                          "seconds; 0: at the handover).")] = 10.0,
     pages: Annotated[int, typer.Option("--pages", help="Pages per session (Zipf s = 1).")] = 64,
     seed: Annotated[int, typer.Option("--seed")] = 1,
     gateway: Annotated[str | None, typer.Option("--gateway", help="Use this live gateway (host:port) "
@@ -167,7 +175,7 @@ def demo(
         fail(f"--strategy {strategy!r} is not on-demand, proactive or push-ahead")
     if not 1 <= pages <= 100_000:
         fail(f"--pages {pages} must lie in 1..100000")
-    _check(speed, 1.0, "highest", 10.0)
+    _check(speed, 1.0, "highest", 10.0, lead_s)
     places = list(zip(lat, lon, strict=True))
     try:
         if gateway:
@@ -177,7 +185,8 @@ def demo(
             with tempfile.TemporaryDirectory(prefix="satpage-live-") as tmp:
                 base = port_base or _free_port_base(constellation)
                 hours = max(1.0, minutes / 60 + 0.5)
-                live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store)
+                live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store,
+                        push_lead_s=lead_s)
                 try:
                     st = load_state(Path(tmp))
                     head, clients = run_demo(st.gateway, places, minutes=minutes, strategy=strategy,

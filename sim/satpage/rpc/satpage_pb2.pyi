@@ -170,7 +170,7 @@ class SessionStatsRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class SessionStatsResponse(_message.Message):
-    __slots__ = ("visit", "table_pages", "frames_by_visit", "ondemand_moves", "ondemand_hops", "proactive_moves", "proactive_hops", "accesses", "created", "visits", "scenario_time_ns", "push_moves", "push_hops")
+    __slots__ = ("visit", "table_pages", "frames_by_visit", "ondemand_moves", "ondemand_hops", "proactive_moves", "proactive_hops", "accesses", "created", "visits", "scenario_time_ns", "push_moves", "push_hops", "copied_ahead_for")
     VISIT_FIELD_NUMBER: _ClassVar[int]
     TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
     FRAMES_BY_VISIT_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +184,7 @@ class SessionStatsResponse(_message.Message):
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
     PUSH_MOVES_FIELD_NUMBER: _ClassVar[int]
     PUSH_HOPS_FIELD_NUMBER: _ClassVar[int]
+    COPIED_AHEAD_FOR_FIELD_NUMBER: _ClassVar[int]
     visit: int
     table_pages: _containers.RepeatedScalarFieldContainer[int]
     frames_by_visit: _containers.RepeatedScalarFieldContainer[int]
@@ -197,7 +198,8 @@ class SessionStatsResponse(_message.Message):
     scenario_time_ns: int
     push_moves: int
     push_hops: int
-    def __init__(self, visit: _Optional[int] = ..., table_pages: _Optional[_Iterable[int]] = ..., frames_by_visit: _Optional[_Iterable[int]] = ..., ondemand_moves: _Optional[int] = ..., ondemand_hops: _Optional[int] = ..., proactive_moves: _Optional[int] = ..., proactive_hops: _Optional[int] = ..., accesses: _Optional[int] = ..., created: _Optional[int] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., scenario_time_ns: _Optional[int] = ..., push_moves: _Optional[int] = ..., push_hops: _Optional[int] = ...) -> None: ...
+    copied_ahead_for: Visit
+    def __init__(self, visit: _Optional[int] = ..., table_pages: _Optional[_Iterable[int]] = ..., frames_by_visit: _Optional[_Iterable[int]] = ..., ondemand_moves: _Optional[int] = ..., ondemand_hops: _Optional[int] = ..., proactive_moves: _Optional[int] = ..., proactive_hops: _Optional[int] = ..., accesses: _Optional[int] = ..., created: _Optional[int] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., scenario_time_ns: _Optional[int] = ..., push_moves: _Optional[int] = ..., push_hops: _Optional[int] = ..., copied_ahead_for: _Optional[_Union[Visit, _Mapping]] = ...) -> None: ...
 
 class OpenLiveSessionRequest(_message.Message):
     __slots__ = ("lat_deg", "lon_deg", "strategy")
@@ -228,7 +230,7 @@ class ClockRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ClockResponse(_message.Message):
-    __slots__ = ("epoch", "speed", "now_ns", "constellation", "ephemeris_end_ns", "step_ns", "policy", "sticky", "min_elevation_deg")
+    __slots__ = ("epoch", "speed", "now_ns", "constellation", "ephemeris_end_ns", "step_ns", "policy", "sticky", "min_elevation_deg", "push_lead_ns")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
     NOW_NS_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +240,7 @@ class ClockResponse(_message.Message):
     POLICY_FIELD_NUMBER: _ClassVar[int]
     STICKY_FIELD_NUMBER: _ClassVar[int]
     MIN_ELEVATION_DEG_FIELD_NUMBER: _ClassVar[int]
+    PUSH_LEAD_NS_FIELD_NUMBER: _ClassVar[int]
     epoch: str
     speed: float
     now_ns: int
@@ -247,7 +250,8 @@ class ClockResponse(_message.Message):
     policy: str
     sticky: bool
     min_elevation_deg: float
-    def __init__(self, epoch: _Optional[str] = ..., speed: _Optional[float] = ..., now_ns: _Optional[int] = ..., constellation: _Optional[str] = ..., ephemeris_end_ns: _Optional[int] = ..., step_ns: _Optional[int] = ..., policy: _Optional[str] = ..., sticky: _Optional[bool] = ..., min_elevation_deg: _Optional[float] = ...) -> None: ...
+    push_lead_ns: int
+    def __init__(self, epoch: _Optional[str] = ..., speed: _Optional[float] = ..., now_ns: _Optional[int] = ..., constellation: _Optional[str] = ..., ephemeris_end_ns: _Optional[int] = ..., step_ns: _Optional[int] = ..., policy: _Optional[str] = ..., sticky: _Optional[bool] = ..., min_elevation_deg: _Optional[float] = ..., push_lead_ns: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -1111,10 +1111,13 @@ type SessionStatsResponse struct {
 	// Scenario time the stats were taken at (live sessions: the clock's).
 	ScenarioTimeNs int64 `protobuf:"varint,11,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
 	// Page movements pushed ahead (push-ahead strategy) and their hops.
-	PushMoves     uint64 `protobuf:"varint,12,opt,name=push_moves,json=pushMoves,proto3" json:"push_moves,omitempty"`
-	PushHops      uint64 `protobuf:"varint,13,opt,name=push_hops,json=pushHops,proto3" json:"push_hops,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PushMoves uint64 `protobuf:"varint,12,opt,name=push_moves,json=pushMoves,proto3" json:"push_moves,omitempty"`
+	PushHops  uint64 `protobuf:"varint,13,opt,name=push_hops,json=pushHops,proto3" json:"push_hops,omitempty"`
+	// Push-ahead with a lead: the handover not yet due that pages were copied
+	// ahead for (counted in push_moves already), if any (docs/live.md).
+	CopiedAheadFor *Visit `protobuf:"bytes,14,opt,name=copied_ahead_for,json=copiedAheadFor,proto3" json:"copied_ahead_for,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SessionStatsResponse) Reset() {
@@ -1236,6 +1239,13 @@ func (x *SessionStatsResponse) GetPushHops() uint64 {
 		return x.PushHops
 	}
 	return 0
+}
+
+func (x *SessionStatsResponse) GetCopiedAheadFor() *Visit {
+	if x != nil {
+		return x.CopiedAheadFor
+	}
+	return nil
 }
 
 type OpenLiveSessionRequest struct {
@@ -1434,8 +1444,11 @@ type ClockResponse struct {
 	Policy          string  `protobuf:"bytes,7,opt,name=policy,proto3" json:"policy,omitempty"`
 	Sticky          bool    `protobuf:"varint,8,opt,name=sticky,proto3" json:"sticky,omitempty"`
 	MinElevationDeg float64 `protobuf:"fixed64,9,opt,name=min_elevation_deg,json=minElevationDeg,proto3" json:"min_elevation_deg,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Push-ahead copies pages to the next serving satellite this long before
+	// the handover (scenario ns; 0: at the handover; docs/live.md).
+	PushLeadNs    int64 `protobuf:"varint,10,opt,name=push_lead_ns,json=pushLeadNs,proto3" json:"push_lead_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClockResponse) Reset() {
@@ -1527,6 +1540,13 @@ func (x *ClockResponse) GetSticky() bool {
 func (x *ClockResponse) GetMinElevationDeg() float64 {
 	if x != nil {
 		return x.MinElevationDeg
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetPushLeadNs() int64 {
+	if x != nil {
+		return x.PushLeadNs
 	}
 	return 0
 }
@@ -4004,7 +4024,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13SessionStatsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
-	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\"\xd8\x03\n" +
+	"\x10scenario_time_ns\x18\x02 \x01(\x03R\x0escenarioTimeNs\"\x95\x04\n" +
 	"\x14SessionStatsResponse\x12\x14\n" +
 	"\x05visit\x18\x01 \x01(\rR\x05visit\x12\x1f\n" +
 	"\vtable_pages\x18\x02 \x03(\rR\n" +
@@ -4021,7 +4041,8 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x10scenario_time_ns\x18\v \x01(\x03R\x0escenarioTimeNs\x12\x1d\n" +
 	"\n" +
 	"push_moves\x18\f \x01(\x04R\tpushMoves\x12\x1b\n" +
-	"\tpush_hops\x18\r \x01(\x04R\bpushHops\"|\n" +
+	"\tpush_hops\x18\r \x01(\x04R\bpushHops\x12;\n" +
+	"\x10copied_ahead_for\x18\x0e \x01(\v2\x11.satpage.v1.VisitR\x0ecopiedAheadFor\"|\n" +
 	"\x16OpenLiveSessionRequest\x12\x17\n" +
 	"\alat_deg\x18\x01 \x01(\x01R\x06latDeg\x12\x17\n" +
 	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\x120\n" +
@@ -4033,7 +4054,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12/\n" +
 	"\x14token_expires_unix_s\x18\x05 \x01(\x03R\x11tokenExpiresUnixS\"\x0e\n" +
-	"\fClockRequest\"\x97\x02\n" +
+	"\fClockRequest\"\xb9\x02\n" +
 	"\rClockResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\tR\x05epoch\x12\x14\n" +
 	"\x05speed\x18\x02 \x01(\x01R\x05speed\x12\x15\n" +
@@ -4043,7 +4064,10 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\astep_ns\x18\x06 \x01(\x03R\x06stepNs\x12\x16\n" +
 	"\x06policy\x18\a \x01(\tR\x06policy\x12\x16\n" +
 	"\x06sticky\x18\b \x01(\bR\x06sticky\x12*\n" +
-	"\x11min_elevation_deg\x18\t \x01(\x01R\x0fminElevationDeg\"3\n" +
+	"\x11min_elevation_deg\x18\t \x01(\x01R\x0fminElevationDeg\x12 \n" +
+	"\fpush_lead_ns\x18\n" +
+	" \x01(\x03R\n" +
+	"pushLeadNs\"3\n" +
 	"\x12OpenSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
@@ -4359,87 +4383,88 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	12, // 3: satpage.v1.RegisterSessionRequest.visits:type_name -> satpage.v1.Visit
 	1,  // 4: satpage.v1.RegisterSessionRequest.strategy:type_name -> satpage.v1.Strategy
 	12, // 5: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
-	1,  // 6: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	3,  // 7: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
-	23, // 8: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
-	3,  // 9: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
-	3,  // 10: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
-	30, // 11: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
-	3,  // 12: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
-	2,  // 13: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
-	23, // 14: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
-	30, // 15: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
-	23, // 16: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
-	3,  // 17: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
-	40, // 18: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
-	39, // 19: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
-	30, // 20: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
-	23, // 21: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
-	3,  // 22: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
-	40, // 23: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 24: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
-	40, // 25: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 26: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
-	54, // 27: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	3,  // 28: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
-	23, // 29: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
-	4,  // 30: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 31: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 32: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 33: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 34: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	15, // 35: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	17, // 36: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	19, // 37: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	21, // 38: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	24, // 39: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	26, // 40: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	28, // 41: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	31, // 42: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	33, // 43: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	35, // 44: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	37, // 45: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	41, // 46: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	44, // 47: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	46, // 48: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	52, // 49: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	55, // 50: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	57, // 51: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
-	59, // 52: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
-	61, // 53: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
-	47, // 54: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
-	49, // 55: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
-	5,  // 56: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 57: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 58: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 59: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	14, // 60: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	16, // 61: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	18, // 62: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	20, // 63: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	22, // 64: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	25, // 65: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	27, // 66: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	29, // 67: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	32, // 68: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	34, // 69: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	36, // 70: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	38, // 71: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	42, // 72: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	45, // 73: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	51, // 74: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	53, // 75: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	56, // 76: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	58, // 77: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
-	60, // 78: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
-	62, // 79: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
-	48, // 80: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
-	50, // 81: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
-	56, // [56:82] is the sub-list for method output_type
-	30, // [30:56] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	12, // 6: satpage.v1.SessionStatsResponse.copied_ahead_for:type_name -> satpage.v1.Visit
+	1,  // 7: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
+	3,  // 8: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
+	23, // 9: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
+	3,  // 10: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
+	3,  // 11: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
+	30, // 12: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
+	3,  // 13: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
+	2,  // 14: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
+	23, // 15: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
+	30, // 16: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
+	23, // 17: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
+	3,  // 18: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
+	40, // 19: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
+	39, // 20: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
+	30, // 21: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
+	23, // 22: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
+	3,  // 23: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
+	40, // 24: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 25: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
+	40, // 26: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	43, // 27: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	54, // 28: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	3,  // 29: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	23, // 30: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 31: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 32: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 33: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 34: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 35: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	15, // 36: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	17, // 37: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	19, // 38: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	21, // 39: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	24, // 40: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	26, // 41: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	28, // 42: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	31, // 43: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	33, // 44: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	35, // 45: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	37, // 46: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	41, // 47: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	44, // 48: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	46, // 49: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	52, // 50: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	55, // 51: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	57, // 52: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	59, // 53: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	61, // 54: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	47, // 55: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
+	49, // 56: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
+	5,  // 57: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 58: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 59: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 60: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	14, // 61: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	16, // 62: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	18, // 63: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	20, // 64: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	22, // 65: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	25, // 66: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	27, // 67: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	29, // 68: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	32, // 69: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	34, // 70: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	36, // 71: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	38, // 72: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	42, // 73: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	45, // 74: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	51, // 75: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	53, // 76: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	56, // 77: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	58, // 78: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	60, // 79: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	62, // 80: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	48, // 81: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
+	50, // 82: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
+	57, // [57:83] is the sub-list for method output_type
+	31, // [31:57] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
