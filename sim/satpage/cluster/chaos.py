@@ -18,6 +18,11 @@ one register per page) and the result is one dict:
 - linearizable: Porcupine's verdict on the whole history.
 - unavailability_ms: for every streak of failed attempts, the time from the
   first failed call to the success that ended it (p50, p99, max), per kill too.
+- call_ms: latency of the successful calls (p50, p99, max), and per kill
+  slowest_call_ms: the slowest successful call made while the satellite was down
+  (a request that waited for a takeover).
+- takeovers: the gateway's failovers (docs/faults.md): sessions taken over from a
+  dead serving satellite, handovers sent to the stand-in of a dead next one.
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ class ChaosConfig:
     pages: int = 16  # pages per session
     write_fraction: float = 0.5
     restart_after_s: float = 1.0
+    #: every victim is the satellite serving a seeded session when it dies (the
+    #: failover case: the gateway has the satellite behind it take the session
+    #: over); otherwise half of them are the one before it on the session's trail
+    kill_serving: bool = False
     handovers: int = 3  # per session, spread over the run
     state_dir: Path | None = None
     history: Path | None = None
@@ -365,6 +374,28 @@ def _port_base_below_ephemeral(t: int) -> int:
     raise OSError(f"no free range of {n} loopback ports below {low}")
 
 
+def _takeovers(state: ClusterState) -> dict[str, int]:
+    """The gateway's failovers (satpage_takeovers_total by kind: ``serving``, a session
+    taken over from its dead serving satellite; ``next``, a handover sent to the stand-in
+    of a dead next satellite), read from its /metrics (base + 1); {} when unreadable."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{state.port_base + 1}/metrics",  # noqa: S310 - loopback
+                                    timeout=10) as r:
+            text = r.read().decode()
+    except OSError as exc:
+        log.warning("gateway metrics unreadable: %s", exc)
+        return {}
+    out = {"serving": 0, "next": 0}
+    for line in text.splitlines():
+        if line.startswith("satpage_takeovers_total{"):
+            labels, _, value = line.rpartition(" ")
+            kind = labels.split('kind="', 1)[1].split('"', 1)[0]
+            out[kind] = int(float(value))
+    return out
+
+
 def _percentiles(ms: list[float]) -> dict:
     if not ms:
         return {"p50": 0.0, "p99": 0.0, "max": 0.0, "streaks": 0}
@@ -419,7 +450,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         def victim(k: int, previous: bool, at_ns: int) -> int:
             trail = visits[k]
             j = max(v for v in range(len(trail)) if trail[v][1] <= at_ns)
-            return trail[j - 1][0] if previous and j > 0 else trail[j][0]
+            return trail[j - 1][0] if previous and j > 0 and not cfg.kill_serving else trail[j][0]
         links = _isls(t, planes)
         cut_at = np.sort(rng.uniform(0.05, 0.8, size=cfg.cut_links)) * cfg.seconds
         cut_pick = [links[int(x)] for x in rng.choice(len(links), size=cfg.cut_links, replace=False)]
@@ -483,7 +514,14 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                 per_kill[max(before)].append(ms)
         for k in kills:
             k["unavailability_ms"] = _percentiles(per_kill.pop(k["kill_ns"]))
+            # Failover shows here, not as failures: the slowest successful call made
+            # while the satellite was down (the one that waited for the takeover).
+            down_end = k["kill_ns"] + int(k["down_ms"] * 1e6)
+            k["slowest_call_ms"] = round(max(((o["return_ns"] - o["call_ns"]) / 1e6 for o in ops
+                                              if o["ok"] and k["kill_ns"] <= o["call_ns"] <= down_end),
+                                             default=0.0), 1)
             del k["kill_ns"]
+        takeovers = _takeovers(state)
         lost = {s.sid: sorted(s.pages_lost()) for s in sessions}
         failed = [s for s in sessions if s.gave_up or lost[s.sid] or s.is_alive()]
         return {
@@ -500,6 +538,9 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             "linearizable": bool(lin["linearizable"]),
             "linearizability": lin,
             "unavailability_ms": _percentiles(all_ms),
+            "call_ms": {k: v for k, v in _percentiles([(o["return_ns"] - o["call_ns"]) / 1e6
+                                                       for o in ops if o["ok"]]).items() if k != "streaks"},
+            "takeovers": takeovers,
             "kills": kills, "cuts": cuts,
             "history": str(history),
         }

@@ -132,6 +132,9 @@ def chaos(
     pages: Annotated[int, typer.Option("--pages", help="Pages per session (Zipf s = 1 popularity).")] = 16,
     restart_after: Annotated[float, typer.Option(
         "--restart-after", help="Seconds a killed satellite stays down before it restarts empty.")] = 1.0,
+    kill_serving: Annotated[bool, typer.Option(
+        "--kill-serving", help="Every victim is the satellite serving a seeded session when it dies "
+        "(the failover case); by default half are the one before it on the session's trail.")] = False,
     history: Annotated[Path | None, typer.Option(
         "--history", help="Where to write the history (satpage-history/1) checked by bin/satcheck.")] = None,
     state_dir: StateDir = None,
@@ -153,7 +156,8 @@ def chaos(
         return
     cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
-                      restart_after_s=restart_after, state_dir=state_dir, history=history)
+                      restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
+                      history=history)
     try:
         cfg.check()
     except ValueError as exc:
