@@ -419,6 +419,7 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
     back.write_bytes(base64.b64decode(ephcm["binaryData"]["ephemeris.bin"]))
     assert read_ephemeris(back).constellation == "walker-star:150/10/1:500:87"
     assert config["data"]["SATPAGE_SPEED"] == "60"
+    assert config["data"]["SATPAGE_PUSH_LEAD"] == "10s"  # the documented default
     assert config["data"]["SATPAGE_CLOCK_START"] == "2026-01-01T00:00:00Z"
     path = config["data"]["SATPAGE_EPHEMERIS"]
     (gw,) = objs["Deployment"]
@@ -439,6 +440,7 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
 def test_live_mode_without_an_ephemeris_or_with_a_bad_speed_is_refused(helm):
     assert "ephemerisBase64" in reject(helm, "--set", "live.enabled=true")
     assert "speed" in reject(helm, "--set", "live.speed=0")
+    assert "pushLeadSeconds" in reject(helm, "--set", "live.pushLeadSeconds=-1")
 
 
 def test_cert_manager_issues_the_material_when_the_cluster_has_it(helm):

@@ -317,11 +317,14 @@ def test_a_live_swarm_stack_gives_the_gateway_its_ephemeris_and_clock():
     gw = stack["services"]["gateway"]
     env = gw["environment"]
     assert env["SATPAGE_SPEED"] == "60" and env["SATPAGE_CLOCK_START"] == "2026-01-01T00:00:00Z"
+    assert env["SATPAGE_PUSH_LEAD"] == "10s"
     (cfg,) = gw["configs"]
     assert env["SATPAGE_EPHEMERIS"] == cfg["target"] and cfg["source"] in stack["configs"]
     assert stack["configs"][cfg["source"]]["file"] == "./ephemeris.bin"
     assert "SATPAGE_EPHEMERIS" not in stack["services"]["sat-0"]["environment"]
     plain = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet()))
     assert "configs" not in plain and "SATPAGE_SPEED" not in plain["services"]["gateway"]["environment"]
+    with pytest.raises(ValueError, match="lead -1"):
+        deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=60, live_push_lead_s=-1)
     with pytest.raises(ValueError, match="live speed 0"):
         deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=0)

@@ -151,7 +151,8 @@ gateway:
 
 def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEWAY_PORT,
                  redis_maxmemory_mib: int = 48, tls_dir: str = "tls", live_speed: float | None = None,
-                 live_clock_start: str = "", live_ephemeris: str = "ephemeris.bin", replicas: int = 1) -> str:
+                 live_clock_start: str = "", live_ephemeris: str = "ephemeris.bin", replicas: int = 1,
+                 live_push_lead_s: float = 10.0) -> str:
     """The Docker Swarm stack: satellite i is service ``sat-i`` with Redis ``redis-i``.
 
     Swarm has no pods, so each satellite is two services on one overlay network,
@@ -170,11 +171,14 @@ def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEW
     Live mode (docs/live.md) with ``live_speed``: the gateway runs on a constellation
     clock at that speed (from ``live_clock_start``, RFC 3339; default the epoch) and reads
     the ephemeris file ``live_ephemeris`` (beside the stack file; ``satpage live
-    ephemeris``) as a Docker config (at most 500 kB: 4.6 h of 150 satellites).
+    ephemeris``) as a Docker config (at most 500 kB: 4.6 h of 150 satellites); push-ahead
+    copies pages ``live_push_lead_s`` constellation seconds before the handover.
     """
     satellites = satellite_count(spec)
     if live_speed is not None and not 0 < live_speed <= 1e6:
         raise ValueError(f"live speed {live_speed} must be above 0 and at most 1e6")
+    if not 0 <= live_push_lead_s <= 3600:
+        raise ValueError(f"live push-ahead lead {live_push_lead_s} s is outside 0..3600")
     if not 1 <= gateway_port <= 65535:
         raise ValueError(f"gateway port {gateway_port} is not a TCP port")
     if not 1 <= replicas <= 64:
@@ -280,6 +284,7 @@ services:
     if live_speed is not None:
         live_env = (f'      SATPAGE_EPHEMERIS: /etc/satpage/live/ephemeris.bin\n'
                     f'      SATPAGE_SPEED: "{live_speed:g}"\n'
+                    f'      SATPAGE_PUSH_LEAD: "{live_push_lead_s:g}s"\n'
                     + (f'      SATPAGE_CLOCK_START: "{live_clock_start}"\n' if live_clock_start else ""))
         live_configs = ('    configs:\n      - {source: live-ephemeris, target: /etc/satpage/live/ephemeris.bin, '
                         'uid: "65532", gid: "65532", mode: 0444}\n')
@@ -438,6 +443,9 @@ def stack(
     live_clock_start: Annotated[str, typer.Option(
         "--live-clock-start", help="Live mode: wall instant (RFC 3339) the clock runs at --live-speed from.")]
     = "",
+    live_lead_s: Annotated[float, typer.Option(
+        "--live-lead-s", help="Live mode: push-ahead copies pages to the next serving satellite this many "
+        "constellation seconds before the handover (SATPAGE_PUSH_LEAD; 0: at the handover).")] = 10.0,
     replicas: Annotated[int, typer.Option(
         "--replicas", help="Replication factor R of the satnodes (SATPAGE_REPLICAS, docs/faults.md).")] = 1,
     out: Annotated[Path | None, typer.Option(
@@ -447,7 +455,7 @@ def stack(
     try:
         text = render_stack(constellation, images=ImageSet(registry, tag), gateway_port=gateway_port,
                             live_speed=live_speed, live_clock_start=live_clock_start,
-                            replicas=replicas)
+                            replicas=replicas, live_push_lead_s=live_lead_s)
     except ValueError as exc:
         fail(str(exc))
     _write(text, out)
