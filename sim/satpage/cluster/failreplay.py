@@ -322,6 +322,12 @@ def replay_with_failures(trace, strategy, state: ClusterState, schedule, session
                          accesses_ok=sum(s.accesses_ok for s in rp.sessions), kills=kills)
 
 
+#: the engine's figures set beside the cluster's (the replication ones are reported, not
+#: held equal: docs/faults.md)
+ENGINE_FIGURES = ("pages_lost", "sessions_hit", "page_tables_lost", "replication_copies",
+                  "replication_page_hops", "rereplication_copies", "rereplication_page_hops")
+
+
 def run_schedule_replay(path: Path, *, replicas: int | None = None,
                         strategies: list[str] | None = None, state_dir: Path | None = None,
                         progress=None) -> dict:
@@ -335,6 +341,7 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
 
     import pager
     from satpage.cluster.chaos import _Cluster, _port_base_below_ephemeral
+    from satpage.cluster.counters import read_replication
     from satpage.cluster.driver import STRATEGIES
     from satpage.cluster.local import cluster_down, cluster_up, satellites_in
     from satpage.faults_io import read_failure_scenario, read_failure_schedule
@@ -378,16 +385,22 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                                   recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
             for name in names:
                 say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, {schedule.n_failures} failures")
+                before = read_replication(cl.state)
                 got = replay_with_failures(ct.trace, name, state, schedule, ct.session_end_ns,
                                            progress=say, cluster=cl)
+                counted = (read_replication(cl.state) - before).as_dict()
                 o = fm.apply(replay_strategy(ct.trace, strategy_for(sc, name)).events)
                 c = cluster.setdefault(name, {})
-                for k, v in got.summary().items():
+                for k, v in {**got.summary(), **counted}.items():
                     c[k] = c.get(k, 0) + v
-                e = engine.setdefault(name, {"pages_lost": 0, "sessions_hit": 0, "page_tables_lost": 0})
+                e = engine.setdefault(name, dict.fromkeys(ENGINE_FIGURES, 0))
                 e["pages_lost"] += int(o.pages_lost.sum())
                 e["sessions_hit"] += o.sessions_hit
                 e["page_tables_lost"] += int(o.table_lost.sum())
+                e["replication_copies"] += int(o.replica_copies.sum())
+                e["replication_page_hops"] += int(o.replica_hops.sum())
+                e["rereplication_copies"] += int(o.rereplica_copies.sum())
+                e["rereplication_page_hops"] += int(o.rereplica_hops.sum())
                 kills.setdefault(name, []).extend(got.kills)
     finally:
         cluster_down(sdir)  # the logs stay in sdir
