@@ -87,6 +87,14 @@ func TestARequestInFlightWhenTheServingSatelliteDiesSucceedsAtItsReplica(t *test
 		t.Errorf("retries answered from the kept answer at 6: %v, want 1", got)
 	}
 	readBack(t, c, "s", 30, want)
+	// A dead serving satellite found by SessionStats is taken over too.
+	register(t, c, "q", &satpagev1.Visit{Satellite: 10, StartNs: 0})
+	write(t, c, "q", 0, 10, "q0", "")
+	c.Kill(10)
+	if st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "q", ScenarioTimeNs: 20}); err != nil ||
+		st.Visits[0].Satellite != 9 || st.TablePages[len(st.TablePages)-1] != 1 {
+		t.Errorf("SessionStats with the serving satellite dead: got %v, %v, want it served by 9 with its 1 page", st, err)
+	}
 	readBack(t, c, "s", 150, want) // visit 1: scheduled at 6, which serves it already
 	readBack(t, c, "s", 250, want) // visit 2: a handover from 6 to 20
 	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 250})

@@ -560,6 +560,19 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 	if _, err := g.advance(ctx, s, t); err != nil {
 		return nil, err
 	}
+	// The serving satellite first: asking it flushes the releases it owes the
+	// past satellites, so their frame counts are settled when asked next. Dead,
+	// it is taken over (failover.go) before anything is reported.
+	flush := func() error {
+		serving, err := g.peers.Satellite(s.visits[s.cur].Satellite)
+		if err == nil {
+			_, err = serving.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id})
+		}
+		return err
+	}
+	if err := flush(); err != nil && (!mayBeDead(err) || !g.takeOver(ctx, s, err) || flush() != nil) {
+		return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[s.cur].Satellite, err)
+	}
 	out := &satpagev1.SessionStatsResponse{Visit: uint32(s.cur), TablePages: append([]uint32{}, s.tables...),
 		OndemandMoves: s.stats.OndemandMoves, OndemandHops: s.stats.OndemandHops,
 		ProactiveMoves: s.stats.ProactiveMoves, ProactiveHops: s.stats.ProactiveHops,
@@ -570,15 +583,6 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 	}
 	for _, v := range s.visits[:s.cur+1] {
 		out.Visits = append(out.Visits, &satpagev1.Visit{Satellite: v.Satellite, StartNs: v.StartNs})
-	}
-	// The serving satellite first: asking it flushes the releases it owes the
-	// past satellites, so their frame counts are settled when asked next.
-	serving, err := g.peers.Satellite(s.visits[s.cur].Satellite)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := serving.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id}); err != nil {
-		return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[s.cur].Satellite, err)
 	}
 	for v := 0; v <= s.cur; v++ {
 		c, err := g.peers.Satellite(s.visits[v].Satellite)
