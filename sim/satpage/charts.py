@@ -25,6 +25,8 @@ __all__ = ["cost_per_strategy", "fault_latency_cdf", "isl_load_heatmap", "utilis
 
 log = logging.getLogger(__name__)
 
+# Legends name their place: loc='best' searches the plotted data and warns (an error
+# under the tests' filterwarnings) when that takes over a second on a loaded machine.
 _COLOURS = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb",
             "#000000", "#994f00", "#6a3d9a"]
 
@@ -51,7 +53,7 @@ def cost_per_strategy(res, path: Path) -> Path:
     ax.set_ylabel("count over the run")
     ax.set_title(f"Cost per strategy: {res.scenario.name} "
                  f"({res.scenario.sessions.count} sessions, seed {res.scenario.seed})")
-    ax.legend()
+    ax.legend(loc="upper right")
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 
@@ -74,7 +76,7 @@ def fault_latency_cdf(res, path: Path) -> Path:
     ax.set_xlim(left=1.0)
     ax.set_title("Fault latency CDF (ISL path delay + per-hop processing, there and back)")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="lower right")
     return _save(fig, path)
 
 
@@ -196,7 +198,7 @@ def pages_held(res, path: Path) -> Path:
     ax.set_ylabel("pages held by one satellite")
     ax.set_title("Pages held per satellite (solid: busiest satellite, dashed: mean)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
     return _save(fig, path)
 
 
@@ -256,7 +258,7 @@ def faults_chart(res, path: Path) -> Path:
     a1.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
     a1.set_ylabel("count over the run")
     a1.set_title(f"Losses: {res.world.failures.n_failures} satellite failures, R = {f.replicas}")
-    a1.legend(fontsize=8)
+    a1.legend(loc="upper right", fontsize=8)
     a1.grid(axis="y", alpha=0.3)
     a2.bar(x - 0.2, [max(s[n]["page_hops"], 0.5) for n in names], 0.4,
            label="primary page-hops", color=_COLOURS[2])
@@ -266,7 +268,7 @@ def faults_chart(res, path: Path) -> Path:
     a2.set_yscale("log")
     a2.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
     a2.set_title("Protection cost")
-    a2.legend(fontsize=7)
+    a2.legend(loc="upper right", fontsize=7)
     a2.grid(axis="y", alpha=0.3)
     return _save(fig, path)
 
@@ -298,7 +300,7 @@ def sweep_faults_chart(rows: list[dict], path: Path, x_key: str = "faults.rate_p
         ax.tick_params(labelsize=7)
     for ax in axes.flat[len(names):]:
         ax.axis("off")
-    axes[0, 0].legend(fontsize=7)
+    axes[0, 0].legend(loc="upper left", fontsize=7)
     fig.supxlabel("replication page-hops, millions (the protection cost; 0 at R = 1)")
     fig.supylabel("pages lost (symmetric log: 0, 1, 10, ...)")
     fig.suptitle(f"Pages lost against protection cost, points labelled by {x_key}",
@@ -331,5 +333,5 @@ def sweep_chart(rows: list[dict], keys: list[str], cost: str, path: Path) -> Pat
     ax.set_ylabel(cost)
     ax.set_title(f"{cost} against {x_key}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(loc="upper left", fontsize=7)
     return _save(fig, path)
