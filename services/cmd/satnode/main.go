@@ -67,6 +67,7 @@ func run() error {
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
 	// A call that fails as unreachable makes the detector probe that satellite.
 	pool.OnUnavailable(func(ctx context.Context, i uint32) { n.Faults().Suspect(ctx, i) })
+	pool.OnAnswer(n.Faults().MarkAlive) // any answer proves a peer alive
 	return daemon.Run(ctx, daemon.Options{Start: n.Start, Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},

@@ -213,6 +213,7 @@ func (c *Cluster) start(t TB, i int) {
 		t.Fatal(err)
 	}
 	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
+	pool.OnAnswer(n.Faults().MarkAlive)
 	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
 	if c.o.Interceptor != nil {
 		if ic := c.o.Interceptor(i); ic != nil {

@@ -1,34 +1,64 @@
 // Package liveness is a satellite's view of which satellites are dead and
-// which ISLs are cut. A satellite is marked dead when a call to it fails and a
-// health probe with a short deadline confirms it (so a failure is noticed
-// within ProbeTimeout of the first failed call, instead of after a request's
-// whole deadline); dead satellites are probed again every RecheckInterval and
-// marked alive once they answer SERVING. ISL cuts come from outside (the link
-// layer, or `satpage cluster chaos`) through SetCut.
+// which ISLs are cut. A satellite is suspected when a call to it fails, and a
+// health probe decides (docs/faults.md, "The failure detector"):
+//
+//   - a probe that is refused (no process on the port, no such host, the
+//     connection reset) marks it dead at once: within ProbeTimeout of the first
+//     failed call;
+//   - a probe that times out is only a miss: a loaded machine makes live
+//     satellites slow, not silent for long. SilentMisses consecutive misses
+//     (the detector probes again every RecheckInterval) mark it dead: within
+//     SilentMisses x ProbeTimeout + (SilentMisses-1) x RecheckInterval;
+//   - any answer (a probe, or a call to or from it that MarkAlive reports)
+//     clears the misses and marks it alive.
+//
+// Dead satellites are probed again, first after RecheckInterval, then twice as
+// long after each probe that fails, up to RecheckMax (a dead satellite costs
+// one probe every RecheckMax), each with twice the probe timeout (so a live
+// satellite on a loaded machine gets back); one that answers
+// (SERVING or not: the probe decides what counts) is marked alive.
+// Probes of one satellite never overlap: concurrent suspicions share one.
+// ISL cuts come from outside (the link layer, or `satpage cluster chaos`)
+// through SetCut.
 //
 // The view is local and eventually right: two satellites may disagree for up
-// to RecheckInterval. Routing on it is safe either way, because a relay that
+// to RecheckMax. Routing on it is safe either way, because a relay that
 // finds its next hop dead marks it and routes around it.
 package liveness
 
 import (
 	"context"
+	"errors"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Defaults of the detector (docs/faults.md).
 const (
-	// A dead process's port refuses at once; the timeout bounds an address that
-	// no longer answers (a deleted pod), and is long enough that a loaded
-	// machine does not make a live satellite look dead.
-	ProbeTimeout    = time.Second
+	// A dead process's port refuses at once; the timeout bounds one probe of an
+	// address that does not answer (a deleted pod, or a satellite too loaded to
+	// answer in time: a miss, not a death, see SilentMisses).
+	ProbeTimeout = time.Second
+	// SilentMisses consecutive probe timeouts mark a satellite dead.
+	SilentMisses = 3
+	// RecheckInterval is the first re-probe of a dead (or missed) satellite;
+	// it doubles after each failed re-probe of a dead one up to RecheckMax.
 	RecheckInterval = 250 * time.Millisecond
+	RecheckMax      = 2 * time.Second
 )
 
-// Probe asks satellite i whether it serves: nil when it answers SERVING within ctx.
+// DetectionBound is the longest a dead satellite stays unnoticed after the
+// first failed call to it (a satellite that does not refuse but never answers).
+const DetectionBound = SilentMisses*ProbeTimeout + (SilentMisses-1)*RecheckInterval
+
+// Probe asks satellite i whether it is alive: nil when it answers within ctx.
 type Probe func(ctx context.Context, i uint32) error
 
 // Detector is safe for concurrent use. Reads (SatelliteDown, LinkCut, Any)
@@ -36,8 +66,27 @@ type Probe func(ctx context.Context, i uint32) error
 type Detector struct {
 	probe   Probe
 	timeout time.Duration
+	recheck time.Duration // first re-probe delay (RecheckInterval)
+	maxWait time.Duration // RecheckMax
 	view    atomic.Pointer[view]
-	mu      sync.Mutex // serialises writers of view
+	mu      sync.Mutex // serialises writers of view; guards state
+	state   map[uint32]*peerState
+	tracked atomic.Int64  // len(state): MarkAlive's lock-free fast path
+	probes  atomic.Int64  // probes sent (tests and metrics)
+	wake    chan struct{} // tells Run a probe was scheduled
+}
+
+// peerState is what the detector tracks of a satellite that is suspected or dead.
+type peerState struct {
+	misses   int           // consecutive probe timeouts
+	next     time.Time     // next re-probe
+	wait     time.Duration // delay after the next failed re-probe
+	inflight *probeCall    // the probe now running, shared by every suspicion
+}
+
+type probeCall struct {
+	done chan struct{}
+	dead bool
 }
 
 // view is immutable once published.
@@ -46,15 +95,27 @@ type view struct {
 	cut  map[[2]uint32]bool   // cut ISL (low, high)
 }
 
-// New builds a detector that confirms suspicions with probe.
+// New builds a detector that confirms suspicions with probe, each probe bounded
+// by timeout (ProbeTimeout when <= 0).
 func New(probe Probe, timeout time.Duration) *Detector {
 	if timeout <= 0 {
 		timeout = ProbeTimeout
 	}
-	d := &Detector{probe: probe, timeout: timeout}
+	d := &Detector{probe: probe, timeout: timeout, recheck: RecheckInterval, maxWait: RecheckMax,
+		state: map[uint32]*peerState{}, wake: make(chan struct{}, 1)}
 	d.view.Store(&view{down: map[uint32]time.Time{}, cut: map[[2]uint32]bool{}})
 	return d
 }
+
+// SetRecheck changes the re-probe delays (tests): first after first, doubling up to max.
+func (d *Detector) SetRecheck(first, maxWait time.Duration) {
+	d.mu.Lock()
+	d.recheck, d.maxWait = first, max(first, maxWait)
+	d.mu.Unlock()
+}
+
+// Probes is how many probes the detector has sent.
+func (d *Detector) Probes() int64 { return d.probes.Load() }
 
 func link(a, b uint32) [2]uint32 { return [2]uint32{min(a, b), max(a, b)} }
 
@@ -78,9 +139,9 @@ func (d *Detector) Down() []uint32 {
 	return out
 }
 
-// update publishes a copy of the view changed by f (when f reports a change).
-func (d *Detector) update(f func(v *view) bool) {
-	d.mu.Lock()
+// publish stores a copy of the view changed by f (when f reports a change).
+// d.mu must be held.
+func (d *Detector) publish(f func(v *view) bool) {
 	old := d.view.Load()
 	nv := &view{down: make(map[uint32]time.Time, len(old.down)+1), cut: old.cut}
 	for k, t := range old.down {
@@ -89,51 +150,154 @@ func (d *Detector) update(f func(v *view) bool) {
 	if f(nv) {
 		d.view.Store(nv)
 	}
-	d.mu.Unlock()
 }
 
-// MarkDead records i as dead (a call to it failed and it did not answer a probe).
-func (d *Detector) MarkDead(i uint32) {
-	d.update(func(v *view) bool {
+func (d *Detector) peer(i uint32) *peerState {
+	s := d.state[i]
+	if s == nil {
+		s = &peerState{}
+		d.state[i] = s
+		d.tracked.Add(1)
+	}
+	return s
+}
+
+// markDead: d.mu must be held.
+func (d *Detector) markDead(i uint32, now time.Time) {
+	s := d.peer(i)
+	s.misses, s.next, s.wait = 0, now.Add(d.recheck), d.recheck
+	d.publish(func(v *view) bool {
 		if _, ok := v.down[i]; ok {
 			return false
 		}
-		v.down[i] = time.Now()
+		v.down[i] = now
 		return true
 	})
+	d.poke()
 }
 
-// MarkAlive records i as alive (it answered, or it called us).
+// MarkDead records i as dead.
+func (d *Detector) MarkDead(i uint32) {
+	d.mu.Lock()
+	d.markDead(i, time.Now())
+	d.mu.Unlock()
+}
+
+// MarkAlive records i as alive (it answered, or it called us): no longer dead,
+// its misses forgotten. Lock-free while nothing is suspected (every answered
+// call reports it).
 func (d *Detector) MarkAlive(i uint32) {
-	if !d.SatelliteDown(i) {
+	if d.tracked.Load() == 0 {
 		return
 	}
-	d.update(func(v *view) bool {
-		if _, ok := v.down[i]; !ok {
-			return false
-		}
-		delete(v.down, i)
-		return true
-	})
+	d.mu.Lock()
+	d.alive(i)
+	d.mu.Unlock()
+}
+
+// alive: d.mu must be held.
+func (d *Detector) alive(i uint32) {
+	if s := d.state[i]; s != nil && s.inflight == nil {
+		delete(d.state, i)
+		d.tracked.Add(-1)
+	} else if s != nil {
+		s.misses = 0
+	}
+	if _, down := d.view.Load().down[i]; down {
+		d.publish(func(v *view) bool { delete(v.down, i); return true })
+	}
 }
 
 // Suspect is called when a call to i failed as if i were unreachable: it
-// probes i (bounded by the detector's timeout) and marks it dead when the
-// probe fails. It reports whether i is now considered dead.
+// probes i (bounded by the detector's timeout; a probe already running for i
+// is shared) and reports whether i is now considered dead: refused at once, or
+// SilentMisses probe timeouts in a row (the detector keeps probing a missed
+// satellite by itself, so a dead one is marked within DetectionBound).
 func (d *Detector) Suspect(ctx context.Context, i uint32) bool {
 	if d.SatelliteDown(i) {
 		return true
 	}
-	pctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	if err := d.probe(pctx, i); err != nil {
-		if ctx.Err() != nil {
-			return false // our caller gave up: that says nothing about i
+	c := d.startProbe(ctx, i, d.timeout)
+	select {
+	case <-c.done:
+		return c.dead
+	case <-ctx.Done():
+		return d.SatelliteDown(i) // our caller gave up: that says nothing more about i
+	}
+}
+
+// startProbe returns the probe of i now running, or starts one with timeout.
+// The probe runs apart from the caller's context (its answer serves every
+// caller waiting on it, and counts towards the misses whoever waits).
+func (d *Detector) startProbe(ctx context.Context, i uint32, timeout time.Duration) *probeCall {
+	d.mu.Lock()
+	s := d.peer(i)
+	if s.inflight != nil {
+		c := s.inflight
+		d.mu.Unlock()
+		return c
+	}
+	c := &probeCall{done: make(chan struct{})}
+	s.inflight = c
+	d.mu.Unlock()
+	go func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		d.probes.Add(1)
+		err := d.probe(pctx, i)
+		cancel()
+		d.mu.Lock()
+		c.dead = d.settle(i, err, time.Now())
+		d.mu.Unlock()
+		close(c.done)
+	}()
+	return c
+}
+
+// settle applies one probe's outcome to i and reports whether i is dead. d.mu must be held.
+func (d *Detector) settle(i uint32, err error, now time.Time) bool {
+	s := d.peer(i)
+	s.inflight = nil
+	_, down := d.view.Load().down[i]
+	switch {
+	case err == nil:
+		d.alive(i)
+		return false
+	case down:
+		// A re-probe of a dead satellite failed: wait twice as long next time.
+		s.wait = min(2*s.wait, d.maxWait)
+		s.next = now.Add(s.wait)
+		d.poke()
+		return true
+	case Silent(err):
+		s.misses++
+		if s.misses >= SilentMisses {
+			d.markDead(i, now)
+			return true
 		}
-		d.MarkDead(i)
+		s.next = now.Add(d.recheck) // probed again by Run until it answers or is dead
+		d.poke()
+		return false
+	default:
+		d.markDead(i, now)
 		return true
 	}
-	return false
+}
+
+// Silent reports whether a probe's error is a timeout (the satellite may be
+// alive but slow) rather than a refusal (nothing answers at its address).
+func Silent(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	// gRPC reports a connection that failed to come up (TLS handshake cut off
+	// by the connect deadline, dial timeout) as Unavailable with the cause in text.
+	msg := err.Error()
+	return strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "i/o timeout") ||
+		strings.Contains(msg, "timed out")
 }
 
 // SetCut replaces the set of cut ISLs.
@@ -142,10 +306,12 @@ func (d *Detector) SetCut(links [][2]uint32) {
 	for _, l := range links {
 		cut[link(l[0], l[1])] = true
 	}
-	d.update(func(v *view) bool {
+	d.mu.Lock()
+	d.publish(func(v *view) bool {
 		v.cut = cut
 		return true
 	})
+	d.mu.Unlock()
 }
 
 // Cut is the cut ISLs (low, high), sorted.
@@ -164,30 +330,65 @@ func (d *Detector) Cut() [][2]uint32 {
 	return out
 }
 
-// Run probes the dead satellites every interval (RecheckInterval when <= 0)
-// and marks the ones that answer alive, until ctx ends.
+// CutsOnly is the view with the cut ISLs but no dead satellite: the graph a
+// relay falls back to when the live graph has no route to a destination not
+// known dead (docs/faults.md, "Relays").
+func (d *Detector) CutsOnly() CutsOnly { return CutsOnly{d} }
+
+// CutsOnly is a constellation.Faults that leaves the suspicions out.
+type CutsOnly struct{ d *Detector }
+
+func (c CutsOnly) Any() bool                 { return len(c.d.view.Load().cut) > 0 }
+func (c CutsOnly) SatelliteDown(uint32) bool { return false }
+func (c CutsOnly) LinkCut(a, b uint32) bool  { return c.d.LinkCut(a, b) }
+
+// Run re-probes the satellites that are due: the dead (backing off) and the
+// missed (until they answer or are dead), until ctx ends. It sleeps while
+// nothing is suspected. interval > 0 is the longest sleep between checks (tests).
 func (d *Detector) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
-		interval = RecheckInterval
+		interval = time.Hour // woken by every change
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	for {
+		sleep := interval
+		var due []uint32
+		d.mu.Lock() // Run reads the view under it: a change and its poke come together
+		now, down := time.Now(), d.view.Load().down
+		for i, s := range d.state {
+			_, dead := down[i]
+			if s.inflight != nil || (!dead && s.misses == 0) {
+				continue
+			}
+			if wait := s.next.Sub(now); wait > 0 {
+				sleep = min(sleep, wait)
+			} else {
+				due = append(due, i)
+			}
+		}
+		d.mu.Unlock()
+		for _, i := range due {
+			timeout := d.timeout
+			if _, dead := down[i]; dead {
+				timeout = 2 * d.timeout // a loaded satellite gets longer to come back
+			}
+			d.startProbe(ctx, i, timeout)
+		}
+		timer.Reset(sleep)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-timer.C:
+		case <-d.wake:
 		}
-		var wg sync.WaitGroup
-		for _, i := range d.Down() {
-			wg.Go(func() {
-				pctx, cancel := context.WithTimeout(ctx, d.timeout)
-				defer cancel()
-				if d.probe(pctx, i) == nil {
-					d.MarkAlive(i)
-				}
-			})
-		}
-		wg.Wait()
+	}
+}
+
+// poke wakes Run (a satellite was scheduled for a probe).
+func (d *Detector) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // fakeSky answers probes: a dead satellite never answers (the probe waits out
@@ -28,21 +31,211 @@ func (f *fakeSky) probe(ctx context.Context, i uint32) error {
 	return nil
 }
 
-func TestSuspectMarksADeadSatelliteWithinTheProbeTimeout(t *testing.T) {
-	sky := &fakeSky{dead: map[uint32]bool{7: true}}
-	d := New(sky.probe, 100*time.Millisecond)
+var errRefused = errors.New(`connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7007: connect: connection refused"`)
+
+func TestSuspectMarksARefusingSatelliteDeadAtOnce(t *testing.T) {
+	d := New(func(_ context.Context, i uint32) error {
+		if i == 7 {
+			return errRefused
+		}
+		return nil
+	}, 100*time.Millisecond)
 	start := time.Now()
 	if !d.Suspect(context.Background(), 7) {
-		t.Fatal("Suspect(7) = false for a satellite that does not answer, want true")
+		t.Fatal("Suspect(7) = false for a satellite whose port refuses, want true")
 	}
-	if took := time.Since(start); took > 500*time.Millisecond {
-		t.Errorf("noticed after %v, want within the 100 ms probe timeout (+ slack)", took)
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("noticed after %v, want at once (the probe was refused)", took)
 	}
 	if !d.SatelliteDown(7) || !d.Any() {
 		t.Error("satellite 7 not marked down")
 	}
 	if d.Suspect(context.Background(), 8) || d.SatelliteDown(8) {
 		t.Error("a satellite that answers was marked down")
+	}
+}
+
+func TestASilentSatelliteIsMarkedDeadWithinTheDetectionBound(t *testing.T) {
+	sky := &fakeSky{dead: map[uint32]bool{7: true}}
+	const timeout, recheck = 50 * time.Millisecond, 20 * time.Millisecond
+	d := New(sky.probe, timeout)
+	d.SetRecheck(recheck, 4*recheck)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx, 0)
+	start := time.Now()
+	if d.Suspect(ctx, 7) {
+		t.Error("one probe timeout marked satellite 7 dead, want a miss only")
+	}
+	bound := SilentMisses*timeout + (SilentMisses-1)*recheck
+	for !d.SatelliteDown(7) {
+		if time.Since(start) > 4*bound {
+			t.Fatalf("silent satellite 7 not marked dead after %v (bound %v)", time.Since(start), bound)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if took := time.Since(start); took < time.Duration(SilentMisses)*timeout {
+		t.Errorf("marked dead after %v, before %d probe timeouts of %v", took, SilentMisses, timeout)
+	}
+}
+
+// flakySky answers satellite 5's probes only from the fail-th one on, and
+// then slowly (after slow): a live satellite on a loaded machine.
+type flakySky struct {
+	mu         sync.Mutex
+	probes     int
+	fail       int
+	slow       time.Duration
+	refuseTill int // the first probes are refused (the process restarting)
+}
+
+func (f *flakySky) probe(ctx context.Context, _ uint32) error {
+	f.mu.Lock()
+	f.probes++
+	n := f.probes
+	f.mu.Unlock()
+	if n <= f.refuseTill {
+		return errRefused
+	}
+	if n <= f.fail {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	select {
+	case <-time.After(f.slow):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func TestASlowProbeDoesNotLeaveALiveSatelliteDead(t *testing.T) {
+	const timeout, recheck = 40 * time.Millisecond, 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		sky  *flakySky
+	}{
+		{"fewer timeouts than SilentMisses", &flakySky{fail: SilentMisses - 1}},
+		{"marked dead by timeouts, then answers slower than a first probe", &flakySky{fail: SilentMisses + 2, slow: 3 * timeout / 2}},
+		{"refused while restarting, then slow", &flakySky{refuseTill: 2, fail: 2, slow: 3 * timeout / 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New(tc.sky.probe, timeout)
+			d.SetRecheck(recheck, 4*recheck)
+			go d.Run(ctx, 0)
+			d.Suspect(ctx, 5)
+			deadline := time.Now().Add(3 * time.Second)
+			for {
+				tc.sky.mu.Lock()
+				n := tc.sky.probes
+				tc.sky.mu.Unlock()
+				if n > tc.sky.fail && !d.SatelliteDown(5) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("satellite 5 answers but is still down after 3 s (%d probes)", n)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(5 * recheck)
+			if d.SatelliteDown(5) || d.Any() {
+				t.Errorf("satellite 5 down again: %v", d.Down())
+			}
+		})
+	}
+	// Fewer misses than SilentMisses never mark it dead at all.
+	sky := &flakySky{fail: SilentMisses - 1}
+	d := New(sky.probe, timeout)
+	for range SilentMisses - 1 {
+		if d.Suspect(ctx, 5) {
+			t.Fatal("marked dead after fewer than SilentMisses timeouts")
+		}
+	}
+	if d.Suspect(ctx, 5) || d.SatelliteDown(5) {
+		t.Error("a satellite that answered its last probe is down")
+	}
+}
+
+func TestMarkAliveForgetsTheMisses(t *testing.T) {
+	sky := &fakeSky{dead: map[uint32]bool{2: true}}
+	d := New(sky.probe, 10*time.Millisecond)
+	for range 2 * SilentMisses {
+		d.Suspect(context.Background(), 2)
+		d.MarkAlive(2) // a call to or from 2 succeeded in between
+	}
+	if d.SatelliteDown(2) {
+		t.Errorf("satellite 2 down after %d misses each followed by an answer", 2*SilentMisses)
+	}
+}
+
+func TestConcurrentSuspicionsShareOneProbe(t *testing.T) {
+	sky := &fakeSky{dead: map[uint32]bool{9: true}}
+	d := New(sky.probe, 50*time.Millisecond)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { d.Suspect(context.Background(), 9) })
+	}
+	wg.Wait()
+	if got := d.Probes(); got != 1 {
+		t.Errorf("20 concurrent suspicions sent %d probes, want 1", got)
+	}
+	if d.SatelliteDown(9) {
+		t.Error("one shared timeout marked satellite 9 dead")
+	}
+}
+
+func TestReprobesOfADeadSatelliteBackOff(t *testing.T) {
+	const first, most = 10 * time.Millisecond, 80 * time.Millisecond
+	d := New(func(context.Context, uint32) error { return errRefused }, 50*time.Millisecond)
+	d.SetRecheck(first, most)
+	ctx, cancel := context.WithCancel(context.Background())
+	go d.Run(ctx, 0)
+	d.MarkDead(3)
+	const span = time.Second
+	time.Sleep(span)
+	cancel()
+	// Probes at 10, 30, 70, 150, 230, ... ms: 3 while backing off, then one per 80 ms.
+	want := 3 + int((span-70*time.Millisecond)/most) + 1
+	if got := d.Probes(); got > int64(want) || got < int64(want)/2 {
+		t.Errorf("%d re-probes of a dead satellite in %v, want about %d (at a fixed %v: %d)",
+			got, span, want, first, span/first)
+	}
+	if !d.SatelliteDown(3) {
+		t.Error("a refusing satellite came back alive")
+	}
+}
+
+func TestCutsOnlyKeepsTheCutsAndDropsTheSuspicions(t *testing.T) {
+	d := New(func(context.Context, uint32) error { return errRefused }, 0)
+	d.MarkDead(4)
+	c := d.CutsOnly()
+	if c.Any() || c.SatelliteDown(4) {
+		t.Error("CutsOnly reports the dead satellite 4")
+	}
+	d.SetCut([][2]uint32{{1, 2}})
+	if !c.Any() || !c.LinkCut(2, 1) || c.LinkCut(1, 3) {
+		t.Errorf("CutsOnly answers the cuts %v wrongly", d.Cut())
+	}
+}
+
+func TestSilentTellsTimeoutsFromRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{context.DeadlineExceeded, true},
+		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true},
+		{status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`), true},
+		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:7000: i/o timeout"`), true},
+		{status.Error(codes.Unavailable, errRefused.Error()), false},
+		{status.Error(codes.Unavailable, `name resolver error: produced zero addresses`), false},
+		{status.Error(codes.Unavailable, `dial tcp: lookup sat-7: no such host`), false},
+	} {
+		if got := Silent(tc.err); got != tc.want {
+			t.Errorf("Silent(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
 
@@ -62,7 +255,8 @@ func TestRunMarksARestartedSatelliteAlive(t *testing.T) {
 	d.MarkDead(4)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go d.Run(ctx, 20*time.Millisecond)
+	d.SetRecheck(20*time.Millisecond, 20*time.Millisecond)
+	go d.Run(ctx, 0)
 	deadline := time.Now().Add(2 * time.Second)
 	for d.SatelliteDown(4) {
 		if time.Now().After(deadline) {

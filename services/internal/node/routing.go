@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -35,7 +36,7 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 	for attempt := 1; ; attempt++ {
 		// The first hop on the live graph, again at each attempt: a failed
 		// attempt may have taught the detector that a satellite on the path is dead.
-		next, err := n.grid.LiveNextHop(n.self, dest, tNs, n.faults)
+		next, err := n.nextHop(dest, tNs, nil)
 		if err != nil {
 			return err
 		}
@@ -145,13 +146,34 @@ func (v visited) SatelliteDown(i uint32) bool {
 	return slices.Contains(v.path, i) || v.Faults.SatelliteDown(i)
 }
 
-// forward returns the next hop towards r.Destination on the live graph and advances r.
-func (n *Node) forward(r *satpagev1.Route, rpc string) (satpagev1.SatelliteServiceClient, error) {
-	next, err := n.grid.LiveNextHop(n.self, r.Destination, r.ScenarioTimeNs, n.faults)
-	if err == nil && slices.Contains(r.Path, next) {
+// nextHop is the first hop from this satellite to dest on the live graph,
+// never back into path. When the live graph has no route but dest is not known
+// dead, it is the first hop with the cut ISLs left out only (docs/faults.md,
+// "Relays"): the dead marks are this satellite's suspicions (a loaded machine
+// can make them wrong), a hop through a satellite that is really dead fails at
+// once (refused) or within the caller's deadline, and the alternative, "no
+// route", fails for certain. Cut ISLs are facts, not suspicions: never used.
+func (n *Node) nextHop(dest uint32, tNs int64, path []uint32) (uint32, error) {
+	next, err := n.grid.LiveNextHop(n.self, dest, tNs, n.faults)
+	if err == nil && slices.Contains(path, next) {
 		// An earlier relay went around a satellite this one does not know is down.
-		next, err = n.grid.LiveNextHop(n.self, r.Destination, r.ScenarioTimeNs, visited{n.faults, r.Path})
+		next, err = n.grid.LiveNextHop(n.self, dest, tNs, visited{n.faults, path})
 	}
+	if errors.Is(err, errs.ErrNoRoute) && !n.faults.SatelliteDown(dest) {
+		var f constellation.Faults = n.faults.CutsOnly()
+		if len(path) > 0 {
+			f = visited{f, path}
+		}
+		if hop, herr := n.grid.LiveNextHop(n.self, dest, tNs, f); herr == nil {
+			return hop, nil
+		}
+	}
+	return next, err
+}
+
+// forward returns the next hop towards r.Destination and advances r.
+func (n *Node) forward(r *satpagev1.Route, rpc string) (satpagev1.SatelliteServiceClient, error) {
+	next, err := n.nextHop(r.Destination, r.ScenarioTimeNs, r.Path)
 	if err != nil {
 		return nil, err
 	}

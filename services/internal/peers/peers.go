@@ -31,9 +31,10 @@ type Pool struct {
 	opts []grpc.DialOption
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 
-	mu            sync.Mutex // guards conns and onUnavailable
+	mu            sync.Mutex // guards conns, onUnavailable and onAnswer
 	conns         map[uint32]*grpc.ClientConn
 	onUnavailable func(ctx context.Context, i uint32)
+	onAnswer      func(i uint32)
 }
 
 // OnUnavailable registers f, called (before the caller sees the error) when a
@@ -45,15 +46,36 @@ func (p *Pool) OnUnavailable(f func(ctx context.Context, i uint32)) {
 	p.mu.Unlock()
 }
 
+// OnAnswer registers f, called when satellite i answered a call (with a
+// result, or an error of its own: anything but Unavailable, DeadlineExceeded
+// or Canceled): proof that it is alive, for the failure detector.
+func (p *Pool) OnAnswer(f func(i uint32)) {
+	p.mu.Lock()
+	p.onAnswer = f
+	p.mu.Unlock()
+}
+
 func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		if err != nil && status.Code(err) == codes.Unavailable && method != healthpb.Health_Check_FullMethodName {
+		if method == healthpb.Health_Check_FullMethodName {
+			return err
+		}
+		switch status.Code(err) {
+		case codes.Unavailable:
 			p.mu.Lock()
 			f := p.onUnavailable
 			p.mu.Unlock()
 			if f != nil {
 				f(ctx, i)
+			}
+		case codes.DeadlineExceeded, codes.Canceled:
+		default:
+			p.mu.Lock()
+			f := p.onAnswer
+			p.mu.Unlock()
+			if f != nil {
+				f(i)
 			}
 		}
 		return err

@@ -89,6 +89,8 @@ type Primary struct {
 	synced   map[uint32]uint64 // replica -> snapshot id it holds (absent: unknown)
 	syncedAt map[uint32]uint64 // replica -> seq its snapshot contains
 	nextSync uint64
+
+	retry *backoff // per replica: failed snapshots wait before the next (backoff.go)
 }
 
 var _ store.PageStore = (*Primary)(nil)
@@ -111,7 +113,8 @@ func NewPrimary(o Options) (*Primary, error) {
 	if o.RestoreWait <= 0 {
 		o.RestoreWait = restoreWait
 	}
-	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{}}
+	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{},
+		retry: newBackoff(o.Logger)}
 	p.inc.Store(uint64(time.Now().UnixNano()))
 	if o.Replicas == 1 {
 		p.ready.Store(true) // nothing to restore from
@@ -140,6 +143,7 @@ func (p *Primary) Members() []uint32 {
 		}
 	}
 	p.mu.Unlock()
+	p.retry.keep(m)
 	return m
 }
 
@@ -182,6 +186,7 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 			hops, err := p.o.Transport.Replicate(ctx, m, &satpagev1.ReplicateRequest{Namespace: p.o.Self, SyncId: id, Version: v, Op: op})
 			if err == nil {
 				acked[i] = true
+				p.retry.ok(ctx, m)
 				if pages > 0 && p.o.Counters != nil {
 					p.o.Counters.Copied(pages, hops, p.o.PageBytes)
 				}
@@ -199,19 +204,18 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 	return p.complete(ctx, done, seq)
 }
 
-// failed handles a replica that did not store a change: out of sync -> it
-// needs a snapshot; unreachable -> the detector decides whether it is dead
-// (then the next live satellite behind takes its place).
+// failed handles a replica that did not store a change. Whatever the cause,
+// its copy may now lack the change, so it gets a snapshot before any further
+// change (complete, below; never a later change on a copy that missed one).
+// Unreachable: the detector also decides whether it is dead (then the next
+// live satellite behind takes its place). Logged per state change by the
+// snapshot's backoff, not here per attempt.
 func (p *Primary) failed(ctx context.Context, m uint32, id uint64, err error) {
-	switch code := status.Code(err); {
-	case code == codes.FailedPrecondition || errors.Is(err, errs.ErrNotSynced):
-		p.forget(m, id)
-	case code == codes.Unavailable || errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrNoRoute):
-		if p.o.Liveness.Suspect(ctx, m) {
-			p.forget(m, id)
-		}
+	p.forget(m, id)
+	if code := status.Code(err); code == codes.Unavailable || errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrNoRoute) {
+		p.o.Liveness.Suspect(ctx, m)
 	}
-	p.o.Logger.WarnContext(ctx, "replica did not store a change", "replica", m, "err", err)
+	p.o.Logger.DebugContext(ctx, "replica did not store a change", "replica", m, "err", err)
 }
 
 func (p *Primary) forget(m uint32, id uint64) {
@@ -225,28 +229,42 @@ func (p *Primary) forget(m uint32, id uint64) {
 
 // complete makes every current replica hold change seq (snapshots to the ones
 // that did not take it as a change), or fails with ErrUnavailable naming them.
+// Each replica gets at most one snapshot attempt per change, and none while it
+// backs off from a failed one (the change then fails at once); a replica the
+// detector finds dead meanwhile is replaced by the next one behind, which is
+// tried in the same call.
 func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64) error {
 	for attempt := 0; ; attempt++ {
-		var missing []uint32
+		var missing, waiting []uint32
+		var wait time.Duration
+		held, now := 0, time.Now()
 		for _, m := range p.Members() {
-			if !done[m] {
+			switch ok, w := p.retry.due(m, now); {
+			case done[m]:
+				held++
+			case ok:
 				missing = append(missing, m)
+			default:
+				waiting, wait = append(waiting, m), max(wait, w)
 			}
 		}
-		if len(missing) == 0 {
+		if len(missing)+len(waiting) == 0 {
 			return nil
 		}
-		if attempt == 3 || ctx.Err() != nil {
-			return fmt.Errorf("change %d stored at %d replica(s) of %d, not at %v: %w",
-				seq, len(done)-len(missing), p.o.Replicas-1, missing, errs.ErrUnavailable)
+		if len(missing) == 0 || attempt == 3 || ctx.Err() != nil {
+			return fmt.Errorf("change %d stored at %d replica(s) of %d, not at %v (backing off %v for the next try): %w",
+				seq, held, p.o.Replicas-1, append(missing, waiting...), wait.Round(time.Millisecond), errs.ErrUnavailable)
 		}
 		for _, m := range missing {
 			err := p.syncTo(ctx, m, seq)
 			if err == nil {
 				done[m] = true
+				p.retry.ok(ctx, m)
 				continue
 			}
-			p.o.Logger.WarnContext(ctx, "snapshot to replica failed", "replica", m, "err", err)
+			if ctx.Err() == nil {
+				p.retry.failed(ctx, m, "snapshot", err)
+			}
 			p.o.Liveness.Suspect(ctx, m)
 		}
 	}
@@ -363,7 +381,13 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 	delete(p.synced, replica)
 	delete(p.syncedAt, replica)
 	p.mu.Unlock()
-	return p.syncTo(ctx, replica, p.seq.Load())
+	p.retry.reset(replica) // it answered: no reason to wait
+	if err := p.syncTo(ctx, replica, p.seq.Load()); err != nil {
+		p.retry.failed(ctx, replica, "snapshot asked for", err)
+		return err
+	}
+	p.retry.ok(ctx, replica)
+	return nil
 }
 
 // Restore takes the state back after a restart: the newest in-sync copy held
@@ -417,7 +441,9 @@ func (p *Primary) Restore(ctx context.Context) error {
 	p.ready.Store(true)
 	for _, m := range p.Members() {
 		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
-			p.o.Logger.WarnContext(ctx, "snapshot to replica failed", "replica", m, "err", err)
+			p.retry.failed(ctx, m, "snapshot after restore", err)
+		} else {
+			p.retry.ok(ctx, m)
 		}
 	}
 	for _, q := range PrimariesOf(p.o.Spec, p.o.Self, p.o.Replicas) {
@@ -430,7 +456,10 @@ func (p *Primary) Restore(ctx context.Context) error {
 
 // Maintain pings the replicas every interval until ctx ends: a replica that
 // lost its copy (restarted empty) or a new one (the one before it died) gets
-// a snapshot, so R copies exist again within about one interval.
+// a snapshot, so R copies exist again within about one interval (or, for a
+// replica whose snapshots fail, at its next try after the backoff). The ping
+// is one small Replicate per replica, sent only to replicas that stored no
+// change in the last half interval, and none while a replica backs off.
 func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 	if p.o.Replicas == 1 {
 		return
@@ -443,13 +472,32 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !p.ready.Load() {
+		if !p.ready.Load() || !p.needsPing(interval/2) {
 			continue
 		}
 		if err := p.mutate(ctx, func() error { return nil }, &satpagev1.StoreOp{Kind: satpagev1.StoreOp_KIND_PING}, 0); err != nil {
-			p.o.Logger.WarnContext(ctx, "replicas incomplete", "err", err)
+			// Each replica's failures are logged when they start and end (backoff.go).
+			p.o.Logger.DebugContext(ctx, "replicas incomplete", "err", err)
 		}
 	}
+}
+
+// needsPing reports whether a replica is due a ping or a snapshot: one not
+// known in sync and not backing off, or one in sync that stored nothing within quiet.
+func (p *Primary) needsPing(quiet time.Duration) bool {
+	now := time.Now()
+	for _, m := range p.Members() {
+		p.mu.Lock()
+		_, known := p.synced[m]
+		p.mu.Unlock()
+		if known && p.retry.ackedSince(m, now.Add(-quiet)) {
+			continue
+		}
+		if ok, _ := p.retry.due(m, now); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Primary) Close() error { return p.local.Close() }

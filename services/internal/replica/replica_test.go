@@ -29,6 +29,11 @@ type sky struct {
 	locals  map[uint32]*store.Memory
 	copies  map[uint32]int // page copies counted per primary
 	hops    map[uint32]int // page-hops counted per primary
+	// unreachable: calls fail as a relay's "no route", but the detector does
+	// not find the satellite dead (it answers its probes); snapshots counts
+	// the InstallSnapshot calls sent to each satellite.
+	unreachable map[uint32]bool
+	snapshots   map[uint32]int
 }
 
 type skyLink struct {
@@ -39,6 +44,12 @@ type skyLink struct {
 func (s *sky) isDead(i uint32) bool { s.mu.Lock(); defer s.mu.Unlock(); return s.dead[i] }
 
 func (l skyLink) reach(to uint32) (*Holder, *Primary, error) {
+	l.s.mu.Lock()
+	cut := l.s.unreachable[to]
+	l.s.mu.Unlock()
+	if cut {
+		return nil, nil, status.Errorf(codes.Unavailable, "from satellite 87 to %d at 0 ns on the live graph: no ISL route", to)
+	}
 	if l.s.isDead(to) {
 		return nil, nil, status.Errorf(codes.Unavailable, "satellite %d is dead", to)
 	}
@@ -59,6 +70,9 @@ func (l skyLink) Replicate(ctx context.Context, to uint32, req *satpagev1.Replic
 }
 
 func (l skyLink) InstallSnapshot(ctx context.Context, to uint32, req *satpagev1.InstallSnapshotRequest) error {
+	l.s.mu.Lock()
+	l.s.snapshots[to]++
+	l.s.mu.Unlock()
 	h, _, err := l.reach(to)
 	if err != nil {
 		return err
@@ -109,7 +123,8 @@ func newSky(t *testing.T, r int) *sky {
 		t.Fatal(err)
 	}
 	s := &sky{t: t, spec: sp, r: r, dead: map[uint32]bool{}, holders: map[uint32]*Holder{},
-		prims: map[uint32]*Primary{}, locals: map[uint32]*store.Memory{}, copies: map[uint32]int{}, hops: map[uint32]int{}}
+		prims: map[uint32]*Primary{}, locals: map[uint32]*store.Memory{}, copies: map[uint32]int{}, hops: map[uint32]int{},
+		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}}
 	for i := range uint32(30) {
 		s.start(i, false)
 	}

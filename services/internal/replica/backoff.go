@@ -1,0 +1,122 @@
+package replica
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Per-replica backoff of failed copies (docs/faults.md, "Under load"): after a
+// snapshot to a replica fails, the next attempt waits retryFirst, then twice as
+// long after each failure, up to retryMax; a change meanwhile fails at once as
+// unavailable (the write is not acknowledged) instead of trying again. The
+// replica's answer (a copy stored, or it asking for a snapshot) ends the backoff.
+// Logs say when a replica starts failing and when it is back, not every attempt.
+const (
+	retryFirst = time.Second
+	retryMax   = 8 * time.Second
+)
+
+// backoff is the retry state of every replica. Safe for concurrent use.
+type backoff struct {
+	first, most time.Duration
+	log         *slog.Logger
+	mu          sync.Mutex // guards at
+	at          map[uint32]*retry
+}
+
+type retry struct {
+	failures int
+	next     time.Time
+	acked    time.Time // last copy the replica stored
+}
+
+func newBackoff(log *slog.Logger) *backoff {
+	return &backoff{first: retryFirst, most: retryMax, log: log, at: map[uint32]*retry{}}
+}
+
+func (b *backoff) get(m uint32) *retry {
+	r := b.at[m]
+	if r == nil {
+		r = &retry{}
+		b.at[m] = r
+	}
+	return r
+}
+
+// due reports whether a copy to m may be tried now, and if not, how long until it may.
+func (b *backoff) due(m uint32, now time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.at[m]
+	if r == nil || !now.Before(r.next) {
+		return true, 0
+	}
+	return false, r.next.Sub(now)
+}
+
+// failed records a failed copy to m; the first failure of a run is logged.
+func (b *backoff) failed(ctx context.Context, m uint32, what string, err error) {
+	b.mu.Lock()
+	r := b.get(m)
+	r.failures++
+	wait := b.first
+	for i := 1; i < r.failures && wait < b.most; i++ {
+		wait *= 2
+	}
+	wait = min(wait, b.most)
+	r.next = time.Now().Add(wait)
+	first := r.failures == 1
+	b.mu.Unlock()
+	if first {
+		b.log.WarnContext(ctx, "replica is failing; retrying with backoff", "replica", m, "what", what, "retry_in", wait, "err", err)
+	} else {
+		b.log.DebugContext(ctx, "replica still failing", "replica", m, "what", what, "failures", r.failures, "retry_in", wait, "err", err)
+	}
+}
+
+// ok records that m stored a copy; a replica back from failing is logged.
+func (b *backoff) ok(ctx context.Context, m uint32) {
+	now := time.Now()
+	b.mu.Lock()
+	r := b.get(m)
+	failures := r.failures
+	r.failures, r.next, r.acked = 0, time.Time{}, now
+	b.mu.Unlock()
+	if failures > 0 {
+		b.log.InfoContext(ctx, "replica is in sync again", "replica", m, "after_failures", failures)
+	}
+}
+
+// reset ends m's backoff (it answered: it asked for a snapshot).
+func (b *backoff) reset(m uint32) {
+	b.mu.Lock()
+	if r := b.at[m]; r != nil {
+		r.failures, r.next = 0, time.Time{}
+	}
+	b.mu.Unlock()
+}
+
+// ackedSince reports whether m stored a copy at or after t.
+func (b *backoff) ackedSince(m uint32, t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.at[m]
+	return r != nil && !r.acked.Before(t)
+}
+
+// keep forgets the replicas not in members.
+func (b *backoff) keep(members []uint32) {
+	b.mu.Lock()
+	for m := range b.at {
+		keep := false
+		for _, x := range members {
+			keep = keep || x == m
+		}
+		if !keep {
+			delete(b.at, m)
+		}
+	}
+	b.mu.Unlock()
+}

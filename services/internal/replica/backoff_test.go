@@ -1,0 +1,93 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
+)
+
+func (s *sky) setUnreachable(i uint32, cut bool) { s.mu.Lock(); s.unreachable[i] = cut; s.mu.Unlock() }
+func (s *sky) snapshotsTo(i uint32) int          { s.mu.Lock(); defer s.mu.Unlock(); return s.snapshots[i] }
+
+// A replica that no route reaches, but that the detector does not find dead
+// (the lead's 150-satellite run: a relay with a wrong view of the sky), gets
+// snapshots at the backoff's pace, not at every ping; writes meanwhile fail
+// at once as unavailable; and once reachable it is back in sync.
+func TestSnapshotsToAnUnreachableReplicaBackOff(t *testing.T) {
+	s := newSky(t, 2)
+	p := s.prims[3]
+	const first, most, tick = 20 * time.Millisecond, 160 * time.Millisecond, 5 * time.Millisecond
+	p.retry.first, p.retry.most = first, most
+	work(t, p, "a", 2)
+	s.setUnreachable(2, true)
+	before := s.snapshotsTo(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Maintain(ctx, tick); close(done) }()
+	const span = time.Second
+	time.Sleep(span)
+	// Writes while it backs off: refused at once, never acknowledged.
+	start := time.Now()
+	err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}})
+	if !errors.Is(err, errs.ErrUnavailable) {
+		t.Errorf("write with its replica unreachable: err %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 50*time.Millisecond {
+		t.Errorf("write took %v to fail, want at once (backing off)", took)
+	}
+	got := s.snapshotsTo(2) - before
+	t.Logf("%d snapshot attempts in %v", got, span)
+	// Tries at 0, 20, 60, 140, 300 ms, then one per 160 ms, each + up to one tick.
+	want := 4 + int((span-140*time.Millisecond)/most) + 1
+	if got > want || got < 3 {
+		t.Errorf("%d snapshot attempts in %v, want at most %d (a ping every %v without backoff: %d)",
+			got, span, want, tick, int(span/tick))
+	}
+	s.setUnreachable(2, false)
+	deadline := time.Now().Add(2 * time.Second)
+	for !reflect.DeepEqual(copyOrNil(s, 2, 3), s.snapshotOf(t, 3)) {
+		if time.Now().After(deadline) {
+			t.Fatal("replica 2 not back in sync 2 s after it became reachable")
+		}
+		time.Sleep(tick)
+	}
+	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("v4")}}); err != nil {
+		t.Errorf("write after the replica is back: %v", err)
+	}
+	cancel()
+	<-done
+}
+
+// copyOrNil is at's copy of ns, nil when it holds none in sync.
+func copyOrNil(s *sky, at, ns uint32) []store.SessionState {
+	r, err := s.holders[at].State(context.Background(), ns, true)
+	if err != nil || !r.Synced {
+		return nil
+	}
+	return StatesFrom(r.Sessions)
+}
+
+func TestAnIdlePrimaryPingsOncePerIntervalAndNotAfterTraffic(t *testing.T) {
+	s := newSky(t, 2)
+	p := s.prims[3]
+	work(t, p, "a", 1)
+	if p.needsPing(time.Minute) {
+		t.Error("a ping is due right after a change every replica stored")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if !p.needsPing(10 * time.Millisecond) {
+		t.Error("no ping needed after 20 ms of quiet with a 10 ms limit")
+	}
+	s.setUnreachable(2, true)
+	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("x")}}); err == nil {
+		t.Fatal("write acknowledged without its replica")
+	}
+	if p.needsPing(10 * time.Millisecond) {
+		t.Error("a ping is due while the only replica backs off")
+	}
+}
