@@ -91,3 +91,40 @@ func TestAnIdlePrimaryPingsOncePerIntervalAndNotAfterTraffic(t *testing.T) {
 		t.Error("a ping is due while the only replica backs off")
 	}
 }
+
+// A satellite restarting while the one that holds its copy is silent asks
+// again for RestoreWait, with rounds backing off, not every 200 ms.
+func TestARestoreWaitingForSilentHoldersBacksOff(t *testing.T) {
+	const first, most = 10 * time.Millisecond, 80 * time.Millisecond
+	was, wasMost := restorePollFirst, restorePollMax
+	restorePollFirst, restorePollMax = first, most
+	defer func() { restorePollFirst, restorePollMax = was, wasMost }()
+	s := newSky(t, 2)
+	s.setUnreachable(2, true) // 3's replica: silent while 3 restarts
+	s.mu.Lock()
+	s.questions[2] = 0
+	s.mu.Unlock()
+	local := store.NewMemory()
+	p, err := NewPrimary(Options{Self: 3, Spec: s.spec, Replicas: 2, Local: local,
+		Transport: skyLink{s, 3}, Liveness: skyLive{s}, RestoreWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	s.mu.Lock()
+	got := s.questions[2]
+	s.mu.Unlock()
+	// Rounds at 0, 10, 30, 70, 150 ms, then one per 80 ms until RestoreWait (1 s).
+	want := 5 + int((took-150*time.Millisecond)/most) + 1
+	t.Logf("%d rounds in %v", got, took)
+	if took < time.Second {
+		t.Errorf("restore gave up after %v, want RestoreWait (1 s) while a holder is silent", took)
+	}
+	if got > want {
+		t.Errorf("%d rounds of questions in %v, want at most %d (every 10 ms: %d)", got, took, want, int(took/first))
+	}
+}

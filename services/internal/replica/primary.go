@@ -274,6 +274,9 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 // satellites that would hold its copy to answer.
 const restoreWait = 30 * time.Second
 
+// The pause between two rounds of a restore's questions (variables: tests shorten them).
+var restorePollFirst, restorePollMax = 200 * time.Millisecond, 2 * time.Second
+
 // snapshotChunkBytes bounds one InstallSnapshot message (gRPC allows 32 MiB here).
 const snapshotChunkBytes = 8 << 20
 
@@ -406,7 +409,11 @@ func (p *Primary) Restore(ctx context.Context) error {
 	// none: ask again, for up to restoreWait, before serving the local store.
 	var bestAt uint32
 	var best *satpagev1.ReplicaStateResponse
-	for start := time.Now(); ; {
+	// Each round asks every satellite of the plane: the rounds back off
+	// (restorePollFirst doubling to restorePollMax) so that a whole
+	// constellation starting at once on a loaded machine does not flood it.
+	wait := restorePollFirst
+	for start := time.Now(); ; wait = min(2*wait, restorePollMax) {
 		var silent []int
 		bestAt, best, silent = bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self)
 		near := slices.ContainsFunc(silent, func(j int) bool { return j < p.o.Replicas })
@@ -416,7 +423,7 @@ func (p *Primary) Restore(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 	if best != nil {

@@ -34,6 +34,7 @@ type sky struct {
 	// the InstallSnapshot calls sent to each satellite.
 	unreachable map[uint32]bool
 	snapshots   map[uint32]int
+	questions   map[uint32]int // ReplicaState calls to each satellite
 }
 
 type skyLink struct {
@@ -81,6 +82,9 @@ func (l skyLink) InstallSnapshot(ctx context.Context, to uint32, req *satpagev1.
 }
 
 func (l skyLink) ReplicaState(ctx context.Context, at uint32, req *satpagev1.ReplicaStateRequest) (*satpagev1.ReplicaStateResponse, error) {
+	l.s.mu.Lock()
+	l.s.questions[at]++
+	l.s.mu.Unlock()
 	h, _, err := l.reach(at)
 	if err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func newSky(t *testing.T, r int) *sky {
 	}
 	s := &sky{t: t, spec: sp, r: r, dead: map[uint32]bool{}, holders: map[uint32]*Holder{},
 		prims: map[uint32]*Primary{}, locals: map[uint32]*store.Memory{}, copies: map[uint32]int{}, hops: map[uint32]int{},
-		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}}
+		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}, questions: map[uint32]int{}}
 	for i := range uint32(30) {
 		s.start(i, false)
 	}
