@@ -7,8 +7,9 @@
 //     failed call;
 //   - a probe that times out is only a miss: a loaded machine makes live
 //     satellites slow, not silent for long. SilentMisses consecutive misses
-//     (the detector probes again every RecheckInterval) mark it dead: within
-//     SilentMisses x ProbeTimeout + (SilentMisses-1) x RecheckInterval;
+//     (the detector probes again every RecheckInterval) spanning at least
+//     (SilentMisses-1) x ProbeTimeout mark it dead: within SilentMisses x
+//     ProbeTimeout + (SilentMisses-1) x RecheckInterval (DetectionBound);
 //   - any answer (a probe, or a call to or from it that MarkAlive reports)
 //     clears the misses and marks it alive.
 //
@@ -54,6 +55,9 @@ const (
 	RecheckMax      = 2 * time.Second
 )
 
+// silentSpan is how long the misses that mark a satellite dead must span.
+func silentSpan(timeout time.Duration) time.Duration { return (SilentMisses - 1) * timeout }
+
 // DetectionBound is the longest a dead satellite stays unnoticed after the
 // first failed call to it (a satellite that does not refuse but never answers).
 const DetectionBound = SilentMisses*ProbeTimeout + (SilentMisses-1)*RecheckInterval
@@ -79,6 +83,7 @@ type Detector struct {
 // peerState is what the detector tracks of a satellite that is suspected or dead.
 type peerState struct {
 	misses   int           // consecutive probe timeouts
+	since    time.Time     // the first of them
 	next     time.Time     // next re-probe
 	wait     time.Duration // delay after the next failed re-probe
 	inflight *probeCall    // the probe now running, shared by every suspicion
@@ -269,8 +274,14 @@ func (d *Detector) settle(i uint32, err error, now time.Time) bool {
 		d.poke()
 		return true
 	case Silent(err):
+		if s.misses == 0 {
+			s.since = now
+		}
 		s.misses++
-		if s.misses >= SilentMisses {
+		// Misses must also span silentSpan: a connection whose TLS handshake
+		// timed out fails the next probes at once with the same timeout, and
+		// three of those within a few hundred ms prove no silence.
+		if s.misses >= SilentMisses && now.Sub(s.since) >= silentSpan(d.timeout) {
 			d.markDead(i, now)
 			return true
 		}

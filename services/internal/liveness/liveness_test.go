@@ -79,6 +79,35 @@ func TestASilentSatelliteIsMarkedDeadWithinTheDetectionBound(t *testing.T) {
 	}
 }
 
+// A connection whose TLS handshake timed out fails the next probes at once
+// with the same timeout: those misses count only once they span
+// (SilentMisses-1) probe timeouts, so a burst of them does not mark a live but
+// loaded satellite dead, and a satellite that stays so is still marked.
+func TestFastTimeoutsMarkDeadOnlyAfterTheirSpan(t *testing.T) {
+	handshake := status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`)
+	const timeout, recheck = 100 * time.Millisecond, 10 * time.Millisecond
+	d := New(func(context.Context, uint32) error { return handshake }, timeout)
+	d.SetRecheck(recheck, recheck)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx, 0)
+	start := time.Now()
+	d.Suspect(ctx, 6)
+	for !d.SatelliteDown(6) {
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("a satellite whose every probe times out is not marked dead after 2 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	if span := (SilentMisses - 1) * timeout; took < span {
+		t.Errorf("marked dead after %v by %d probes, before the misses spanned %v", took, d.Probes(), span)
+	}
+	if bound := SilentMisses*timeout + (SilentMisses-1)*recheck; took > 3*bound {
+		t.Errorf("marked dead after %v, bound %v", took, bound)
+	}
+}
+
 // flakySky answers satellite 5's probes only from the fail-th one on, and
 // then slowly (after slow): a live satellite on a loaded machine.
 type flakySky struct {
