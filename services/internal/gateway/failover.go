@@ -8,7 +8,8 @@ package gateway
 // request id, so it acts once. The stand-in serves the rest of the visit; the
 // next scheduled handover starts from it. A handover whose next satellite is
 // dead goes to the first live satellite behind that one instead (the stand-in
-// the placement rule gives a dead slot). With R = 1, or when the satellite
+// the placement rule gives a dead slot), and so does a new session whose
+// first satellite is dead (openFirst). With R = 1, or when the satellite
 // only looked dead, the satellite asked refuses (FailedPrecondition) and the
 // request fails with its first error, as before.
 
@@ -99,6 +100,41 @@ func (g *Gateway) handOverToStandIn(ctx context.Context, s *session, err error) 
 		}
 	}
 	return false
+}
+
+// openFirst opens s's page table at its first serving satellite or, when
+// that one is dead, at the first live satellite behind it, which then serves
+// the first visit (a new session has nothing to lose there; the stand-in is
+// the one a handover to the dead satellite would take). s is locked.
+func (g *Gateway) openFirst(ctx context.Context, s *session) error {
+	open := func(at uint32) error {
+		c, err := g.peers.Satellite(at)
+		if err != nil {
+			return err
+		}
+		_, err = c.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: s.id})
+		return err
+	}
+	first := s.visits[0].Satellite
+	err := open(first)
+	if err == nil || !mayBeDead(err) || g.alive(ctx, first) {
+		return err
+	}
+	spec := g.grid.Spec()
+	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
+		at := replica.Behind(spec, first, j)
+		e := open(at)
+		if e == nil {
+			s.standIn(0, at)
+			g.m.Takeovers.WithLabelValues("open").Inc()
+			g.log.WarnContext(ctx, "session opened at a stand-in of its dead first satellite", "session", s.id, "dead", first, "at", at)
+			return nil
+		}
+		if !mayBeDead(e) {
+			return e
+		}
+	}
+	return err
 }
 
 // alive reports whether satellite i answers (any answer but Unavailable).

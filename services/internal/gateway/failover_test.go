@@ -156,3 +156,30 @@ func TestWithOneReplicaADeadServingSatelliteFailsItsRequests(t *testing.T) {
 		t.Fatalf("read with the only copy dead: got %v after %v, want Unavailable at once", err, time.Since(start))
 	}
 }
+
+// A session registered while its first satellite is dead opens at the live
+// satellite behind it, which serves the first visit; the handover after it
+// goes on as scheduled and every page reads back.
+func TestASessionWhoseFirstSatelliteIsDeadOpensBehindIt(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+	c.Kill(3)
+	register(t, c, "s", &satpagev1.Visit{Satellite: 3, StartNs: 0}, &satpagev1.Visit{Satellite: 5, StartNs: 100})
+	want := map[uint32]string{0: "a", 1: "b"}
+	for p, v := range want {
+		write(t, c, "s", p, 10, v, "")
+	}
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[0].Satellite != 2 {
+		t.Errorf("visit 0 served by %d, want 2 (the satellite behind the dead 3)", st.Visits[0].Satellite)
+	}
+	readBack(t, c, "s", 150, want)
+	if st, err = c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 150}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[1].Satellite != 5 {
+		t.Errorf("visit 1 served by %d, want 5 as scheduled", st.Visits[1].Satellite)
+	}
+}

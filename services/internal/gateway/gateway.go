@@ -152,11 +152,7 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 	}
 	g.sessions[req.SessionId] = s
 	g.mu.Unlock()
-	c, err := g.peers.Satellite(req.Visits[0].Satellite)
-	if err == nil {
-		_, err = c.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: req.SessionId})
-	}
-	if err != nil {
+	if err := g.openFirst(ctx, s); err != nil {
 		g.mu.Lock()
 		delete(g.sessions, req.SessionId)
 		g.mu.Unlock()

@@ -143,16 +143,13 @@ func (g *Gateway) OpenLiveSession(ctx context.Context, req *satpagev1.OpenLiveSe
 	g.sessions[id] = s
 	g.mu.Unlock()
 	first := s.visits[0].Satellite
-	c, err := g.peers.Satellite(first)
-	if err == nil {
-		_, err = c.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: id})
-	}
-	if err != nil {
+	if err := g.openFirst(ctx, s); err != nil {
 		g.mu.Lock()
 		delete(g.sessions, id)
 		g.mu.Unlock()
 		return nil, fmt.Errorf("open live session at satellite %d: %w", first, err)
 	}
+	first = s.visits[0].Satellite // a stand-in when the scheduled one is dead
 	g.m.Sessions.Inc()
 	out := &satpagev1.OpenLiveSessionResponse{SessionId: id, Satellite: first, ScenarioTimeNs: t}
 	if g.sec.issuer != nil { // the session's capability, as RegisterSession gives (docs/security.md)

@@ -66,7 +66,8 @@ type Gateway struct {
 	Handovers  prometheus.Counter
 	Sessions   prometheus.Gauge
 	// Takeovers: sessions moved off a dead serving satellite (failover), by
-	// what the gateway was doing (request, handover).
+	// what the gateway was doing: serving (a request), next (a handover), open
+	// (a new session whose first satellite is dead).
 	Takeovers *prometheus.CounterVec
 }
 
