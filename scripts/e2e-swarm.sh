@@ -120,15 +120,21 @@ rm -rf "$OUT/tls"
 export SATPAGE_TLS_DIR="$OUT/tls"
 TLS_PROBE=(-tls "-tls-ca-cert=$OUT/tls/ca.pem" -tls-server-name=gateway.satpage)
 satellites=$("$PY" -c "from satpage.commands.deploy import satellite_count; print(satellite_count('$SPEC'))")
-# Secrets cannot be updated in place: ones left by an earlier run that was killed
-# before its clean-up (stack gone, secrets kept) would fail the deploy.
-if ! "$DOCKER" stack ls --format '{{.Name}}' | grep -qx "$STACK"; then
-	stale=$("$DOCKER" secret ls -q --filter "label=com.docker.stack.namespace=$STACK")
-	if [[ -n $stale ]]; then
-		log "removing $(wc -w <<<"$stale") secrets an earlier run left behind"
-		# shellcheck disable=SC2086
-		"$DOCKER" secret rm $stale >/dev/null
-	fi
+# What an earlier run killed before its clean-up left (the stack, its secrets) goes
+# first: secrets cannot be updated in place, so the deploy would fail on them.
+if "$DOCKER" stack ls --format '{{.Name}}' | grep -qx "$STACK"; then
+	log "removing the stack an earlier run left behind"
+	"$DOCKER" stack rm "$STACK" >/dev/null
+	for _ in $(seq 300); do
+		[[ -z $("$DOCKER" ps -aq --filter "label=com.docker.stack.namespace=$STACK") ]] && break
+		sleep 1
+	done
+fi
+stale=$("$DOCKER" secret ls -q --filter "label=com.docker.stack.namespace=$STACK")
+if [[ -n $stale ]]; then
+	log "removing $(wc -w <<<"$stale") secrets an earlier run left behind"
+	# shellcheck disable=SC2086
+	"$DOCKER" secret rm $stale >/dev/null
 fi
 mem0=$(mem_used_mb)
 t0=$(date +%s.%N)
