@@ -195,3 +195,39 @@ func TestReplicationWorksInASecureCluster(t *testing.T) {
 		}
 	}
 }
+
+// A session whose table names a dead owner ends anyway (R = 2): the owner's
+// frames are dropped from the copies of its state and counted, and the owner,
+// restarted from such a copy, holds nothing of the session.
+func TestASessionEndsWhileAnOwnerOfItsPagesIsDead(t *testing.T) {
+	c := clustertest.New(t, faultSpec, clustertest.Options{Replicas: 2})
+	ctx := context.Background()
+	writeAt(t, c, "s", 5, 12) // owner 5 (its copy at 4)
+	_, sc := c.Satellite(t, 5)
+	if _, err := sc.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 20}); err != nil {
+		t.Fatal(err)
+	}
+	pc, _ := c.Satellite(t, 20)
+	for p := range uint32(4) { // 4 pages move to 20; 8 stay owned by 5
+		if _, err := pc.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Kill(5)
+	r, err := pc.EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: "s"})
+	if err != nil {
+		t.Fatalf("end with owner 5 dead: %v", err)
+	}
+	if r.PagesDeleted != 12 {
+		t.Errorf("pages deleted: %d, want 12 (4 at 20, 8 of the dead 5)", r.PagesDeleted)
+	}
+	c.Restart(t, 5)
+	_, sc = c.Satellite(t, 5)
+	f, err := sc.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Frames != 0 || f.Serving {
+		t.Errorf("restarted satellite 5 holds %d frames of the ended session (serving %v), want none", f.Frames, f.Serving)
+	}
+}

@@ -243,9 +243,9 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 	if err != nil {
 		return 0, n.unknownHere(session, err)
 	}
-	owners := map[uint32]bool{}
+	owners := map[uint32]int{} // owner -> pages the table assigns to it
 	for _, o := range table {
-		owners[o] = true
+		owners[o]++
 	}
 	delete(owners, n.self)
 	deleted, err := n.store.DropFrames(ctx, session)
@@ -260,6 +260,16 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 			}
 			return err
 		})
+		if err != nil && n.replicas > 1 && n.faults.Suspect(ctx, o) {
+			// A dead owner's frames live on in the copies of its state: they go
+			// there, so that a restart restores it without them, and the session
+			// ends instead of waiting for the owner to come back.
+			n.forgetCopies(ctx, o, []string{session})
+			deleted += owners[o]
+			n.log.InfoContext(ctx, "session ended with an owner dead: its frames dropped from the copies of its state",
+				"session", session, "owner", o, "pages", owners[o])
+			continue
+		}
 		if err != nil {
 			return deleted, fmt.Errorf("drop session %q at satellite %d: %w", session, o, err)
 		}
