@@ -44,9 +44,10 @@ type Cluster struct {
 	// GatewayImpl is the gateway behind Gateway and Control (live-mode tests drive its ticks).
 	GatewayImpl *gateway.Gateway
 
-	mu   sync.Mutex // guards down and lis (gateways are added while running)
-	down map[uint32]bool
-	lis  map[string]*bufconn.Listener
+	mu     sync.Mutex // guards down, lis and silent (gateways are added while running)
+	down   map[uint32]bool
+	lis    map[string]*bufconn.Listener
+	silent map[string]bool
 
 	tlsDir string
 	log    *slog.Logger
@@ -248,11 +249,25 @@ func (c *Cluster) Kill(i uint32) {
 	srv.Stop()
 }
 
+// Silence stops satellite i at once, like Kill, but dials to it hang until
+// their deadline instead of being refused (a dead task's name in Docker
+// Swarm): the failure detector sees timeouts, not a refusal.
+func (c *Cluster) Silence(i uint32) {
+	c.mu.Lock()
+	if c.silent == nil {
+		c.silent = map[string]bool{}
+	}
+	c.silent["sat-"+strconv.Itoa(int(i))] = true
+	c.mu.Unlock()
+	c.Kill(i)
+}
+
 // Restart brings satellite i back with empty memory and waits until it has
 // taken its state back (node.Start).
 func (c *Cluster) Restart(t TB, i uint32) {
 	c.mu.Lock()
 	c.lis["sat-"+strconv.Itoa(int(i))] = bufconn.Listen(1 << 20)
+	delete(c.silent, "sat-"+strconv.Itoa(int(i)))
 	c.mu.Unlock()
 	c.start(t, int(i))
 	c.mu.Lock()
@@ -279,7 +294,12 @@ func (c *Cluster) partitioned(i uint32) grpc.UnaryServerInterceptor {
 func (c *Cluster) dialer(ctx context.Context, addr string) (net.Conn, error) {
 	c.mu.Lock()
 	l, ok := c.lis[addr]
+	quiet := c.silent[addr]
 	c.mu.Unlock()
+	if quiet { // as a name Docker's DNS forwards upstream, where nothing answers
+		<-ctx.Done()
+		return nil, fmt.Errorf("dial tcp: lookup %s: i/o timeout", addr)
+	}
 	if !ok {
 		return nil, fmt.Errorf("no such address %q", addr)
 	}

@@ -38,11 +38,9 @@ func (s *satServer) StagePages(ctx context.Context, req *satpagev1.StagePagesReq
 		return nil, s.n.observe(ctx, "StagePages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "StagePages")
-		if err != nil {
-			return nil, s.n.observe(ctx, "StagePages", start, err)
-		}
-		resp, err := c.StagePages(ctx, req)
+		resp, err := relay(s.n, req.Route, "StagePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.StagePagesResponse, error) {
+			return c.StagePages(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "StagePages", start, err)
 	}
 	k, err := s.n.StageHere(ctx, req.SessionId, req.Pages)

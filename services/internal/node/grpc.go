@@ -167,11 +167,9 @@ func (s *satServer) FetchPages(ctx context.Context, req *satpagev1.FetchPagesReq
 		return nil, s.n.observe(ctx, "FetchPages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "FetchPages")
-		if err != nil {
-			return nil, s.n.observe(ctx, "FetchPages", start, err)
-		}
-		resp, err := c.FetchPages(ctx, req)
+		resp, err := relay(s.n, req.Route, "FetchPages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.FetchPagesResponse, error) {
+			return c.FetchPages(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "FetchPages", start, err)
 	}
 	var pages []*satpagev1.Page
@@ -207,11 +205,9 @@ func (s *satServer) ReleasePages(ctx context.Context, req *satpagev1.ReleasePage
 		return nil, s.n.observe(ctx, "ReleasePages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "ReleasePages")
-		if err != nil {
-			return nil, s.n.observe(ctx, "ReleasePages", start, err)
-		}
-		resp, err := c.ReleasePages(ctx, req)
+		resp, err := relay(s.n, req.Route, "ReleasePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReleasePagesResponse, error) {
+			return c.ReleasePages(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "ReleasePages", start, err)
 	}
 	k, err := s.n.ReleaseHere(ctx, req.SessionId, req.Pages, req.NewOwner)
@@ -247,11 +243,9 @@ func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableR
 		return nil, s.n.observe(ctx, "AcceptTable", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "AcceptTable")
-		if err != nil {
-			return nil, s.n.observe(ctx, "AcceptTable", start, err)
-		}
-		resp, err := c.AcceptTable(ctx, req)
+		resp, err := relay(s.n, req.Route, "AcceptTable", func(c satpagev1.SatelliteServiceClient) (*satpagev1.AcceptTableResponse, error) {
+			return c.AcceptTable(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "AcceptTable", start, err)
 	}
 	table := make(store.Table, len(req.Entries))
@@ -303,11 +297,9 @@ func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionR
 		return nil, s.n.observe(ctx, "DropSession", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "DropSession")
-		if err != nil {
-			return nil, s.n.observe(ctx, "DropSession", start, err)
-		}
-		resp, err := c.DropSession(ctx, req)
+		resp, err := relay(s.n, req.Route, "DropSession", func(c satpagev1.SatelliteServiceClient) (*satpagev1.DropSessionResponse, error) {
+			return c.DropSession(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "DropSession", start, err)
 	}
 	k, err := s.n.dropHere(ctx, req.SessionId, req.TakenOver)

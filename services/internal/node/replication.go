@@ -206,11 +206,9 @@ func (s *satServer) Replicate(ctx context.Context, req *satpagev1.ReplicateReque
 		return nil, s.n.observe(ctx, "Replicate", start, fmt.Errorf("namespace %d or op missing: %w", req.Namespace, errs.ErrInvalid))
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "Replicate")
-		if err != nil {
-			return nil, s.n.observe(ctx, "Replicate", start, err)
-		}
-		resp, err := c.Replicate(ctx, req)
+		resp, err := relay(s.n, req.Route, "Replicate", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReplicateResponse, error) {
+			return c.Replicate(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "Replicate", start, err)
 	}
 	s.n.faults.MarkAlive(req.Namespace) // it just called us
@@ -229,11 +227,9 @@ func (s *satServer) InstallSnapshot(ctx context.Context, req *satpagev1.InstallS
 		return nil, s.n.observe(ctx, "InstallSnapshot", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		c, err := s.n.forward(req.Route, "InstallSnapshot")
-		if err != nil {
-			return nil, s.n.observe(ctx, "InstallSnapshot", start, err)
-		}
-		resp, err := c.InstallSnapshot(ctx, req)
+		resp, err := relay(s.n, req.Route, "InstallSnapshot", func(c satpagev1.SatelliteServiceClient) (*satpagev1.InstallSnapshotResponse, error) {
+			return c.InstallSnapshot(ctx, req)
+		})
 		return resp, s.n.observe(ctx, "InstallSnapshot", start, err)
 	}
 	s.n.faults.MarkAlive(req.Namespace)

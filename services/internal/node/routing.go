@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -33,10 +35,11 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 		return call(localClient{n}, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs})
 	}
 	backoff := retryBackoff
+	var avoid []uint32 // first hops this request found unreachable (relay)
 	for attempt := 1; ; attempt++ {
 		// The first hop on the live graph, again at each attempt: a failed
 		// attempt may have taught the detector that a satellite on the path is dead.
-		next, err := n.nextHop(dest, tNs, nil)
+		next, err := n.nextHop(dest, tNs, avoid)
 		if err != nil {
 			return err
 		}
@@ -48,6 +51,9 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
 		if err == nil || !idempotent[rpc] || attempt == retryAttempts || !errs.Retryable(err) {
 			return err
+		}
+		if next != dest && n.unreachable(next) {
+			avoid = append(avoid, next)
 		}
 		// Probe the satellites on the path this attempt took (by this node's
 		// view): the relay that found its next hop dead knows, this node does not yet.
@@ -171,20 +177,55 @@ func (n *Node) nextHop(dest uint32, tNs int64, path []uint32) (uint32, error) {
 	return next, err
 }
 
-// forward returns the next hop towards r.Destination and advances r.
-func (n *Node) forward(r *satpagev1.Route, rpc string) (satpagev1.SatelliteServiceClient, error) {
-	next, err := n.nextHop(r.Destination, r.ScenarioTimeNs, r.Path)
+// forward returns the next hop towards r.Destination, never one of avoid,
+// and advances r.
+func (n *Node) forward(r *satpagev1.Route, rpc string, avoid ...uint32) (satpagev1.SatelliteServiceClient, uint32, error) {
+	next, err := n.nextHop(r.Destination, r.ScenarioTimeNs, append(slices.Clone(r.Path), avoid...))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c, err := n.peers.Satellite(next)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r.Hops++
 	r.Path = append(r.Path, n.self)
 	n.m.RelayedHops.WithLabelValues(rpc).Inc()
-	return c, nil
+	return c, next, nil
+}
+
+// relay sends a routed request on to its next hop with send. When that hop
+// cannot be reached from here at all (its connection is down, so the request
+// was not delivered and sending it again cannot act twice), the request goes
+// once more by another hop, for this request only: a satellite that died
+// silently (in Docker Swarm a dead task's name takes the resolver's 5 s to
+// fail) is only a miss for the failure detector for a few seconds, and
+// requests through it would fail meanwhile (docs/faults.md, "Relays"). An
+// error from further along the path comes back as it is.
+func relay[T any](n *Node, r *satpagev1.Route, rpc string, send func(satpagev1.SatelliteServiceClient) (T, error)) (T, error) {
+	path, hops := slices.Clone(r.Path), r.Hops
+	c, next, err := n.forward(r, rpc)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	resp, err := send(c)
+	if status.Code(err) != codes.Unavailable || !n.unreachable(next) {
+		return resp, err
+	}
+	r.Path, r.Hops = path, hops
+	c2, other, err2 := n.forward(r, rpc, next)
+	if err2 != nil {
+		return resp, err
+	}
+	n.log.Info("next hop unreachable: relayed around it", "rpc", rpc, "to", r.Destination, "unreachable", next, "via", other)
+	return send(c2)
+}
+
+// unreachable reports whether this satellite's connection to satellite i is down.
+func (n *Node) unreachable(i uint32) bool {
+	u, ok := n.peers.(interface{ Unreachable(i uint32) bool })
+	return ok && u.Unreachable(i)
 }
 
 // localClient calls this node's own handlers in-process (a routed request

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
@@ -49,6 +50,41 @@ func TestARouteThroughSatellitesWronglyHeldDeadIsStillTried(t *testing.T) {
 			}
 			if c.Nodes[tc.at].Faults().SatelliteDown(hop) {
 				t.Errorf("satellite %d answered satellite %d but is still held dead", hop, tc.at)
+			}
+		})
+	}
+}
+
+// A satellite that died silently (dials to it time out, as a dead task's name
+// in Docker Swarm: only a miss for the failure detector) is gone around at
+// once by the request that found it unreachable, as origin and as relay.
+func TestARequestGoesAroundAHopThatDiedSilently(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		silent uint32 // on the route 3-2-1-0
+	}{{"origin's hop", 2}, {"relay's hop", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clustertest.New(t, faultSpec, clustertest.Options{})
+			want := writeAt(t, c, "s", 0, 2) // owner 0; read from 3: 3-2-1-0
+			_, sc := c.Satellite(t, 0)
+			if _, err := sc.HandOver(context.Background(), &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 3}); err != nil {
+				t.Fatal(err)
+			}
+			pc, _ := c.Satellite(t, 3)
+			if _, err := pc.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 0}); err != nil {
+				t.Fatal(err) // the route's connections are up before the silence
+			}
+			c.Silence(tc.silent)
+			start := time.Now()
+			r, err := pc.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 1})
+			if err != nil || string(r.Data) != want[1] {
+				t.Fatalf("read around the silent satellite %d: got %v, %v, want %q", tc.silent, r, err, want[1])
+			}
+			if r.Hops <= 3 {
+				t.Errorf("travelled %d hops: not around satellite %d", r.Hops, tc.silent)
+			}
+			if took := time.Since(start); took > 8*time.Second {
+				t.Errorf("the read took %v", took)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -137,6 +138,20 @@ func NewPoolPer(addr func(uint32) string, per func(uint32) []grpc.DialOption, op
 	p := NewPool(addr, append(opts, grpc.EmptyDialOption{})...)
 	p.per = per
 	return p
+}
+
+// Unreachable reports whether the connection to satellite i is down from here
+// (its last attempt to connect failed): a call that then failed with
+// Unavailable was not delivered to i at all.
+func (p *Pool) Unreachable(i uint32) bool {
+	p.mu.Lock()
+	c, ok := p.conns[i]
+	p.mu.Unlock()
+	if !ok {
+		return false
+	}
+	st := c.GetState()
+	return st == connectivity.TransientFailure || st == connectivity.Shutdown
 }
 
 func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
