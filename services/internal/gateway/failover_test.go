@@ -183,3 +183,28 @@ func TestASessionWhoseFirstSatelliteIsDeadOpensBehindIt(t *testing.T) {
 		t.Errorf("visit 1 served by %d, want 5 as scheduled", st.Visits[1].Satellite)
 	}
 }
+
+// A serving satellite that died silently (dials to it time out, as a dead
+// task's name in Docker Swarm) is taken over too, once the detector's misses
+// make it dead: the read waits for that instead of failing.
+func TestASessionWhoseServingSatelliteDiedSilentlyIsTakenOver(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 7, StartNs: 0})
+	want := map[uint32]string{0: "a", 1: "b"}
+	for p, v := range want {
+		write(t, c, "s", p, 10, v, "")
+	}
+	c.Silence(7)
+	start := time.Now()
+	readBack(t, c, "s", 20, want)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("reads after the silent death took %v", took)
+	}
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[0].Satellite != 6 {
+		t.Errorf("visit 0 served by %d, want 6 (the satellite behind the dead 7)", st.Visits[0].Satellite)
+	}
+}

@@ -231,6 +231,30 @@ func (d *Detector) Suspect(ctx context.Context, i uint32) bool {
 	}
 }
 
+// Confirm is Suspect for a caller that must know (a takeover: serving a
+// session in place of a satellite that is alive would split it): while i's
+// probes only time out, it waits for the next probe until i is marked dead
+// (within DetectionBound) or answers, or ctx ends. It reports whether i is dead.
+func (d *Detector) Confirm(ctx context.Context, i uint32) bool {
+	for {
+		if d.Suspect(ctx, i) {
+			return true
+		}
+		d.mu.Lock()
+		s := d.state[i]
+		missed := s != nil && s.misses > 0
+		d.mu.Unlock()
+		if !missed {
+			return false // it answered
+		}
+		select {
+		case <-time.After(d.recheck):
+		case <-ctx.Done():
+			return d.SatelliteDown(i)
+		}
+	}
+}
+
 // startProbe returns the probe of i now running, or starts one with timeout.
 // The probe runs apart from the caller's context (its answer serves every
 // caller waiting on it, and counts towards the misses whoever waits).

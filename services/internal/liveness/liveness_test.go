@@ -312,3 +312,31 @@ func TestCutLinksAreUndirected(t *testing.T) {
 		t.Error("view not empty after clearing the cuts")
 	}
 }
+
+// Confirm waits out the misses of a silent satellite until it is marked dead,
+// and returns false as soon as a slow but live one answers.
+func TestConfirmDecidesWhatSuspectLeavesAsAMiss(t *testing.T) {
+	const timeout, recheck = 40 * time.Millisecond, 10 * time.Millisecond
+	ctx := context.Background()
+	sky := &fakeSky{dead: map[uint32]bool{7: true}}
+	d := New(sky.probe, timeout)
+	d.SetRecheck(recheck, 4*recheck)
+	start := time.Now()
+	if !d.Confirm(ctx, 7) {
+		t.Fatal("Confirm(7) = false for a satellite that never answers")
+	}
+	if took, bound := time.Since(start), SilentMisses*timeout+(SilentMisses-1)*recheck; took > 3*bound {
+		t.Errorf("confirmed after %v, bound %v", took, bound)
+	}
+	live := &flakySky{fail: SilentMisses - 1}
+	d = New(live.probe, timeout)
+	d.SetRecheck(recheck, 4*recheck)
+	if d.Confirm(ctx, 5) || d.SatelliteDown(5) {
+		t.Error("Confirm(5) = true for a satellite that answers after two timeouts")
+	}
+	short, cancel := context.WithTimeout(ctx, timeout/2)
+	defer cancel()
+	if d := New(sky.probe, timeout); d.Confirm(short, 7) {
+		t.Error("Confirm returned dead for a caller that gave up before any verdict")
+	}
+}

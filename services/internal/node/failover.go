@@ -54,7 +54,7 @@ func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tab
 	if n.replicas == 1 {
 		return 0, 0, 0, fmt.Errorf("replication factor 1: no satellite holds a copy of satellite %d's sessions: %w", failed, errs.ErrNoFailover)
 	}
-	if !n.faults.Suspect(ctx, failed) {
+	if !n.faults.Confirm(ctx, failed) {
 		return 0, 0, 0, fmt.Errorf("satellite %d answers its health check: it serves session %q itself: %w", failed, session, errs.ErrNoFailover)
 	}
 	t := transport{n}
