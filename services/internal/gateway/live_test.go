@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,9 +296,14 @@ func TestTheTickerHandsOverWhileRequestsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
-	clock.SetNow(func() time.Time { return eph.EpochTime.Add(time.Since(began)) })
+	// The constellation clock starts at the epoch once the cluster is up: 150
+	// satellites take seconds to start under -race, which ate the test's window.
+	var beganNs atomic.Int64
+	beganNs.Store(time.Now().UnixNano())
+	clock.SetNow(func() time.Time { return eph.EpochTime.Add(time.Duration(time.Now().UnixNano() - beganNs.Load())) })
 	c := clustertest.New(t, spec, clustertest.Options{Live: &gateway.LiveOptions{Clock: clock, Ephemeris: eph, Spec: s}})
+	began := time.Now()
+	beganNs.Store(began.UnixNano())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go c.GatewayImpl.RunLive(ctx)
