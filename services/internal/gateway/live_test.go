@@ -132,20 +132,7 @@ func TestALiveSessionIsHandedOverOnTheClockAndKeepsItsPages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wantVisits [][2]int64
-			for _, h := range want {
-				if h[0] <= int64(50*time.Minute) {
-					wantVisits = append(wantVisits, h)
-				}
-			}
-			if len(st.Visits) != len(wantVisits) || len(st.Visits) < 3 {
-				t.Fatalf("visits: got %v, want %v", st.Visits, wantVisits)
-			}
-			for i, v := range st.Visits {
-				if v.Satellite != uint32(wantVisits[i][1]) || v.StartNs != wantVisits[i][0] {
-					t.Fatalf("visit %d: got %d from %d ns, want %d from %d ns", i, v.Satellite, v.StartNs, wantVisits[i][1], wantVisits[i][0])
-				}
-			}
+			checkVisitsUpTo50Min(t, st.Visits, want)
 			switch strategy {
 			case satpagev1.Strategy_STRATEGY_PROACTIVE:
 				if st.ProactiveMoves == 0 || st.PushMoves != 0 {
@@ -368,24 +355,31 @@ func TestALiveSessionFollowsTheLongestPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkVisitsUpTo50Min(t, st.Visits, want)
+	for page := uint32(0); page < 5; page++ {
+		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: page})
+		if err != nil || !bytes.Equal(r.Data, []byte{byte(page)}) {
+			t.Fatalf("page %d: %v %v", page, r, err)
+		}
+	}
+}
+
+// checkVisitsUpTo50Min: the session's visits are want's handovers (time_ns,
+// satellite) up to 50 constellation minutes, at least three of them.
+func checkVisitsUpTo50Min(t *testing.T, got []*satpagev1.Visit, want [][2]int64) {
+	t.Helper()
 	var wantVisits [][2]int64
 	for _, h := range want {
 		if h[0] <= int64(50*time.Minute) {
 			wantVisits = append(wantVisits, h)
 		}
 	}
-	if len(st.Visits) != len(wantVisits) || len(st.Visits) < 3 {
-		t.Fatalf("visits: got %v, want %v", st.Visits, wantVisits)
+	if len(got) != len(wantVisits) || len(got) < 3 {
+		t.Fatalf("visits: got %v, want %v", got, wantVisits)
 	}
-	for i, v := range st.Visits {
+	for i, v := range got {
 		if v.Satellite != uint32(wantVisits[i][1]) || v.StartNs != wantVisits[i][0] {
 			t.Fatalf("visit %d: got %d from %d ns, want %d from %d ns", i, v.Satellite, v.StartNs, wantVisits[i][1], wantVisits[i][0])
-		}
-	}
-	for page := uint32(0); page < 5; page++ {
-		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: open.SessionId, Page: page})
-		if err != nil || !bytes.Equal(r.Data, []byte{byte(page)}) {
-			t.Fatalf("page %d: %v %v", page, r, err)
 		}
 	}
 }
