@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from satpage.scenario import Scenario
     from satpage.simulate import ChunkResult, World
 
-__all__ = ["DaskTarget", "DaskUnreachable", "parse_dask", "dask_client", "run_chunks", "map_ordered",
-           "peak_rss_mb", "workers_peak_rss_mb"]
+__all__ = ["DaskTarget", "DaskUnreachable", "parse_dask", "dask_client", "chunk_groups",
+           "run_chunks", "map_ordered", "peak_rss_mb", "workers_peak_rss_mb"]
 
 log = logging.getLogger(__name__)
 
@@ -148,19 +148,32 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
     return total
 
 
+def chunk_groups(n_chunks: int, n_workers: int) -> list[tuple[int, int]]:
+    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``, largest first:
+    each takes 1/(2 x workers) of the chunks not yet grouped (guided self-scheduling).
+    Large early groups keep the accumulators sent back few (11 MB per strategy at
+    Starlink scale) and the caches of consecutive chunks warm; the small last ones
+    let every worker finish at about the same time (with equal groups, the last
+    group ran alone on one worker while the other waited)."""
+    groups, start = [], 0
+    while start < n_chunks:
+        size = max(1, -(-(n_chunks - start) // (2 * max(1, n_workers))))
+        groups.append((start, start + size))
+        start += size
+    return groups
+
+
 def run_chunks(client: Client, sc: Scenario, n_chunks: int,
                absorb: Callable[[ChunkResult, int], None],
                waits: dict[str, np.ndarray] | None = None,
                store_dir: str | None = None) -> None:
-    """Submit the chunks of ``sc`` in groups (about four per worker: balanced load, few
-    accumulators to send back) and ``absorb(result, chunks_done)`` each as it completes.
+    """Submit the chunks of ``sc`` in groups (``chunk_groups``: largest first) and ``absorb(result, chunks_done)`` each as it completes.
     ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
     worker once, not with every task."""
     from distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
-    size = max(1, -(-n_chunks // (4 * n_workers)))
-    groups = [(i, min(n_chunks, i + size)) for i in range(0, n_chunks, size)]
+    groups = chunk_groups(n_chunks, n_workers)
     shared = client.scatter(waits, broadcast=True) if waits is not None else None
     futures = [client.submit(_chunk_group, sc, a, b, shared, store_dir, pure=False)
                for a, b in groups]
