@@ -78,6 +78,27 @@ func (s *session) standIn(v int, at uint32) {
 	s.visits[v] = &satpagev1.Visit{Satellite: at, StartNs: s.visits[v].StartNs}
 }
 
+// framesFromCopy asks the satellites behind dead, nearest first, for the
+// frames of session in their copy of dead's state (a past satellite of the
+// trail that is down: its copy is synchronous, so the count is the one dead
+// would give). cause is returned when no copy answers (R = 1).
+func (g *Gateway) framesFromCopy(ctx context.Context, session string, dead uint32, cause error) (*satpagev1.SessionFramesResponse, error) {
+	spec := g.grid.Spec()
+	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
+		c, err := g.peers.Satellite(replica.Behind(spec, dead, j))
+		if err != nil {
+			return nil, cause
+		}
+		f, err := c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: session, CopyOf: &dead})
+		if err == nil {
+			return f, nil
+		}
+		// dead too, or no in-sync copy there (FailedPrecondition): the next one
+		g.log.DebugContext(ctx, "no copy to count frames", "session", session, "dead", dead, "err", err)
+	}
+	return nil, cause
+}
+
 // handOverToStandIn: handover v+1 of s (locked) failed with err; when its next
 // satellite is dead, the visit goes to the first live satellite behind it, and
 // the caller tries again (true).

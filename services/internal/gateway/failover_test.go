@@ -208,3 +208,44 @@ func TestASessionWhoseServingSatelliteDiedSilentlyIsTakenOver(t *testing.T) {
 		t.Errorf("visit 0 served by %d, want 6 (the satellite behind the dead 7)", st.Visits[0].Satellite)
 	}
 }
+
+// SessionStats with a past satellite of the trail dead (killed, or silent as a
+// dead Swarm task's name) counts the frames it held in its copy, behind it in
+// its plane: the same counts as before it died, instead of Unavailable.
+func TestSessionStatsCountsADeadPastSatellitesFramesInItsCopy(t *testing.T) {
+	for _, how := range []string{"killed", "silent"} {
+		t.Run(how, func(t *testing.T) {
+			c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+			register(t, c, "s", &satpagev1.Visit{Satellite: 7, StartNs: 0}, &satpagev1.Visit{Satellite: 20, StartNs: 100})
+			want := map[uint32]string{}
+			for p := range uint32(5) {
+				want[p] = fmt.Sprintf("v%d", p)
+				write(t, c, "s", p, 10, want[p], "")
+			}
+			readBack(t, c, "s", 150, map[uint32]string{0: want[0], 1: want[1]}) // moved to 20 on demand
+			stats := func() (*satpagev1.SessionStatsResponse, error) {
+				return c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 150})
+			}
+			before, err := stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(before.FramesByVisit) != "[3 2]" {
+				t.Fatalf("frames by visit with every satellite up: %v, want [3 2]", before.FramesByVisit)
+			}
+			if how == "killed" {
+				c.Kill(7)
+			} else {
+				c.Silence(7)
+			}
+			after, err := stats()
+			if err != nil {
+				t.Fatalf("SessionStats with past satellite 7 %s: %v", how, err)
+			}
+			if fmt.Sprint(after.FramesByVisit) != fmt.Sprint(before.FramesByVisit) {
+				t.Errorf("frames by visit with 7 %s: %v, want %v (its copy at 6)", how, after.FramesByVisit, before.FramesByVisit)
+			}
+			readBack(t, c, "s", 160, want) // the rest still comes from 7's copy
+		})
+	}
+}

@@ -586,6 +586,9 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 			return nil, err
 		}
 		f, err := c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id})
+		if mayBeDead(err) && v < s.cur {
+			f, err = g.framesFromCopy(ctx, s.id, s.visits[v].Satellite, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[v].Satellite, err)
 		}

@@ -232,9 +232,12 @@ func (n *Node) fetch(ctx context.Context, session string, pages []uint32, owner 
 		resp, err = c.FetchPages(ctx, &satpagev1.FetchPagesRequest{Route: r, SessionId: session, Pages: pages})
 		return err
 	})
-	if err != nil && n.replicas > 1 && errs.Code(err) == codes.Unavailable && n.faults.Suspect(ctx, owner) {
+	if err != nil && n.replicas > 1 && errs.Code(err) == codes.Unavailable && n.faults.Confirm(ctx, owner) {
 		// The owner is dead: its copy is read at a replica instead (the
 		// release then fails, leaving a stale copy there, never a lost page).
+		// Confirm, not one probe: an owner that died silently (its dials time
+		// out, as a dead Swarm task's name does) is dead after a few misses,
+		// and the read waits for that rather than failing.
 		resp, err = n.fetchFromReplica(ctx, session, pages, owner, tNs)
 	}
 	if err != nil {

@@ -283,6 +283,13 @@ func (s *satServer) MovePages(ctx context.Context, req *satpagev1.MovePagesReque
 
 func (s *satServer) SessionFrames(ctx context.Context, req *satpagev1.SessionFramesRequest) (*satpagev1.SessionFramesResponse, error) {
 	start := time.Now()
+	if req.CopyOf != nil {
+		f, err := s.n.CopyFrames(ctx, *req.CopyOf, req.SessionId)
+		if err != nil {
+			return nil, s.n.observe(ctx, "SessionFrames", start, err)
+		}
+		return &satpagev1.SessionFramesResponse{Frames: uint32(f)}, s.n.observe(ctx, "SessionFrames", start, nil)
+	}
 	f, serving, t, err := s.n.SessionFrames(ctx, req.SessionId)
 	if err != nil {
 		return nil, s.n.observe(ctx, "SessionFrames", start, err)

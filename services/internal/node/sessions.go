@@ -310,6 +310,18 @@ func (n *Node) dropHere(ctx context.Context, session string, takenOver bool) (in
 	return n.store.DropFrames(ctx, session)
 }
 
+// CopyFrames is the number of a session's frames in this satellite's copy of
+// satellite ns's state: what ns held, asked while ns is dead.
+func (n *Node) CopyFrames(ctx context.Context, ns uint32, session string) (int, error) {
+	if err := checkSession(session); err != nil {
+		return 0, err
+	}
+	if err := n.grid.Check(ns); err != nil {
+		return 0, err
+	}
+	return n.holder.CountFrames(ctx, ns, session)
+}
+
 // SessionFrames reports what this satellite holds of a session.
 func (n *Node) SessionFrames(ctx context.Context, session string) (frames int, serving bool, tablePages int, err error) {
 	if err := checkSession(session); err != nil {

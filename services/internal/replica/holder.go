@@ -188,6 +188,26 @@ func (h *Holder) Frames(ctx context.Context, ns uint32, session string, pages []
 	return c.st.GetFrames(ctx, session, pages)
 }
 
+// CountFrames is the number of session's frames in the copy of ns (what a
+// dead ns held of it). ErrNotSynced when this satellite holds no in-sync copy.
+func (h *Holder) CountFrames(ctx context.Context, ns uint32, session string) (int, error) {
+	h.mu.Lock()
+	c := h.ns[ns]
+	h.mu.Unlock()
+	if c == nil {
+		return 0, notSynced(ns, "not held here")
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	c.vmu.Lock()
+	ok := c.synced
+	c.vmu.Unlock()
+	if !ok {
+		return 0, notSynced(ns, "cannot count its frames")
+	}
+	return c.st.CountFrames(ctx, session)
+}
+
 // Namespaces are the primaries whose in-sync copies this satellite holds.
 func (h *Holder) Namespaces() []uint32 {
 	h.mu.Lock()

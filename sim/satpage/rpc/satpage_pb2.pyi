@@ -374,10 +374,12 @@ class MovePagesResponse(_message.Message):
     def __init__(self, moved: _Optional[int] = ..., page_hops: _Optional[int] = ...) -> None: ...
 
 class SessionFramesRequest(_message.Message):
-    __slots__ = ("session_id",)
+    __slots__ = ("session_id", "copy_of")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    COPY_OF_FIELD_NUMBER: _ClassVar[int]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+    copy_of: int
+    def __init__(self, session_id: _Optional[str] = ..., copy_of: _Optional[int] = ...) -> None: ...
 
 class SessionFramesResponse(_message.Message):
     __slots__ = ("frames", "serving", "table_pages")

@@ -2325,8 +2325,11 @@ func (x *MovePagesResponse) GetPageHops() uint64 {
 }
 
 type SessionFramesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Count in this satellite's copy of that satellite's state instead (R > 1):
+	// the frames a dead satellite held, asked of its replica.
+	CopyOf        *uint32 `protobuf:"varint,2,opt,name=copy_of,json=copyOf,proto3,oneof" json:"copy_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2366,6 +2369,13 @@ func (x *SessionFramesRequest) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *SessionFramesRequest) GetCopyOf() uint32 {
+	if x != nil && x.CopyOf != nil {
+		return *x.CopyOf
+	}
+	return 0
 }
 
 type SessionFramesResponse struct {
@@ -4124,10 +4134,13 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\tR\trequestId\"F\n" +
 	"\x11MovePagesResponse\x12\x14\n" +
 	"\x05moved\x18\x01 \x01(\rR\x05moved\x12\x1b\n" +
-	"\tpage_hops\x18\x02 \x01(\x04R\bpageHops\"5\n" +
+	"\tpage_hops\x18\x02 \x01(\x04R\bpageHops\"_\n" +
 	"\x14SessionFramesRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"j\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1c\n" +
+	"\acopy_of\x18\x02 \x01(\rH\x00R\x06copyOf\x88\x01\x01B\n" +
+	"\n" +
+	"\b_copy_of\"j\n" +
 	"\x15SessionFramesResponse\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\x12\x18\n" +
 	"\aserving\x18\x02 \x01(\bR\aserving\x12\x1f\n" +
@@ -4473,6 +4486,7 @@ func file_satpage_v1_satpage_proto_init() {
 		return
 	}
 	file_satpage_v1_satpage_proto_msgTypes[21].OneofWrappers = []any{}
+	file_satpage_v1_satpage_proto_msgTypes[32].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
