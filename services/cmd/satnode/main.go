@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
@@ -45,7 +47,7 @@ func run() error {
 	}
 	var st store.PageStore = store.NewMemory()
 	if cfg.Store == "redis" {
-		if st, err = store.NewRedis(ctx, cfg.RedisAddr); err != nil {
+		if st, err = waitRedis(ctx, cfg.RedisAddr, cfg.RedisWait, log); err != nil {
 			return err
 		}
 	}
@@ -72,4 +74,24 @@ func run() error {
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},
 		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
+}
+
+// waitRedis connects to this satellite's Redis, trying again for up to wait:
+// started beside the satnode (a Swarm service, a pod's container), it may not
+// answer, or its name may not resolve, for a while. Exiting at once made Swarm
+// restart satnodes in a loop on a loaded host, which slowed everything more.
+func waitRedis(ctx context.Context, addr string, wait time.Duration, log *slog.Logger) (*store.Redis, error) {
+	deadline := time.Now().Add(wait)
+	for backoff := time.Second; ; backoff = min(2*backoff, 10*time.Second) {
+		st, err := store.NewRedis(ctx, addr)
+		if err == nil || time.Now().Add(backoff).After(deadline) {
+			return st, err
+		}
+		log.Warn("redis does not answer yet; trying again", "redis", addr, "in", backoff, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }

@@ -30,14 +30,15 @@ const (
 
 // Config is every setting of both daemons (the gateway ignores the node-only ones).
 type Config struct {
-	Index         int    // satellite index; -1 = from the hostname's ordinal suffix
-	Constellation string // Walker spec
-	ISLSchedule   string // schedule file of a latitude cut-off ("": time-invariant +Grid)
-	Listen        string // gRPC (API, health, reflection)
-	MetricsListen string // Prometheus /metrics; "" or "off" disables
-	RedisAddr     string // this satellite's Redis: host:port or a Unix socket path
-	Store         string // redis | memory
-	PeerTemplate  string // address of satellite i: {index} -> i, {port} -> PeerPortBase + i
+	Index         int           // satellite index; -1 = from the hostname's ordinal suffix
+	Constellation string        // Walker spec
+	ISLSchedule   string        // schedule file of a latitude cut-off ("": time-invariant +Grid)
+	Listen        string        // gRPC (API, health, reflection)
+	MetricsListen string        // Prometheus /metrics; "" or "off" disables
+	RedisAddr     string        // this satellite's Redis: host:port or a Unix socket path
+	RedisWait     time.Duration // how long start-up waits for Redis to answer
+	Store         string        // redis | memory
+	PeerTemplate  string        // address of satellite i: {index} -> i, {port} -> PeerPortBase + i
 	PeerPortBase  int
 	PageBytes     int           // largest page accepted
 	Replicas      int           // R: copies of every page and page-table entry (docs/faults.md)
@@ -82,6 +83,7 @@ func DefaultConfig() Config {
 		Listen:             ":7000",
 		MetricsListen:      ":9100",
 		RedisAddr:          "127.0.0.1:6379",
+		RedisWait:          2 * time.Minute,
 		Store:              "redis",
 		PeerTemplate:       "127.0.0.1:{port}",
 		PeerPortBase:       7000,
@@ -146,6 +148,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.StopTimeout <= 0 {
 		bad("--stop-timeout %v is not positive", c.StopTimeout)
+	}
+	if c.RedisWait < 0 {
+		bad("--redis-wait %v is negative", c.RedisWait)
 	}
 	if c.RPCTimeout <= 0 {
 		bad("--rpc-timeout %v is not positive", c.RPCTimeout)
@@ -317,6 +322,7 @@ var settings = []setting{
 	{"listen", "SATPAGE_LISTEN", "gRPC address (API, health, reflection)", str(func(c *Config) *string { return &c.Listen })},
 	{"metrics-listen", "SATPAGE_METRICS_LISTEN", "Prometheus /metrics address (off disables)", str(func(c *Config) *string { return &c.MetricsListen })},
 	{"redis", "SATPAGE_REDIS_ADDR", "this satellite's Redis: host:port or a Unix socket path", str(func(c *Config) *string { return &c.RedisAddr })},
+	{"redis-wait", "SATPAGE_REDIS_WAIT", "how long start-up waits for Redis to answer (its name may not resolve yet: Swarm, a pod's sidecar) before it fails", dur(func(c *Config) *time.Duration { return &c.RedisWait })},
 	{"store", "SATPAGE_STORE", "page store: redis or memory", str(func(c *Config) *string { return &c.Store })},
 	{"peer-template", "SATPAGE_PEER_TEMPLATE", "address of satellite i: {index} is i, {port} is peer-port-base + i", str(func(c *Config) *string { return &c.PeerTemplate })},
 	{"peer-port-base", "SATPAGE_PEER_PORT_BASE", "see peer-template", num(func(c *Config) *int { return &c.PeerPortBase })},

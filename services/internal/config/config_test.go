@@ -44,6 +44,9 @@ func TestLoad(t *testing.T) {
 		{"a bad environment value", Satnode, nil, map[string]string{"SATPAGE_PEER_PORT_BASE": "many"}, "h", nil, `SATPAGE_PEER_PORT_BASE="many"`},
 		{"ports that do not fit", Gateway, []string{"--peer-port-base", "65500"}, nil, "h", nil, "--peer-port-base 65500"},
 		{"a page size too large", Gateway, []string{"--page-bytes", "99999999"}, nil, "h", nil, "--page-bytes 99999999"},
+		{"a negative wait for Redis", Satnode, []string{"--index", "1", "--redis-wait", "-1s"}, nil, "h", nil, "--redis-wait -1s"},
+		{"the wait for Redis from the environment", Satnode, []string{"--index", "1"}, map[string]string{"SATPAGE_REDIS_WAIT": "5m"}, "h",
+			func(c Config) string { return check(c.RedisWait, 5*time.Minute) }, ""},
 		{"a stray argument", Gateway, []string{"extra"}, nil, "h", nil, `"extra"`},
 	}
 	for _, tt := range tests {
