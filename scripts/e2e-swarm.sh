@@ -10,7 +10,7 @@
 #
 # Network: every service is endpoint_mode dnsrr on one overlay network (no IPVS in
 # this kernel: no service VIPs, no routing mesh). Before deploying, the chain
-# SATPAGE-SWARM-GUARD (first in DOCKER-USER) drops whatever a container sends out of
+# SATPAGE-SWARM-GUARD (first in DOCKER-USER) refuses whatever a container sends out of
 # its bridge, so containers reach only each other, and every new connection from
 # another interface into a container; an INPUT rule keeps the gateway's host-mode
 # port (it binds every host address) to loopback. Replay traffic: 127.0.0.1 only.
@@ -71,8 +71,11 @@ guard() { # up|down: SATPAGE-SWARM-GUARD in DOCKER-USER, INPUT rule for the gate
 		local b
 		for b in docker_gwbridge docker0; do
 			iptables -A SATPAGE-SWARM-GUARD -i "$b" -o "$b" -j RETURN
-			# A container's packet leaving its bridge for a host interface (eth0, ...): dropped.
-			iptables -A SATPAGE-SWARM-GUARD -i "$b" -j DROP
+			# A container's packet leaving its bridge for a host interface (eth0, ...): refused,
+			# not dropped, so that what Docker's embedded DNS forwards upstream (names of
+			# tasks not running yet, gRPC's TXT lookups) fails at once instead of after the
+			# resolver's timeout, which held 150 satnodes' dials on a loaded machine.
+			iptables -A SATPAGE-SWARM-GUARD -i "$b" -j REJECT
 			iptables -A SATPAGE-SWARM-GUARD -o "$b" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN
 			# A new connection from another interface into a container (the published port): dropped.
 			iptables -A SATPAGE-SWARM-GUARD -o "$b" -j DROP
