@@ -184,6 +184,8 @@ r1=$(date +%s.%N)
 "$PY" scripts/e2e-compare.py paper "$OUT/paper-engine.json" "$OUT/paper-cluster.json" | tee "$OUT/paper-check.txt"
 
 read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
+# the engine's scenario on the deployed constellation (a smaller E2E_SWARM_CONSTELLATION too)
+COMPARE_ARGS+=(--set "constellation.spec=$SPEC")
 log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine"
 "$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json >"$OUT/compare-engine.json"
 log "satpage compare: through the gateway"

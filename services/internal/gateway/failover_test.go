@@ -249,3 +249,23 @@ func TestSessionStatsCountsADeadPastSatellitesFramesInItsCopy(t *testing.T) {
 		})
 	}
 }
+
+// A satellite whose replica died silently (the Swarm kill step: the replica's
+// name stops resolving) goes on storing changes: the first change waits for
+// the detector to find the replica dead, and the next satellite behind takes
+// its place, instead of every change failing with Unavailable meanwhile.
+func TestChangesGoOnWhenTheReplicaDiesSilently(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+	register(t, c, "a", &satpagev1.Visit{Satellite: 8, StartNs: 0})
+	write(t, c, "a", 0, 10, "a0", "")
+	c.Silence(7) // 8's replica
+	start := time.Now()
+	register(t, c, "b", &satpagev1.Visit{Satellite: 8, StartNs: 0}) // opens at 8: a replicated change
+	write(t, c, "b", 0, 10, "b0", "")
+	write(t, c, "a", 1, 20, "a1", "")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("changes at 8 after its replica 7 died silently took %v", took)
+	}
+	readBack(t, c, "a", 30, map[uint32]string{0: "a0", 1: "a1"})
+	readBack(t, c, "b", 30, map[uint32]string{0: "b0"})
+}

@@ -38,6 +38,8 @@ type Liveness interface {
 	SatelliteDown(i uint32) bool
 	// Suspect probes i after a failed call and reports whether it is dead.
 	Suspect(ctx context.Context, i uint32) bool
+	// Confirm waits, within the detector's bound, until i is dead or answers.
+	Confirm(ctx context.Context, i uint32) bool
 	MarkAlive(i uint32)
 }
 
@@ -265,7 +267,11 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 			if ctx.Err() == nil {
 				p.retry.failed(ctx, m, "snapshot", err)
 			}
-			p.o.Liveness.Suspect(ctx, m)
+			// Confirm, not one probe: a replica that died silently (its dials
+			// time out, as a dead Swarm task's name does) is dead after a few
+			// misses, and then the next live satellite behind takes its place
+			// in the next round, instead of every change failing meanwhile.
+			p.o.Liveness.Confirm(ctx, m)
 		}
 	}
 }

@@ -105,6 +105,7 @@ type skyLive struct{ s *sky }
 
 func (v skyLive) SatelliteDown(i uint32) bool                   { return v.s.isDead(i) }
 func (v skyLive) Suspect(_ context.Context, i uint32) bool      { return v.s.isDead(i) }
+func (v skyLive) Confirm(_ context.Context, i uint32) bool      { return v.s.isDead(i) }
 func (v skyLive) MarkAlive(uint32)                              {}
 func (c skyCount) Copied(pages int, hops uint32, pageBytes int) { c.s.count(c.self, pages, int(hops)) }
 func (c skyCount) Snapshot(int)                                 {}
