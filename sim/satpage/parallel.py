@@ -96,7 +96,11 @@ def dask_client(target: DaskTarget) -> Iterator[Client]:
         return
     # one thread per worker: the engine's numba kernels are the parallelism, per process;
     # the dashboard on a free loopback port (8787 may be taken by another cluster)
-    with (LocalCluster(n_workers=target.n_workers, threads_per_worker=1, processes=True,
+    # and no statistical profiler in the workers: it samples the task's stack every
+    # 10 ms, about 3 % of a compare's CPU (measured), for a dashboard no one reads here
+    import dask
+    with (dask.config.set({"distributed.worker.profile.enabled": False}),
+          LocalCluster(n_workers=target.n_workers, threads_per_worker=1, processes=True,
                        host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster,
           Client(cluster) as client):
         yield client
@@ -149,25 +153,23 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
 
 
 def chunk_groups(n_chunks: int, n_workers: int) -> list[tuple[int, int]]:
-    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``, largest first:
-    each takes 1/(2 x workers) of the chunks not yet grouped (guided self-scheduling).
-    Large early groups keep the accumulators sent back few (11 MB per strategy at
-    Starlink scale) and the caches of consecutive chunks warm; the small last ones
-    let every worker finish at about the same time (with equal groups, the last
-    group ran alone on one worker while the other waited)."""
-    groups, start = [], 0
-    while start < n_chunks:
-        size = max(1, -(-(n_chunks - start) // (2 * max(1, n_workers))))
-        groups.append((start, start + size))
-        start += size
-    return groups
+    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``: two of equal
+    size per worker. Few groups, because a group's first chunk starts cold: the
+    propagated hour-long blocks its sessions' windows need (orbit_model.handover keeps
+    the last few) were not swept by the chunk before it, about 2.5 s at Starlink scale
+    (measured at 100,000 sessions: four groups per worker cost 15 s of schedule stage
+    more than one run of consecutive chunks, and guided self-scheduling's many small
+    groups as much). Two per worker, not one, so that a worker that finishes early takes
+    over a whole group from a slower one."""
+    size = max(1, -(-n_chunks // (2 * max(1, n_workers))))
+    return [(a, min(n_chunks, a + size)) for a in range(0, n_chunks, size)]
 
 
 def run_chunks(client: Client, sc: Scenario, n_chunks: int,
                absorb: Callable[[ChunkResult, int], None],
                waits: dict[str, np.ndarray] | None = None,
                store_dir: str | None = None) -> None:
-    """Submit the chunks of ``sc`` in groups (``chunk_groups``: largest first) and ``absorb(result, chunks_done)`` each as it completes.
+    """Submit the chunks of ``sc`` in groups (``chunk_groups``: two per worker) and ``absorb(result, chunks_done)`` each as it completes.
     ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
     worker once, not with every task."""
     from distributed import as_completed
