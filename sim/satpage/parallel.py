@@ -153,15 +153,12 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
 
 
 def chunk_groups(n_chunks: int, n_workers: int) -> list[tuple[int, int]]:
-    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``: two of equal
-    size per worker. Few groups, because a group's first chunk starts cold: the
-    propagated hour-long blocks its sessions' windows need (orbit_model.handover keeps
-    the last few) were not swept by the chunk before it, about 2.5 s at Starlink scale
-    (measured at 100,000 sessions: four groups per worker cost 15 s of schedule stage
-    more than one run of consecutive chunks, and guided self-scheduling's many small
-    groups as much). Two per worker, not one, so that a worker that finishes early takes
-    over a whole group from a slower one."""
-    size = max(1, -(-n_chunks // (2 * max(1, n_workers))))
+    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``: about four
+    of equal size per worker, so that the load balances and few accumulators (11 MB per
+    strategy at Starlink scale) travel back. Measured at 100,000 sessions on
+    starlink-gen1 with two workers (docs/scale.md): four per worker 116 s, two per
+    worker 127 s, guided self-scheduling (large groups first) 125 s."""
+    size = max(1, -(-n_chunks // (4 * max(1, n_workers))))
     return [(a, min(n_chunks, a + size)) for a in range(0, n_chunks, size)]
 
 
@@ -169,7 +166,7 @@ def run_chunks(client: Client, sc: Scenario, n_chunks: int,
                absorb: Callable[[ChunkResult, int], None],
                waits: dict[str, np.ndarray] | None = None,
                store_dir: str | None = None) -> None:
-    """Submit the chunks of ``sc`` in groups (``chunk_groups``: two per worker) and ``absorb(result, chunks_done)`` each as it completes.
+    """Submit the chunks of ``sc`` in groups (``chunk_groups``: about four per worker) and ``absorb(result, chunks_done)`` each as it completes.
     ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
     worker once, not with every task."""
     from distributed import as_completed
