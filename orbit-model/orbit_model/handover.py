@@ -500,7 +500,9 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     row_hi = np.clip(np.floor((glat + cap + np.pi / 2) / cell_lat).astype(np.int64), 0, n_rows - 1)
     col_lo, col_n = _column_ranges(glat, glon, cap, n_rows, n_cols, cell_lat, cell_lon)
 
-    vis_cap = min(n_sats, 2048)
+    # above the horizon no more than about half the satellites are up at once; a mask
+    # below it (the below-the-mask fallback of sim: -90 deg) can see every satellite
+    vis_cap = n_sats if min_elevation_deg < 0.0 else min(n_sats, 2048)
     last_seen = np.full((n_g, n_sats), -2, np.int32)
     pass_start = np.zeros((n_g, n_sats), np.int32)
     pass_max = np.zeros((n_g, n_sats), np.float32)

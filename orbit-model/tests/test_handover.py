@@ -186,3 +186,19 @@ def test_a_window_outside_the_steps_is_named(case):
         session_schedule(c, points, t_ns, np.full(n, 5), np.full(n, 4))
     with pytest.raises(ValueError, match=f"not inside 0..{t_ns.size - 1}"):
         session_schedule(c, points, t_ns, np.zeros(n, int), np.full(n, t_ns.size))
+
+
+def test_a_mask_below_the_horizon_sees_every_satellite_of_a_large_constellation():
+    """-90 deg (sim's fallback for a window that sees no satellite above the mask) makes
+    every satellite visible: more than the 2,048 the visible list held at most, which
+    failed the Starlink TLE catalogue (3,023 satellites). The highest is chosen, as the
+    brute-force elevations say."""
+    c = Constellation.from_spec("walker-star:2400/40/1:550:53", epoch=EPOCH)
+    points = GroundPoints.from_degrees(np.array([65.0]), np.array([-150.0]))
+    t_ns = step_times_ns(60 * S, 10 * S)
+    schedule = handover_schedule(c, points, t_ns, min_elevation_deg=-90.0, policy="highest",
+                                 sticky=False)
+    el = elevations_deg(c, points, t_ns)[0]
+    times, sats = schedule.for_client(0)
+    served = sats[np.searchsorted(times, t_ns, side="right") - 1]
+    assert served.tolist() == np.argmax(el, axis=0).tolist()

@@ -51,6 +51,21 @@ func (h *Holder) copyOf(ns uint32) *nsCopy {
 	return c
 }
 
+// held is the copy of ns, or nil when this satellite holds none (unlike copyOf,
+// it creates nothing).
+func (h *Holder) held(ns uint32) *nsCopy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ns[ns]
+}
+
+// inSync reports whether the copy holds every change of its primary.
+func (c *nsCopy) inSync() bool {
+	c.vmu.Lock()
+	defer c.vmu.Unlock()
+	return c.synced
+}
+
 func notSynced(ns uint32, why string) error {
 	return fmt.Errorf("copy of satellite %d's state: %s: %w", ns, why, errs.ErrNotSynced)
 }
@@ -115,9 +130,7 @@ func (h *Holder) Install(ctx context.Context, ns uint32, syncID uint64, v *satpa
 // State reports whether the copy of ns is in sync and its version, and with
 // snapshot its whole content (only the states of sessions, when given).
 func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool, sessions ...string) (*satpagev1.ReplicaStateResponse, error) {
-	h.mu.Lock()
-	c := h.ns[ns]
-	h.mu.Unlock()
+	c := h.held(ns)
 	if c == nil {
 		return &satpagev1.ReplicaStateResponse{}, nil
 	}
@@ -145,18 +158,13 @@ func (h *Holder) State(ctx context.Context, ns uint32, snapshot bool, sessions .
 // that a restore prefers it to a copy that could not be told (BestCopy takes
 // the newest). Reports whether this satellite holds an in-sync copy of ns.
 func (h *Holder) Forget(ctx context.Context, ns uint32, sessions []string) (bool, error) {
-	h.mu.Lock()
-	c := h.ns[ns]
-	h.mu.Unlock()
+	c := h.held(ns)
 	if c == nil {
 		return false, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.vmu.Lock()
-	synced := c.synced
-	c.vmu.Unlock()
-	if !synced {
+	if !c.inSync() {
 		return false, nil
 	}
 	for _, s := range sessions {
@@ -179,10 +187,7 @@ func (h *Holder) Frames(ctx context.Context, ns uint32, session string, pages []
 	c := h.copyOf(ns)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	c.vmu.Lock()
-	ok := c.synced
-	c.vmu.Unlock()
-	if !ok {
+	if !c.inSync() {
 		return nil, notSynced(ns, "cannot serve its pages")
 	}
 	return c.st.GetFrames(ctx, session, pages)
@@ -191,18 +196,13 @@ func (h *Holder) Frames(ctx context.Context, ns uint32, session string, pages []
 // CountFrames is the number of session's frames in the copy of ns (what a
 // dead ns held of it). ErrNotSynced when this satellite holds no in-sync copy.
 func (h *Holder) CountFrames(ctx context.Context, ns uint32, session string) (int, error) {
-	h.mu.Lock()
-	c := h.ns[ns]
-	h.mu.Unlock()
+	c := h.held(ns)
 	if c == nil {
 		return 0, notSynced(ns, "not held here")
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	c.vmu.Lock()
-	ok := c.synced
-	c.vmu.Unlock()
-	if !ok {
+	if !c.inSync() {
 		return 0, notSynced(ns, "cannot count its frames")
 	}
 	return c.st.CountFrames(ctx, session)
