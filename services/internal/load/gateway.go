@@ -79,18 +79,27 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, o GatewayOptions) (Gate
 			// the live session of the same place gets, so both modes load the same satellites.
 			var r *satpagev1.OpenLiveSessionResponse
 			id, tok, err := "", "", error(nil)
-			r, err = control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: float64(-60 + (w*37)%120),
-				LonDeg: float64((w * 53) % 360), Strategy: satpagev1.Strategy_STRATEGY_ON_DEMAND})
+			err = limited(ctx, func() (err error) {
+				r, err = control.OpenLiveSession(ctx, &satpagev1.OpenLiveSessionRequest{LatDeg: float64(-60 + (w*37)%120),
+					LonDeg: float64((w * 53) % 360), Strategy: satpagev1.Strategy_STRATEGY_ON_DEMAND})
+				return err
+			})
 			if err == nil {
 				id, tok = r.SessionId, r.Token
 			}
 			if err == nil && !o.Live {
 				lctx := metadata.AppendToOutgoingContext(ctx, "satpage-token", tok)
-				_, _ = pages.EndSession(lctx, &satpagev1.EndSessionRequest{SessionId: id})
+				_ = limited(ctx, func() error {
+					_, err := pages.EndSession(lctx, &satpagev1.EndSessionRequest{SessionId: id})
+					return err
+				})
 				id = fmt.Sprintf("%s-%d", prefix, w)
 				var rr *satpagev1.RegisterSessionResponse
-				rr, err = control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: id,
-					Visits: []*satpagev1.Visit{{Satellite: r.Satellite}}, Strategy: satpagev1.Strategy_STRATEGY_ON_DEMAND})
+				err = limited(ctx, func() (err error) {
+					rr, err = control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: id,
+						Visits: []*satpagev1.Visit{{Satellite: r.Satellite}}, Strategy: satpagev1.Strategy_STRATEGY_ON_DEMAND})
+					return err
+				})
 				if err == nil {
 					tok = rr.Token
 				}
@@ -109,7 +118,10 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, o GatewayOptions) (Gate
 			}()
 			// One write (the page table exists, the first reads create the other pages):
 			// a client's requests are rate-limited (--rate-limit), so no write storm before the clock starts.
-			if _, err := pages.WritePage(sctx, &satpagev1.WritePageRequest{SessionId: id, Page: 0, Data: data}); err != nil {
+			if err := limited(sctx, func() error {
+				_, err := pages.WritePage(sctx, &satpagev1.WritePageRequest{SessionId: id, Page: 0, Data: data})
+				return err
+			}); err != nil {
 				res.err = fmt.Errorf("write %s session %d: %w", mode, w, err)
 				ready.Done()
 				return
@@ -174,4 +186,22 @@ func Gateway(ctx context.Context, conn *grpc.ClientConn, o GatewayOptions) (Gate
 		g.P99Ms = ms(lat[min(len(lat)-1, len(lat)*99/100)])
 	}
 	return g, nil
+}
+
+// limited runs call until it is not refused by the gateway's per-client rate
+// limit (ResourceExhausted), pausing between tries, for at most 10 s: the
+// set-up of a run that follows another starts with that run's bucket empty.
+func limited(ctx context.Context, call func() error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := call()
+		if status.Code(err) != codes.ResourceExhausted || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
