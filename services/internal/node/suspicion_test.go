@@ -9,6 +9,19 @@ import (
 	"github.com/satpage/satpage/services/internal/clustertest"
 )
 
+// servedAtThree is a cluster with session "s" whose two pages are owned by
+// satellite 0 and which is served by 3: a read travels 3-2-1-0.
+func servedAtThree(t *testing.T) (*clustertest.Cluster, map[uint32]string) {
+	t.Helper()
+	c := clustertest.New(t, faultSpec, clustertest.Options{})
+	want := writeAt(t, c, "s", 0, 2)
+	_, sc := c.Satellite(t, 0)
+	if _, err := sc.HandOver(context.Background(), &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return c, want
+}
+
 // A satellite whose detector wrongly holds live satellites dead (a loaded
 // machine: probes timed out) so that its live graph has no route to a
 // destination it does not hold dead still sends the request, on the graph with
@@ -23,12 +36,7 @@ func TestARouteThroughSatellitesWronglyHeldDeadIsStillTried(t *testing.T) {
 		{"relay", 2, func(c *clustertest.Cluster) []uint32 { return c.Grid.Neighbors(2, 0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clustertest.New(t, faultSpec, clustertest.Options{})
-			want := writeAt(t, c, "s", 0, 2) // owner 0; read from 3: 3-2-1-0
-			_, sc := c.Satellite(t, 0)
-			if _, err := sc.HandOver(context.Background(), &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 3}); err != nil {
-				t.Fatal(err)
-			}
+			c, want := servedAtThree(t)
 			for _, j := range tc.wrong(c) {
 				c.Nodes[tc.at].Faults().MarkDead(j)
 			}
@@ -64,12 +72,7 @@ func TestARequestGoesAroundAHopThatDiedSilently(t *testing.T) {
 		silent uint32 // on the route 3-2-1-0
 	}{{"origin's hop", 2}, {"relay's hop", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clustertest.New(t, faultSpec, clustertest.Options{})
-			want := writeAt(t, c, "s", 0, 2) // owner 0; read from 3: 3-2-1-0
-			_, sc := c.Satellite(t, 0)
-			if _, err := sc.HandOver(context.Background(), &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 3}); err != nil {
-				t.Fatal(err)
-			}
+			c, want := servedAtThree(t)
 			pc, _ := c.Satellite(t, 3)
 			if _, err := pc.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 0}); err != nil {
 				t.Fatal(err) // the route's connections are up before the silence
