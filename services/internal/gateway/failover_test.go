@@ -60,7 +60,7 @@ func TestARequestInFlightWhenTheServingSatelliteDiesSucceedsAtItsReplica(t *test
 		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 			resp, err := h(ctx, req)
 			if strings.HasSuffix(info.FullMethod, "/WritePage") && dying.Load() {
-				go c.Kill(7)
+				c.Kill(7) // before the reply: a takeover must find it dead
 				return nil, status.Error(codes.Unavailable, "connection reset (the satellite died)")
 			}
 			return resp, err

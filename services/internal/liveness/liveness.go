@@ -90,8 +90,10 @@ type peerState struct {
 }
 
 type probeCall struct {
-	done chan struct{}
-	dead bool
+	done     chan struct{}
+	sent     time.Time
+	dead     bool
+	answered bool // the satellite answered this probe
 }
 
 // view is immutable once published.
@@ -222,7 +224,7 @@ func (d *Detector) Suspect(ctx context.Context, i uint32) bool {
 	if d.SatelliteDown(i) {
 		return true
 	}
-	c := d.startProbe(ctx, i, d.timeout)
+	c := d.startProbe(ctx, i, d.timeout, time.Time{})
 	select {
 	case <-c.done:
 		return c.dead
@@ -235,19 +237,27 @@ func (d *Detector) Suspect(ctx context.Context, i uint32) bool {
 // session in place of a satellite that is alive would split it): while i's
 // probes only time out, it waits for the next probe until i is marked dead
 // (within DetectionBound) or answers, or ctx ends. It reports whether i is dead.
+// Only probes sent after Confirm was called count as an answer: a probe in
+// flight, or a call that reached us, from before i died says nothing of now.
 func (d *Detector) Confirm(ctx context.Context, i uint32) bool {
+	asked := time.Now()
 	for {
-		if d.Suspect(ctx, i) {
+		if d.SatelliteDown(i) {
 			return true
 		}
-		d.mu.Lock()
-		s := d.state[i]
-		missed := s != nil && s.misses > 0
-		d.mu.Unlock()
-		if !missed {
-			return false // it answered
-		}
+		c := d.startProbe(ctx, i, d.timeout, asked)
 		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return d.SatelliteDown(i)
+		}
+		if c.dead || d.SatelliteDown(i) {
+			return true
+		}
+		if c.answered {
+			return false
+		}
+		select { // a miss: probe again
 		case <-time.After(d.recheck):
 		case <-ctx.Done():
 			return d.SatelliteDown(i)
@@ -257,29 +267,39 @@ func (d *Detector) Confirm(ctx context.Context, i uint32) bool {
 
 // startProbe returns the probe of i now running, or starts one with timeout.
 // The probe runs apart from the caller's context (its answer serves every
-// caller waiting on it, and counts towards the misses whoever waits).
-func (d *Detector) startProbe(ctx context.Context, i uint32, timeout time.Duration) *probeCall {
-	d.mu.Lock()
-	s := d.peer(i)
-	if s.inflight != nil {
-		c := s.inflight
+// caller waiting on it, and counts towards the misses whoever waits). A probe
+// sent before notBefore is waited out and a new one started.
+func (d *Detector) startProbe(ctx context.Context, i uint32, timeout time.Duration, notBefore time.Time) *probeCall {
+	for {
+		d.mu.Lock()
+		s := d.peer(i)
+		if c := s.inflight; c != nil {
+			d.mu.Unlock()
+			if !c.sent.Before(notBefore) {
+				return c
+			}
+			select {
+			case <-c.done:
+				continue
+			case <-ctx.Done():
+				return c // the caller gives up too
+			}
+		}
+		c := &probeCall{done: make(chan struct{}), sent: time.Now()}
+		s.inflight = c
 		d.mu.Unlock()
+		go func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			d.probes.Add(1)
+			err := d.probe(pctx, i)
+			cancel()
+			d.mu.Lock()
+			c.dead, c.answered = d.settle(i, err, time.Now()), err == nil
+			d.mu.Unlock()
+			close(c.done)
+		}()
 		return c
 	}
-	c := &probeCall{done: make(chan struct{})}
-	s.inflight = c
-	d.mu.Unlock()
-	go func() {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		d.probes.Add(1)
-		err := d.probe(pctx, i)
-		cancel()
-		d.mu.Lock()
-		c.dead = d.settle(i, err, time.Now())
-		d.mu.Unlock()
-		close(c.done)
-	}()
-	return c
 }
 
 // settle applies one probe's outcome to i and reports whether i is dead. d.mu must be held.
@@ -408,7 +428,7 @@ func (d *Detector) Run(ctx context.Context, interval time.Duration) {
 			if _, dead := down[i]; dead {
 				timeout = 2 * d.timeout // a loaded satellite gets longer to come back
 			}
-			d.startProbe(ctx, i, timeout)
+			d.startProbe(ctx, i, timeout, time.Time{})
 		}
 		timer.Reset(sleep)
 		select {

@@ -340,3 +340,38 @@ func TestConfirmDecidesWhatSuspectLeavesAsAMiss(t *testing.T) {
 		t.Error("Confirm returned dead for a caller that gave up before any verdict")
 	}
 }
+
+// A probe sent before a satellite died may come back answered after it died:
+// Confirm, called after the death, must not take that answer for its own
+// (a takeover would refuse and the request fail; seen in CI under load).
+func TestConfirmDoesNotTakeAProbeSentBeforeItWasCalled(t *testing.T) {
+	release := make(chan struct{})
+	var calls sync.Mutex
+	n := 0
+	probe := func(ctx context.Context, i uint32) error {
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			<-release // alive when sent; its answer arrives late
+			return nil
+		}
+		return errRefused // dead by now
+	}
+	d := New(probe, time.Second)
+	go d.Suspect(context.Background(), 7)
+	for d.Probes() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	verdict := make(chan bool)
+	go func() { verdict <- d.Confirm(context.Background(), 7) }()
+	time.Sleep(50 * time.Millisecond) // Confirm waits on the old probe
+	close(release)
+	if !<-verdict {
+		t.Fatal("Confirm(7) = false: it took the answer to a probe sent before it was called")
+	}
+	if got := d.Probes(); got != 2 {
+		t.Errorf("probes: %d, want 2 (the old one and Confirm's own)", got)
+	}
+}
