@@ -20,6 +20,14 @@ SATPAGE = str(Path(sys.executable).with_name("satpage"))
 SMALL = ["--set", "constellation.spec=walker-star:30/2/1:500:87", "--set", "workload.pages=200",
          "--set", "workload.accesses_per_visit=80"]
 KEYS = ("pages_lost", "sessions_hit", "page_tables_lost")
+COUNTS = ("sessions", "accesses", "pages_created", "page_moves", "page_hops", "pages_left_behind",
+          "pages_deleted")
+
+
+def _port_base():
+    from satpage.cluster.chaos import _port_base_below_ephemeral
+
+    return _port_base_below_ephemeral(30)
 
 
 def _need_binaries():
@@ -81,7 +89,66 @@ def test_with_two_replicas_the_same_kills_lose_nothing(schedule, tmp_path):
         assert got["replication_copies"] > 0 and r["engine"][name]["replication_copies"] > 0
         # the kills did take the holders of pages (and of page tables): the replicas kept them
         assert got["frames_at_killed_satellites"] > 0, name
+        # and every movement is the failure-free engine's, to the page-hop
+        for key in COUNTS:
+            assert got[key] == r["engine"][name][key], (name, key, got[key], r["engine"][name][key])
+        assert got["page_moves"] > 0 and got["pages_deleted"] > 0, name
     assert r["equal"] == {"on-demand": True, "proactive": True}
+    assert r["counts_equal"] == {"on-demand": True, "proactive": True}
+
+
+def test_a_running_deployment_is_replayed_through_its_kill_command(schedule, tmp_path):
+    """--target + --kill-command (what scripts/e2e-k8s.sh does with `kubectl delete pod`):
+    here a running local cluster, killed by `satpage cluster kill`. Nothing is lost and
+    the counts are the engine's; --fail-satellite/--fail-busiest at --fail-at replace the
+    file's failures."""
+    doc = json.loads(schedule.read_text())
+    state = tmp_path / "c"
+    up = _run("cluster", "up", "--constellation", "walker-star:30/2/1:500:87", "--replicas", "2",
+              "--port-base", str(_port_base()), "--state-dir", str(state), "--json")
+    kill = f"{SATPAGE} cluster kill {{satellite}} --state-dir {state}"
+    try:
+        common = ["cluster", "chaos", "--failure-schedule", str(schedule), "--target", up["gateway"],
+                  "--tls-dir", up["tls_dir"], "--replicas", "2", "--kill-command", kill,
+                  "--strategies", "on-demand", "--json"]
+        r = _run(*common)
+        got, eng = r["strategies"]["on-demand"], r["engine"]["on-demand"]
+        assert r["target"] == up["gateway"] and r["state_dir"] is None
+        assert [k["satellite"] for k in r["kills"]["on-demand"]] == [f["satellite"] for f in doc["failures"]]
+        assert {k: got[k] for k in KEYS} == dict.fromkeys(KEYS, 0)
+        assert got["frames_at_killed_satellites"] > 0
+        assert {k: got[k] for k in COUNTS} == {k: eng[k] for k in COUNTS}
+        first = doc["failures"][0]
+        at = ["--fail-at", str(first["fail_ns"] / 1e9)]
+        one = _run(*common, "--fail-satellite", str(first["satellite"]), *at)
+        assert [(k["satellite"], k["fail_ns"]) for k in one["kills"]["on-demand"]] == \
+            [(first["satellite"], first["fail_ns"])]
+        assert one["counts_equal"] == {"on-demand": True}
+        # the worst single kill then: the satellite holding the most of the sessions' frames
+        worst = _run(*common, "--fail-busiest", *at)
+        [k] = worst["kills"]["on-demand"]
+        assert k["fail_ns"] == first["fail_ns"]
+        w = worst["strategies"]["on-demand"]
+        assert w["frames_at_killed_satellites"] > 0 and w["pages_lost"] == 0
+        assert w["frames_at_killed_satellites"] >= one["strategies"]["on-demand"]["frames_at_killed_satellites"]
+        assert worst["counts_equal"] == {"on-demand": True}
+    finally:
+        subprocess.run([SATPAGE, "cluster", "down", "--state-dir", str(state)], capture_output=True,
+                       timeout=120)
+
+
+def test_replay_options_are_checked_before_anything_runs(schedule):
+    for args, why in [(["--target", "127.0.0.1:1"], "--kill-command"),
+                      (["--target", "127.0.0.1:1", "--kill-command", "true"], "--replicas"),
+                      (["--fail-satellite", "3"], "--fail-at"),
+                      (["--fail-busiest"], "--fail-at"),
+                      (["--fail-at", "10"], "--fail-busiest"),
+                      (["--fail-satellite", "3", "--fail-at", "1e9"], "--fail-at 1000000000"),
+                      (["--fail-satellite", "99", "--fail-at", "10"], "99")]:
+        out = subprocess.run([SATPAGE, "cluster", "chaos", "--failure-schedule", str(schedule), *args],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "error:" in out.stderr and why in " ".join(out.stderr.split()), (args, out.stderr)
 
 
 def test_a_bad_schedule_file_is_refused_naming_it(tmp_path):

@@ -318,8 +318,14 @@ class _Cluster:
         for p in recs:
             try:
                 os.waitpid(p.pid, 0)
-            except ChildProcessError:
-                pass
+            except ChildProcessError:  # not ours (`satpage cluster kill`): wait till it exited
+                _wait_exited(p.pid)
+
+    def fail(self, i: int) -> float:
+        """Kill satellite i and start it again at once, empty; seconds until SERVING
+        (the failure replay's killer)."""
+        self.kill(i)
+        return self.restart(i)
 
     def restart(self, i: int, timeout_s: float = 120.0) -> float:
         """Start satellite i's redis-server and satnode again, empty; seconds until SERVING."""
@@ -353,6 +359,20 @@ class _Cluster:
             time.sleep(0.05)
         self.set_faults([i])
         return time.monotonic() - t0
+
+
+def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
+    """Wait until pid has exited (gone, or a zombie: its ports and sockets are closed)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            return
+        time.sleep(0.01)
+    raise OSError(f"process {pid} did not exit {timeout_s:.0f} s after SIGKILL")
 
 
 def _port_base_below_ephemeral(t: int) -> int:

@@ -24,8 +24,16 @@ it loses can be set beside the engine's ``pages_lost`` for the same trace:
   are the frames the dead satellite held for it (SessionStats just before the kill);
   its pages on other satellites are unreachable but not lost, as in the engine.
 - At its end (``session_end_ns``, before a failure at the same instant, as the
-  engine's holding intervals end there) each session reads every page it has back,
-  then ends.
+  engine's holding intervals end there) each session's counts are read
+  (SessionStats: accesses, pages created, movements and their hops, the frames of
+  each visit) before it reads every page it has back, then ends (EndSession: the
+  frames it still had). Those counts are the trace's alone, so with nothing lost
+  (R >= 2) they must equal the engine's failure-free counts: a satellite that is back,
+  from its replicas, before the next request changes no movement.
+- The cluster is the local one (`_Cluster`: SIGKILL and restart), or any deployment
+  reached at a gateway address with a kill command that takes a satellite's memory and
+  returns once it serves again (``CommandKiller``: `kubectl delete pod`, `docker kill`;
+  scripts/e2e-k8s.sh and scripts/e2e-swarm.sh use it).
 
 What the cluster measured is all that is reported; nothing here computes a loss from
 the schedule.
@@ -34,6 +42,7 @@ the schedule.
 from __future__ import annotations
 
 import logging
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,9 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
-from satpage.cluster.local import ClusterState
-
-__all__ = ["FailureReplay", "replay_with_failures", "run_schedule_replay"]
+__all__ = ["COUNT_KEYS", "CommandKiller", "FailureReplay", "Target", "replay_with_failures",
+           "run_schedule_replay"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +85,7 @@ class _Session:
     at_kills: list = field(default_factory=list)
     accesses_ok: int = 0
     error: str = ""
+    counts: dict = field(default_factory=dict)  # SessionStats at its end (COUNT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,7 @@ class FailureReplay:
     frames_at_kills: np.ndarray  # int64: frames of the session the killed satellites held
     accesses_ok: int
     kills: list  # {"satellite", "fail_ns", "restart_s"}
+    counts: dict  # COUNT_KEYS summed over the sessions (what the satellites counted)
 
     @property
     def sessions_hit(self) -> int:
@@ -211,28 +221,29 @@ class _Replayer:
             self._read(stubs, s, s.pages[s.cursor:hi], s.times[s.cursor:hi])
             s.cursor = hi
 
-    def _before_kill(self, stubs, s: _Session, t_ns: int, victim: int) -> None:
-        """Perform s's handovers due by t_ns and note what victim holds of it."""
+    def _holdings(self, stubs, s: _Session, t_ns: int) -> tuple[dict[int, int], int] | None:
+        """Perform s's handovers due by t_ns; the frames of s each satellite holds, and
+        the satellite serving it (None: s is not running)."""
         import grpc
 
         from satpage.rpc import satpage_pb2 as pb
 
         if not s.registered or s.ended or s.table_lost:
-            return
+            return None
         try:
             st = stubs[1].SessionStats(pb.SessionStatsRequest(session_id=s.sid, scenario_time_ns=t_ns),
                                        timeout=RPC_TIMEOUT_S, metadata=s.md)
         except grpc.RpcError as exc:
             if self._table_gone(s, exc):
-                return
+                return None
             raise
-        held = [int(f) for v, f in zip(st.visits, st.frames_by_visit, strict=False)
-                if v.satellite == victim]
-        serving = st.visits[st.visit].satellite == victim if st.visits else False
-        s.at_kills.append((victim, held[0] if held else 0, serving))
+        held: dict[int, int] = {}
+        for v, f in zip(st.visits, st.frames_by_visit, strict=False):
+            held.setdefault(int(v.satellite), int(f))  # a satellite of two visits: one count
+        return held, int(st.visits[st.visit].satellite) if st.visits else -1
 
     def _end(self, stubs, s: _Session) -> None:
-        """Read back every page s has at its end, then end it."""
+        """Read s's counts, then every page it has back, then end it."""
         import grpc
 
         from satpage.rpc import satpage_pb2 as pb
@@ -242,54 +253,121 @@ class _Replayer:
             s.ended = True
             return
         if not s.table_lost:
+            # the counts before the read-back: its reads are not the trace's
+            try:
+                st = stubs[1].SessionStats(pb.SessionStatsRequest(session_id=s.sid, scenario_time_ns=s.end_ns),
+                                           timeout=RPC_TIMEOUT_S, metadata=s.md)
+                s.counts = _stats_counts(st)
+            except grpc.RpcError as exc:
+                if not self._table_gone(s, exc):
+                    raise
+        if not s.table_lost:
             back = np.array(sorted(p for p in s.seen if p not in s.lost), np.int64)
             self._read(stubs, s, back, np.full(back.size, s.end_ns, np.int64))
         s.ended = True
         try:
-            stubs[0].EndSession(pb.EndSessionRequest(session_id=s.sid, scenario_time_ns=s.end_ns),
-                                timeout=RPC_TIMEOUT_S, metadata=s.md)
+            end = stubs[0].EndSession(pb.EndSessionRequest(session_id=s.sid, scenario_time_ns=s.end_ns),
+                                      timeout=RPC_TIMEOUT_S, metadata=s.md)
+            if s.counts:
+                s.counts["pages_deleted"] = int(end.pages_deleted)
         except grpc.RpcError as exc:  # a lost page or table: the frames left are swept anyway
             log.info("EndSession %s: %s %s", s.sid, _code(exc), _details(exc))
 
 
-def replay_with_failures(trace, strategy, state: ClusterState, schedule, session_end_ns, *,
-                         settle_s: float | None = None, progress=None, cluster=None) -> FailureReplay:
-    """Replay trace with strategy (``"on-demand"`` or ``"proactive"``) through the local
-    cluster ``state`` (started with ``satpage.cluster.cluster_up``; it must run while
-    this runs, and it is left running), killing and restarting the satellites of the
-    ``pager.FailureSchedule`` at its failure times. ``session_end_ns`` (n_sessions,):
-    when each session ends (``satpage.workload.ChunkTrace.session_end_ns``).
-    ``settle_s``: wall seconds to wait after a restart (default 0 at R = 1, else 1: the
-    replicas' upkeep runs every second). ``cluster``: the ``chaos._Cluster`` that
-    kills and restarts (its process records follow the restarts); pass the same one to
-    every replay on one cluster (default: a new one over ``state``)."""
+#: the counts a replay reads from the satellites, as `satpage compare --backend cluster`
+#: names them (driver.replay_trace)
+COUNT_KEYS = ("sessions", "accesses", "pages_created", "page_moves", "page_hops",
+              "pages_left_behind", "pages_deleted")
+
+
+def _stats_counts(st) -> dict:
+    """One session's COUNT_KEYS from its SessionStats at its end (pages_deleted: 0 until
+    EndSession answers)."""
+    frames = list(st.frames_by_visit)
+    return {"sessions": 1, "accesses": int(st.accesses), "pages_created": int(st.created),
+            "page_moves": int(st.ondemand_moves + st.proactive_moves),
+            "page_hops": int(st.ondemand_hops + st.proactive_hops),
+            "pages_left_behind": int(sum(frames[:-1])), "pages_deleted": 0}
+
+
+class CommandKiller:
+    """Takes a satellite's memory on any deployment by running a command (no shell):
+    ``{satellite}`` in its words becomes the satellite's index. The command must return
+    once the satellite serves again (a new pod Ready, a new task healthy); its exit
+    status 0 says it did."""
+
+    def __init__(self, command: str, timeout_s: float = 600.0) -> None:
+        import shlex
+
+        self.words = shlex.split(command)
+        if not self.words:
+            raise ValueError("--kill-command is empty")
+        self.timeout_s = timeout_s
+
+    def fail(self, i: int) -> float:
+        argv = [w.replace("{satellite}", str(i)) for w in self.words]
+        t0 = time.monotonic()
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OSError(f"kill command {' '.join(argv)!r}: {exc}") from None
+        if out.returncode != 0:
+            raise OSError(f"kill command {' '.join(argv)!r} exited {out.returncode}: "
+                          f"{(out.stderr or out.stdout).strip()[-500:]}")
+        return time.monotonic() - t0
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a failure replay runs: the gateway (host:port), its TLS material (None:
+    plain text), the number of satellites, and what kills one (``fail(i)`` returns the
+    seconds until it serves again, empty: ``chaos._Cluster`` on the local cluster,
+    ``CommandKiller`` elsewhere)."""
+
+    gateway: str
+    tls_dir: Path | None
+    satellites: int
+    killer: object
+
+
+#: the victim of a kill chosen at its time: the satellite holding the most frames
+BUSIEST = -1
+
+
+def replay_with_failures(trace, strategy, target: Target, schedule, session_end_ns, *,
+                         busiest_ns: tuple[int, ...] = (), settle_s: float = 1.0,
+                         progress=None) -> FailureReplay:
+    """Replay trace with strategy (``"on-demand"`` or ``"proactive"``) through
+    ``target``, killing the satellites of the ``pager.FailureSchedule`` at its failure
+    times (every session paused there; the kill returns once the satellite serves
+    again). ``session_end_ns`` (n_sessions,): when each session ends
+    (``satpage.workload.ChunkTrace.session_end_ns``). ``settle_s``: wall seconds to wait
+    after a restart (use 0 at R = 1; at R > 1 the replicas' upkeep, every second, sends
+    the restarted satellite its copies of the others' state). ``busiest_ns``: more kill
+    times, each of the satellite that holds the most frames of the sessions then (read
+    from the satellites; ``kills`` says which). """
     import uuid
 
     import grpc
 
     from satpage.cluster.channel import open_channel
-    from satpage.cluster.chaos import _Cluster
     from satpage.cluster.driver import _strategy
     from satpage.rpc import satpage_pb2_grpc as pbg
 
     code = _strategy(strategy)
     say = progress or (lambda msg: log.info("%s", msg))
-    if settle_s is None:
-        settle_s = 0.0 if state.replicas == 1 else 1.0
     rp = _Replayer(trace, code, np.asarray(session_end_ns, np.int64), uuid.uuid4().hex[:10])
     sat = np.asarray(schedule.satellite, np.int64)
-    if sat.size and sat.max() >= state.satellites:
+    if sat.size and sat.max() >= target.satellites:
         raise ValueError(f"the failure schedule kills satellite {int(sat.max())}, but the cluster "
-                         f"has {state.satellites} ({state.constellation})")
+                         f"has {target.satellites}")
     # (time, 0 = a session ends / 1 = a satellite fails, session or satellite)
     events = sorted([(s.end_ns, 0, s.index) for s in rp.sessions]
-                    + [(int(t), 1, int(v)) for t, v in zip(schedule.fail_ns, sat, strict=True)])
-    cl = cluster if cluster is not None else _Cluster(state)
-    state = cl.state
+                    + [(int(t), 1, int(v)) for t, v in zip(schedule.fail_ns, sat, strict=True)]
+                    + [(int(t), 1, BUSIEST) for t in busiest_ns])
     kills = []
-    tls = Path(state.tls_dir) if state.tls_dir else None
     opts = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
-    with open_channel(state.gateway, tls, options=opts) as ch, \
+    with open_channel(target.gateway, target.tls_dir, options=opts) as ch, \
             ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
         grpc.channel_ready_future(ch).result(timeout=30)
         stubs = (pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch))
@@ -305,37 +383,78 @@ def replay_with_failures(trace, strategy, state: ClusterState, schedule, session
                 rp._end(stubs, s)
                 continue
             each(_Replayer._advance.__get__(rp), t_ns)
-            each(_Replayer._before_kill.__get__(rp), t_ns, arg)
-            cl.kill(arg)
-            up_s = cl.restart(arg)
+            live = [s for s in rp.sessions if not s.ended]
+            holds = list(pool.map(rp._holdings, [stubs] * len(live), live, [t_ns] * len(live)))
+            victim = arg
+            if arg == BUSIEST:
+                frames: dict[int, int] = {}
+                for h in holds:
+                    for k, f in (h[0] if h else {}).items():
+                        frames[k] = frames.get(k, 0) + f
+                if not any(frames.values()):
+                    say(f"no satellite holds a page at scenario time {t_ns / 1e9:.1f} s: nothing killed")
+                    continue
+                victim = max(frames, key=lambda k: (frames[k], -k))
+            for s, h in zip(live, holds, strict=True):
+                if h is not None:
+                    s.at_kills.append((victim, h[0].get(victim, 0), h[1] == victim))
+            up_s = target.killer.fail(victim)
             if settle_s:
                 time.sleep(settle_s)
-            kills.append({"satellite": arg, "fail_ns": t_ns, "restart_s": round(up_s, 2)})
-            say(f"killed satellite {arg} (satnode and redis-server) at scenario time "
-                f"{t_ns / 1e9:.1f} s; back and SERVING {up_s:.1f} s later")
+            kills.append({"satellite": victim, "fail_ns": t_ns, "restart_s": round(up_s, 2)})
+            say(f"killed satellite {victim} at scenario time {t_ns / 1e9:.1f} s; back and "
+                f"SERVING {up_s:.1f} s later")
     n = len(rp.sessions)
     lost = np.array([len(s.lost) + s.lost_with_table for s in rp.sessions], np.int64)
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    for s in rp.sessions:
+        for k, v in s.counts.items():
+            counts[k] += v
     return FailureReplay(pages_lost=lost,
                          table_lost=np.array([int(s.table_lost) for s in rp.sessions], np.int64),
                          frames_at_kills=np.array([sum(k[1] for k in s.at_kills) for s in rp.sessions],
                                                   np.int64).reshape(n),
-                         accesses_ok=sum(s.accesses_ok for s in rp.sessions), kills=kills)
+                         accesses_ok=sum(s.accesses_ok for s in rp.sessions), kills=kills,
+                         counts=counts)
+
+
+def _permanent(satellites: list[int], fail_ns: list[int]):
+    """A failure schedule of permanent failures (what a kill is to the engine)."""
+    import pager
+
+    return pager.FailureSchedule(np.asarray(satellites, np.int32), np.asarray(fail_ns, np.int64),
+                                 np.full(len(satellites), pager.NEVER_NS, np.int64))
 
 
 #: the engine's figures set beside the cluster's (the replication ones are reported, not
 #: held equal: docs/faults.md)
 ENGINE_FIGURES = ("pages_lost", "sessions_hit", "page_tables_lost", "replication_copies",
                   "replication_page_hops", "rereplication_copies", "rereplication_page_hops")
+#: the engine's failure-free counts (satpage.costs names) behind COUNT_KEYS
+_ENGINE_COUNT = {"sessions": "sessions", "accesses": "accesses", "pages_created": "creates",
+                 "page_moves": "page_moves", "page_hops": "page_hops",
+                 "pages_left_behind": "pages_left_behind", "pages_deleted": "pages_at_session_end"}
 
 
 def run_schedule_replay(path: Path, *, replicas: int | None = None,
                         strategies: list[str] | None = None, state_dir: Path | None = None,
-                        progress=None) -> dict:
+                        progress=None, gateway: str | None = None, tls_dir: Path | None = None,
+                        kill_command: str | None = None, satellites: list[int] | None = None,
+                        fail_s: float | None = None, busiest: bool = False) -> dict:
     """`satpage cluster chaos --failure-schedule FILE`: rebuild the sessions of the run
-    that wrote FILE (its ``config``), start a local cluster of its constellation with R
-    = ``replicas`` (default: the file's), replay each strategy's sessions through it
-    with the file's failures (``replay_with_failures``), and set what the cluster lost
-    beside the engine's ``pager.FaultModel`` for the same traces, schedule and R."""
+    that wrote FILE (its ``config``), replay each strategy's sessions with the file's
+    failures (``replay_with_failures``), and set what the cluster lost and counted
+    beside the engine: ``pager.FaultModel`` for the same traces, schedule and R, and
+    the failure-free counts (``counts_equal``: what R >= 2 promises).
+
+    The cluster is a local one of the file's constellation started here with R =
+    ``replicas`` (default: the file's), or, with ``gateway``, a running deployment
+    (``tls_dir``: its client TLS material; ``kill_command``: see ``CommandKiller``;
+    ``replicas``: its R, for the engine). ``satellites`` and ``fail_s`` replace the
+    file's failures: each satellite dies once, at ``fail_s`` scenario seconds; with
+    ``busiest`` the one satellite killed at ``fail_s`` is the one holding the most frames
+    of the replayed sessions then (per strategy and chunk; the engine is given the
+    satellites actually killed)."""
     import json
     import tempfile
 
@@ -344,6 +463,7 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     from satpage.cluster.counters import read_replication
     from satpage.cluster.driver import STRATEGIES
     from satpage.cluster.local import cluster_down, cluster_up, satellites_in
+    from satpage.costs import CostAccumulator
     from satpage.faults_io import read_failure_scenario, read_failure_schedule
     from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
     from satpage.version import code_version
@@ -355,6 +475,20 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     spec = sc.constellation.spec
     if not spec.startswith("walker"):
         raise ValueError(f"{path}: the cluster runs Walker constellations; the schedule's is {spec!r}")
+    if (gateway is None) != (kill_command is None):
+        raise ValueError("--target and --kill-command go together: a deployment's satellites are "
+                         "killed by the command")
+    busiest_ns: tuple[int, ...] = ()
+    if satellites or busiest or fail_s is not None:
+        if fail_s is None or not (satellites or busiest):
+            raise ValueError("--fail-at goes with --fail-satellite or --fail-busiest, and they need it "
+                             "(scenario seconds)")
+        t_ns = int(round(fail_s * 1e9))
+        if not 0 <= t_ns < sc.duration_ns:
+            raise ValueError(f"--fail-at {fail_s}: the run lasts {sc.duration_ns / 1e9:g} s")
+        sats = list(satellites or [])
+        schedule = _permanent(sats, [t_ns] * len(sats))
+        busiest_ns = (t_ns,) if busiest else ()
     r = int(doc.get("replicas", 1)) if replicas is None else replicas
     names = strategies or [n for n in ("on-demand", "proactive") if n in sc.strategies.compare] \
         or ["on-demand", "proactive"]
@@ -369,14 +503,22 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     if schedule.n_failures and int(np.max(schedule.satellite)) >= world.sats.n_sats:
         raise ValueError(f"{path}: failure of satellite {int(np.max(schedule.satellite))}, but {spec} "
                          f"has {world.sats.n_sats}")
-    own = state_dir is None
-    sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
-    t = satellites_in(spec)
-    say(f"starting {t} satellites with R = {r} in {sdir}")
-    state = cluster_up(spec, state_dir=sdir, port_base=_port_base_below_ephemeral(t), replicas=r)
-    cl = _Cluster(state)  # one for every replay: its records follow the restarts
+    cl = sdir = None
+    if gateway is None:
+        own = state_dir is None
+        sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
+        t = satellites_in(spec)
+        say(f"starting {t} satellites with R = {r} in {sdir}")
+        state = cluster_up(spec, state_dir=sdir, port_base=_port_base_below_ephemeral(t), replicas=r)
+        cl = _Cluster(state)  # one for every replay: its records follow the restarts
+        target = Target(state.gateway, Path(state.tls_dir) if state.tls_dir else None,
+                        state.satellites, cl)
+    else:
+        target = Target(gateway, tls_dir, world.sats.n_sats, CommandKiller(kill_command))
     cluster: dict[str, dict] = {}
     engine: dict[str, dict] = {}
+    free = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1, sc.duration_ns,
+                               sc.workload.page_bytes) for n in names}
     kills: dict[str, list] = {}
     try:
         for i in range(world.n_chunks):
@@ -385,13 +527,21 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                                   recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
             for name in names:
                 say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, {schedule.n_failures} failures")
-                before = read_replication(cl.state)
-                got = replay_with_failures(ct.trace, name, state, schedule, ct.session_end_ns,
-                                           progress=say, cluster=cl)
-                counted = (read_replication(cl.state) - before).as_dict()
-                o = fm.apply(replay_strategy(ct.trace, strategy_for(sc, name)).events)
+                before = read_replication(cl.state) if cl is not None else None
+                got = replay_with_failures(ct.trace, name, target, schedule, ct.session_end_ns,
+                                           busiest_ns=busiest_ns, settle_s=0.0 if r == 1 else 1.0,
+                                           progress=say)
+                if busiest_ns:  # the engine gets the satellites the replay chose
+                    fm = pager.FaultModel(ct.trace, _permanent([k["satellite"] for k in got.kills],
+                                                               [k["fail_ns"] for k in got.kills]),
+                                          world.ring, r, ct.session_end_ns,
+                                          recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+                counted = (read_replication(cl.state) - before).as_dict() if cl is not None else {}
+                rl = replay_strategy(ct.trace, strategy_for(sc, name))
+                free[name].add(rl, ct, world.router, sc.step_ns, sc.network.per_hop_processing_ms)
+                o = fm.apply(rl.events)
                 c = cluster.setdefault(name, {})
-                for k, v in {**got.summary(), **counted}.items():
+                for k, v in {**got.summary(), **got.counts, **counted}.items():
                     c[k] = c.get(k, 0) + v
                 e = engine.setdefault(name, dict.fromkeys(ENGINE_FIGURES, 0))
                 e["pages_lost"] += int(o.pages_lost.sum())
@@ -403,15 +553,21 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                 e["rereplication_page_hops"] += int(o.rereplica_hops.sum())
                 kills.setdefault(name, []).extend(got.kills)
     finally:
-        cluster_down(sdir)  # the logs stay in sdir
+        if sdir is not None:
+            cluster_down(sdir)  # the logs stay in sdir
+    for n in names:
+        engine[n].update({k: int(free[n].counts[v]) for k, v in _ENGINE_COUNT.items()})
     return {
         "failure_schedule": str(path), "scenario": sc.name, "seed": sc.seed, "version": code_version(),
         "constellation": spec, "replicas": r, "failures": schedule.n_failures,
+        "target": target.gateway if gateway is not None else "local",
         "restart": "at once (empty): a killed satellite is back before the next request",
         "strategies": cluster, "engine": engine,
         "equal": {n: all(cluster[n][k] == engine[n][k] for k in ("pages_lost", "sessions_hit",
                                                                "page_tables_lost")) for n in names},
+        # the movements of a run that lost nothing are the failure-free run's
+        "counts_equal": {n: all(cluster[n][k] == engine[n][k] for k in COUNT_KEYS) for n in names},
         "engine_in_file": {n: doc.get("engine", {}).get(n) for n in names},
         "replicas_in_file": doc.get("replicas"),
-        "kills": kills, "state_dir": str(sdir),
+        "kills": kills, "state_dir": str(sdir) if sdir is not None else None,
     }

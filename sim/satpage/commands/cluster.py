@@ -107,6 +107,34 @@ def down(state_dir: StateDir = None) -> None:
     stdout.print(f"cluster down: stopped {n} processes recorded in {where}")
 
 
+@app.command("kill")
+def kill_satellite(
+    satellite: Annotated[int, typer.Argument(help="Index of the satellite to kill.")],
+    state_dir: StateDir = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """SIGKILL one satellite's satnode and redis-server (its memory is gone) and start
+    both again at once, empty; return once it is SERVING (with R >= 2 it has taken its
+    state back from its replicas). The kill command of `chaos --kill-command`."""
+    from satpage.cluster.chaos import _Cluster
+    from satpage.cluster.local import load_state
+
+    setup_logging(False)
+    state = load_state(state_dir)
+    if state is None or not state.processes:
+        fail(f"no local cluster is recorded in {(state_dir or default_state_dir()).resolve()}")
+    if not 0 <= satellite < state.satellites:
+        fail(f"satellite {satellite}: the cluster has satellites 0-{state.satellites - 1}")
+    try:
+        up_s = _Cluster(state).fail(satellite)
+    except OSError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json({"satellite": satellite, "serving_after_s": round(up_s, 3)})
+    else:
+        stdout.print(f"satellite {satellite} killed and SERVING again, empty, {up_s:.1f} s later")
+
+
 @app.command("chaos")
 def chaos(
     replicas: Annotated[int | None, typer.Option(
@@ -120,6 +148,26 @@ def chaos(
     strategies: Annotated[str | None, typer.Option(
         "--strategies", help="With --failure-schedule: on-demand and/or proactive (default: those of "
         "the scenario).")] = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="With --failure-schedule: replay through this running gateway (host:port; "
+        "a Kubernetes or Swarm deployment) instead of a local cluster started for the run; needs "
+        "--kill-command and --replicas (the deployment's R).")] = None,
+    tls_dir: Annotated[Path | None, typer.Option(
+        "--tls-dir", help="With --target: the client TLS material (ca.pem, client.pem, "
+        "client-key.pem; default: plain text).")] = None,
+    kill_command: Annotated[str | None, typer.Option(
+        "--kill-command", help="With --target: the command that takes a satellite's memory and "
+        "returns once it serves again; {satellite} becomes its index (run without a shell), e.g. "
+        "'satpage cluster kill {satellite}'.")] = None,
+    fail_satellite: Annotated[list[int] | None, typer.Option(
+        "--fail-satellite", help="With --failure-schedule: kill this satellite instead of the "
+        "file's failures (repeatable), at --fail-at.")] = None,
+    fail_busiest: Annotated[bool, typer.Option(
+        "--fail-busiest", help="With --failure-schedule: at --fail-at, kill the satellite that "
+        "holds the most page frames of the replayed sessions then (read from the satellites) "
+        "instead of the file's failures.")] = False,
+    fail_at: Annotated[float | None, typer.Option(
+        "--fail-at", help="Scenario seconds of the --fail-satellite and --fail-busiest kills.")] = None,
     kill: Annotated[int, typer.Option(
         "--kill", help="Satellites to SIGKILL (satnode and its redis-server), one at a time, each "
         "restarted empty.")] = 3,
@@ -140,7 +188,9 @@ def chaos(
     state_dir: StateDir = None,
     expect_no_loss: Annotated[bool, typer.Option(
         "--expect-no-loss", help="Exit 1 unless pages_lost == 0, sessions_failed == 0 and the "
-        "history is linearizable (the promise of R >= 2 when no two holders of a page die at once).")]
+        "history is linearizable (the promise of R >= 2 when no two holders of a page die at once); "
+        "with --failure-schedule, unless nothing is lost and the counts equal the engine's "
+        "failure-free run.")]
     = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -152,8 +202,13 @@ def chaos(
 
     setup_logging(verbose)
     if failure_schedule is not None:
-        _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss)
+        _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss,
+                      target=target, tls_dir=tls_dir, kill_command=kill_command,
+                      fail_satellite=fail_satellite, fail_at=fail_at, fail_busiest=fail_busiest)
         return
+    if target or kill_command or fail_satellite or fail_busiest or fail_at is not None:
+        fail("--target, --kill-command, --fail-satellite, --fail-busiest and --fail-at need "
+             "--failure-schedule")
     cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
@@ -180,18 +235,29 @@ def chaos(
 
 
 def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, state_dir: Path | None,
-                  json_out: bool, expect_no_loss: bool) -> None:
+                  json_out: bool, expect_no_loss: bool, *, target: str | None = None,
+                  tls_dir: Path | None = None, kill_command: str | None = None,
+                  fail_satellite: list[int] | None = None, fail_at: float | None = None,
+                  fail_busiest: bool = False) -> None:
     """`chaos --failure-schedule FILE`: the simulation's failures on the real cluster."""
-    from satpage.cluster.failreplay import run_schedule_replay
+    from satpage.cluster.failreplay import COUNT_KEYS, run_schedule_replay
     from satpage.console import stderr
 
     if replicas is not None and replicas < 1:
         fail(f"--replicas {replicas} must be at least 1")
+    if (target is None) != (kill_command is None):
+        fail("--target and --kill-command go together: a deployment's satellites are killed by the command")
+    if target is not None and replicas is None:
+        fail("--target needs --replicas: the deployment's R, for the engine's side")
+    if tls_dir is not None and not (tls_dir / "ca.pem").is_file():
+        fail(f"--tls-dir {str(tls_dir)!r} has no ca.pem")
     names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else None
     try:
         report = run_schedule_replay(path, replicas=replicas, strategies=names, state_dir=state_dir,
-                                     progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False))
-    except ValueError as exc:
+                                     progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False),
+                                     gateway=target, tls_dir=tls_dir, kill_command=kill_command,
+                                     satellites=fail_satellite, fail_s=fail_at, busiest=fail_busiest)
+    except (ValueError, OSError) as exc:
         fail(str(exc))
     if json_out:
         print_json(report)
@@ -202,5 +268,9 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                          f"{c['sessions_hit']} sessions hit ({c['page_tables_lost']} page tables); "
                          f"engine {e['pages_lost']} pages, {e['sessions_hit']} sessions "
                          f"({e['page_tables_lost']} page tables)")
-    if expect_no_loss and any(c["pages_lost"] or c["sessions_hit"] for c in report["strategies"].values()):
+            diff = [f"{k} {c[k]} vs {e[k]}" for k in COUNT_KEYS if c[k] != e[k]]
+            stdout.print(f"  counts {'equal to' if not diff else 'not'} the engine's failure-free run"
+                         + (f": {', '.join(diff)}" if diff else ""))
+    if expect_no_loss and (any(c["pages_lost"] or c["sessions_hit"] for c in report["strategies"].values())
+                           or not all(report["counts_equal"].values())):
         raise typer.Exit(1)
