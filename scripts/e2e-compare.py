@@ -5,6 +5,7 @@ Usage: e2e-compare.py paper   ENGINE.json CLUSTER.json
        e2e-compare.py compare ENGINE.json CLUSTER.json
        e2e-compare.py lost    CLUSTER.json KILLED.json
        e2e-compare.py failover ENGINE.json KILLED.json
+       e2e-compare.py scheduled CHAOS.json
 paper: `totals`, `last_row`, `proactive_moves`, `ondemand_moves`, `ondemand_hops` must be
 equal (issue 8's cross-check). compare: for every strategy, every count the cluster
 reports must equal the engine's (at least one count per strategy must be compared).
@@ -18,6 +19,11 @@ failure-free run: every session and every access must be there (``sessions``,
 what the gateway's failover changed (a session taken over, or opened, at the satellite
 behind a dead one is served from there for the rest of its visit: other paths than the
 engine's; docs/faults.md), and do not fail the check.
+scheduled: the JSON of `satpage cluster chaos --failure-schedule ... --target` (a
+satellite's memory taken at a scenario time while every session waited): for every
+strategy at least one satellite was killed holding frames of the sessions, no page or
+page table was lost, and every count equals the engine's failure-free run
+(``counts_equal``); prints ``victims=`` the satellites killed.
 Prints one line per compared key; exits 1 on any difference.
 """
 
@@ -152,7 +158,44 @@ def failover(engine: dict, killed: dict) -> list[str]:
     return bad
 
 
+SCHEDULED_COUNTS = ("sessions", "accesses", "pages_created", "page_moves", "page_hops",
+                    "pages_left_behind", "pages_deleted")
+
+
+def scheduled(chaos: dict) -> int:
+    bad = []
+    victims = []
+    for name, got in chaos["strategies"].items():
+        eng = chaos["engine"][name]
+        kills = chaos["kills"][name]
+        victims += [str(k["satellite"]) for k in kills]
+        print(f"  scheduled {name:12s} killed {[k['satellite'] for k in kills]} at "
+              f"{[k['fail_ns'] / 1e9 for k in kills]} s, back after {[k['restart_s'] for k in kills]} s; "
+              f"they held {got['frames_at_killed_satellites']} frames of the sessions")
+        if not kills or got["frames_at_killed_satellites"] <= 0:
+            bad.append(f"{name}: no satellite holding a page was killed")
+        for k in ("pages_lost", "sessions_hit", "page_tables_lost"):
+            print(f"  scheduled {name:12s} {k:20s} cluster={got[k]!s:>12} {'ok' if got[k] == 0 else 'LOST'}")
+            if got[k]:
+                bad.append(f"{name}.{k}")
+        for k in SCHEDULED_COUNTS:
+            ok = _equal(eng.get(k), got.get(k))
+            print(f"  scheduled {name:12s} {k:20s} engine={eng.get(k)!s:>12} cluster={got.get(k)!s:>12} "
+                  f"{'ok' if ok else 'DIFFERENT'}")
+            if not ok:
+                bad.append(f"{name}.{k}")
+    print(f"victims={','.join(victims)}")
+    if bad:
+        print(f"e2e-compare: scheduled: {', '.join(bad)}", file=sys.stderr)
+        return 1
+    print("e2e-compare: scheduled: nothing lost, and the counts equal the engine's failure-free run")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "scheduled":
+        with open(argv[1]) as f:
+            return scheduled(json.load(f))
     if len(argv) >= 2 and argv[0] == "report":
         return report(argv[1], argv[2], argv[3:])
     if len(argv) == 3 and argv[0] == "lost":

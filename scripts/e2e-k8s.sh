@@ -5,7 +5,9 @@
 # the middle of a replay, and a whole satellite pod deleted (its Redis and emptyDir with
 # it) in the middle of another: every session and access is answered (the gateway's
 # failover; movements differ from the engine's failure-free run by its stand-ins and are
-# printed), no page is lost.
+# printed), no page is lost. Last, the deterministic check: the pod holding the most of the
+# sessions' pages deleted at a scenario time while the sessions wait: nothing lost, and
+# the counts equal the engine's to the page-hop.
 #
 # Cluster: the one KUBECONFIG names, or (KUBECONFIG unset) ../shared/k8s started here
 # and stopped at the end (build.sh is cached after its first ~9 minutes; its Debian
@@ -165,7 +167,8 @@ log "paper replay through the gateway: $paper_s s"
 
 read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
 log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine, then through the gateway"
-"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json >"$OUT/compare-engine.json"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json --failure-schedule "$OUT/failures.json" \
+	>"$OUT/compare-engine.json"
 c0=$(now)
 "$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/compare-cluster.json"
 compare_s=$(since "$c0")
@@ -264,11 +267,44 @@ log "replay with the pod deletion: $delete_s s (without: $compare_s s)"
 "$PY" scripts/e2e-compare.py lost "$OUT/compare-cluster.json" "$OUT/compare-delete.json" | tee "$OUT/delete-lost.txt"
 pages_lost=$(sed -n 's/^pages_lost=//p' "$OUT/delete-lost.txt")
 
-# 9. What it cost.
+# 9. The same loss at a scenario time (the deterministic check): every session paused at
+# half the run, the pod holding the most of their page frames then deleted at once, the
+# replay going on once its new, empty pod is Ready (it took its state back from its
+# replicas). Nothing may be lost, and the counts must equal the engine's to the page-hop
+# (`satpage cluster chaos --failure-schedule --target --kill-command`, docs/faults.md).
+cat >"$OUT/delete-pod.sh" <<EOF
+#!/usr/bin/env bash
+# Delete satellite \$1's pod at once and return when its new pod is Ready.
+set -euo pipefail
+pod=$REL-\$1
+old=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.metadata.uid}')
+kubectl -n $NS delete pod "\$pod" --grace-period=0 --force >/dev/null 2>&1
+for _ in \$(seq 480); do
+	uid=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
+	ready=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
+	[[ -n \$uid && \$uid != "\$old" && \$ready == True ]] && exit 0
+	sleep 0.5
+done
+echo "pod \$pod not Ready again 240 s after its deletion" >&2
+exit 1
+EOF
+chmod +x "$OUT/delete-pod.sh"
+half_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_ns"] / 2e9)' "$OUT/failures.json")
+log "replaying again, paused at scenario time $half_s s to delete the pod holding the most pages"
+s0=$(now)
+"$SATPAGE" cluster chaos --failure-schedule "$OUT/failures.json" --target "$target" --replicas "$REPLICAS" \
+	--kill-command "$OUT/delete-pod.sh {satellite}" --fail-busiest --fail-at "$half_s" --json \
+	>"$OUT/chaos-delete.json" 2>"$OUT/chaos-delete.err" || { cat "$OUT/chaos-delete.err" >&2; die "the scheduled pod deletion replay failed"; }
+sched_s=$(since "$s0")
+"$PY" scripts/e2e-compare.py scheduled "$OUT/chaos-delete.json" | tee "$OUT/scheduled-check.txt"
+sched_victim=$(sed -n 's/^victims=//p' "$OUT/scheduled-check.txt")
+
+# 10. What it cost.
 "$PY" scripts/e2e-compare.py report k8s "$OUT" \
 	"satellites=$satellites" "replicas=$REPLICAS" "pods_ready_s=$ready_s" "mem_mb=$((mem1 - mem0))" \
 	"kubepods_mb=$pods_mem_mb" "start_restarts=$restarts" "paper_s=$paper_s" "compare_s=$compare_s" \
 	"kill_victim=$victim" "kill_restart_s=$restart_s" "kill_ready_s=$back_s" "kill_replay_s=$kill_s" \
 	"delete_victim=$dvictim" "delete_ready_s=$dback_s" "delete_replay_s=$delete_s" \
-	"pages_lost=$pages_lost" | tee "$OUT/summary.txt"
+	"pages_lost=$pages_lost" "scheduled_delete_victims=$sched_victim" "scheduled_replay_s=$sched_s" \
+	| tee "$OUT/summary.txt"
 log "PASSED"

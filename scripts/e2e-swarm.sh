@@ -4,7 +4,9 @@
 # replayed through its gateway, counts checked against the engine, then replayed again
 # while a whole satellite (its satnode and its Redis containers) is killed: every session
 # and access is answered (the gateway's failover; movements differ from the engine's
-# failure-free run by its stand-ins and are printed) and no page is lost. Installs Debian's docker.io when
+# failure-free run by its stand-ins and are printed) and no page is lost; last, the
+# deterministic check: the satellite holding the most pages killed at a scenario time
+# while the sessions wait: nothing lost, counts equal to the engine's. Installs Debian's docker.io when
 # missing, starts Docker Engine and the swarm when they are not running and leaves
 # the machine as it found it (docker-engine.sh down: bridges, iptables, sysctls).
 #
@@ -187,7 +189,8 @@ read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-dema
 # the engine's scenario on the deployed constellation (a smaller E2E_SWARM_CONSTELLATION too)
 COMPARE_ARGS+=(--set "constellation.spec=$SPEC")
 log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine"
-"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json >"$OUT/compare-engine.json"
+"$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --json --failure-schedule "$OUT/failures.json" \
+	>"$OUT/compare-engine.json"
 log "satpage compare: through the gateway"
 c0=$(date +%s.%N)
 "$SATPAGE" compare "${COMPARE_ARGS[@]}" --seed "$SEED" --backend cluster --target "$target" --json >"$OUT/compare-cluster.json"
@@ -261,7 +264,40 @@ log "replay with the kill: $kill_s s (without: $compare_s s)"
 "$PY" scripts/e2e-compare.py lost "$OUT/compare-cluster.json" "$OUT/compare-kill.json" | tee "$OUT/kill-lost.txt"
 pages_lost=$(sed -n 's/^pages_lost=//p' "$OUT/kill-lost.txt")
 
-# 8. What it cost.
+# 8. The same loss at a scenario time (the deterministic check): every session paused at
+# half the run, the satellite holding the most of their page frames then killed
+# (satnode and Redis), the replay going on once its new, empty task is healthy (it took
+# its state back from its replicas). Nothing may be lost, and the counts must equal the
+# engine's to the page-hop (`satpage cluster chaos --failure-schedule --target
+# --kill-command`, docs/faults.md).
+cat >"$OUT/kill-sat.sh" <<EOF
+#!/usr/bin/env bash
+# docker kill satellite \$1's satnode and Redis; return when a new satnode task is healthy.
+set -euo pipefail
+svc() { "$DOCKER" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_\$1" "\${@:2}"; }
+old=\$(svc sat-\$1; svc redis-\$1)
+[[ \$(wc -w <<<"\$old") == 2 ]] || { echo "satellite \$1: expected 2 running containers, found: \$old" >&2; exit 1; }
+"$DOCKER" kill \$old >/dev/null
+for _ in \$(seq 240); do
+	new=\$(svc sat-\$1 --filter health=healthy)
+	if [[ -n \$new ]] && ! grep -q "\$new" <<<"\$old"; then exit 0; fi
+	sleep 1
+done
+echo "satellite \$1: no new healthy satnode task 240 s after the kill" >&2
+exit 1
+EOF
+chmod +x "$OUT/kill-sat.sh"
+half_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_ns"] / 2e9)' "$OUT/failures.json")
+log "replaying again, paused at scenario time $half_s s to kill the satellite holding the most pages"
+s0=$(date +%s.%N)
+"$SATPAGE" cluster chaos --failure-schedule "$OUT/failures.json" --target "$target" --replicas "$REPLICAS" \
+	--kill-command "$OUT/kill-sat.sh {satellite}" --fail-busiest --fail-at "$half_s" --json \
+	>"$OUT/chaos-kill.json" 2>"$OUT/chaos-kill.err" || { cat "$OUT/chaos-kill.err" >&2; die "the scheduled kill replay failed"; }
+sched_s=$(echo "$(date +%s.%N) $s0" | awk '{printf "%.1f", $1-$2}')
+"$PY" scripts/e2e-compare.py scheduled "$OUT/chaos-kill.json" | tee "$OUT/scheduled-check.txt"
+sched_victim=$(sed -n 's/^victims=//p' "$OUT/scheduled-check.txt")
+
+# 9. What it cost.
 "$PY" scripts/e2e-compare.py report swarm "$OUT" \
 	"satellites=$satellites" "containers=$tasks" "replicas=$REPLICAS" \
 	"deploy_s=$(echo "$t_deployed $t0" | awk '{printf "%.1f", $1-$2}')" \
@@ -269,5 +305,6 @@ pages_lost=$(sed -n 's/^pages_lost=//p' "$OUT/kill-lost.txt")
 	"mem_mb=$((mem1 - mem0))" "containers_mb=${ctr_mem_mb:-n/a}" \
 	"paper_s=$(echo "$r1 $r0" | awk '{printf "%.2f", $1-$2}')" \
 	"compare_s=$compare_s" "kill_victim=sat-$idx" "kill_back_s=$back_s" \
-	"kill_replay_s=$kill_s" "pages_lost=$pages_lost" | tee "$OUT/summary.txt"
+	"kill_replay_s=$kill_s" "pages_lost=$pages_lost" \
+	"scheduled_kill_victims=$sched_victim" "scheduled_replay_s=$sched_s" | tee "$OUT/summary.txt"
 log "PASSED"

@@ -514,7 +514,10 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
         target = Target(state.gateway, Path(state.tls_dir) if state.tls_dir else None,
                         state.satellites, cl)
     else:
-        target = Target(gateway, tls_dir, world.sats.n_sats, CommandKiller(kill_command))
+        from satpage.cluster.channel import tls_dir_for
+
+        target = Target(gateway, tls_dir if tls_dir is not None else tls_dir_for(gateway),
+                        world.sats.n_sats, CommandKiller(kill_command))
     cluster: dict[str, dict] = {}
     engine: dict[str, dict] = {}
     free = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1, sc.duration_ns,
@@ -526,7 +529,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
             fm = pager.FaultModel(ct.trace, schedule, world.ring, r, ct.session_end_ns,
                                   recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
             for name in names:
-                say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, {schedule.n_failures} failures")
+                say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, "
+                    f"{schedule.n_failures + len(busiest_ns)} failures")
                 before = read_replication(cl.state) if cl is not None else None
                 got = replay_with_failures(ct.trace, name, target, schedule, ct.session_end_ns,
                                            busiest_ns=busiest_ns, settle_s=0.0 if r == 1 else 1.0,

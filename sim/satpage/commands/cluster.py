@@ -154,7 +154,7 @@ def chaos(
         "--kill-command and --replicas (the deployment's R).")] = None,
     tls_dir: Annotated[Path | None, typer.Option(
         "--tls-dir", help="With --target: the client TLS material (ca.pem, client.pem, "
-        "client-key.pem; default: plain text).")] = None,
+        "client-key.pem; default: $SATPAGE_TLS_DIR, else plain text).")] = None,
     kill_command: Annotated[str | None, typer.Option(
         "--kill-command", help="With --target: the command that takes a satellite's memory and "
         "returns once it serves again; {satellite} becomes its index (run without a shell), e.g. "
