@@ -79,10 +79,10 @@ bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs b
 images: setup  ## build the satnode, gateway and redis images (Docker if an engine answers, else scripts/image-pack.py) and print their sizes
 	bash scripts/build-images.sh
 
-e2e-swarm: setup  ## 150 satellites on a single-node Docker Swarm (mTLS, replicas 2), replays + a whole satellite killed, checked against the engine (long; installs, starts and stops Docker)
+e2e-swarm: setup  ## 150 satellites on a single-node Docker Swarm (mTLS, replicas 2), replays + a whole satellite killed mid-replay and at a scenario time, checked against the engine (long; installs, starts and stops Docker)
 	bash scripts/e2e-swarm.sh
 
-e2e-k8s: setup  ## 150 satellite pods on a real single-node Kubernetes (../shared/k8s; installs its Debian packages), mTLS, replicas 2, replays + a satnode kill + a pod deletion checked against the engine (long)
+e2e-k8s: setup  ## 150 satellite pods on a real single-node Kubernetes (../shared/k8s; installs its Debian packages), mTLS, replicas 2, replays + a satnode kill + a pod deletion mid-replay + one at a scenario time, checked against the engine (long)
 	bash scripts/e2e-k8s.sh
 
 .PHONY: bench-orbit
