@@ -269,3 +269,26 @@ func TestChangesGoOnWhenTheReplicaDiesSilently(t *testing.T) {
 	readBack(t, c, "a", 30, map[uint32]string{0: "a0", 1: "a1"})
 	readBack(t, c, "b", 30, map[uint32]string{0: "b0"})
 }
+
+// A satellite that came back a moment ago (a new pod) answers the gateway while
+// a relay still has it marked dead: the handover to it fails there ("no ISL
+// route"); the gateway sends it again once the relays have re-probed it, and
+// the session goes on without a stand-in (seen in make e2e-k8s).
+func TestAHandoverThroughARelayWithAStaleDeadMarkIsSentAgain(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 0, StartNs: 0}, &satpagev1.Visit{Satellite: 2, StartNs: 100})
+	write(t, c, "s", 0, 10, "a", "")
+	c.Nodes[1].Faults().MarkDead(2) // 0 -> 1 -> 2: the relay's view is stale
+	start := time.Now()
+	readBack(t, c, "s", 150, map[uint32]string{0: "a"})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the handover took %v", took)
+	}
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[1].Satellite != 2 || st.Visit != 1 {
+		t.Errorf("visit 1 served by %d (current visit %d), want 2: no stand-in for a live satellite", st.Visits[1].Satellite, st.Visit)
+	}
+}

@@ -13,11 +13,22 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/resolver/dns"
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
 )
+
+// ReresolveInterval is the shortest time between two DNS lookups of a peer's
+// name (grpc-go's default is 30 s). A satellite that comes back in a new pod or
+// task has a new address under its old name; a connection that fails looks the
+// name up again after at most this long instead of dialling the dead address
+// for 30 s, while every other satellite's failure detector would go on marking
+// the live satellite dead (a handover to it failed: "no ISL route", make e2e-k8s).
+const ReresolveInterval = time.Second
+
+func init() { dns.SetMinResolutionInterval(ReresolveInterval) }
 
 // Dialer returns a client for satellite i.
 type Dialer interface {
