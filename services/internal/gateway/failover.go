@@ -22,8 +22,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
-	"github.com/satpage/satpage/services/internal/liveness"
-	"github.com/satpage/satpage/services/internal/peers"
 	"github.com/satpage/satpage/services/internal/replica"
 )
 
@@ -123,23 +121,6 @@ func (g *Gateway) handOverToStandIn(ctx context.Context, s *session, err error) 
 		}
 	}
 	return false
-}
-
-// staleRelayView: a handover to satellite to failed as if to were dead, but to
-// answers the gateway. It came back a moment ago (a new pod) and a relay on the
-// path still has it marked dead; relays re-probe a dead satellite at least every
-// liveness.RecheckMax, so after that wait the handover is sent again, once.
-func (g *Gateway) staleRelayView(ctx context.Context, to uint32) bool {
-	if !g.alive(ctx, to) {
-		return false
-	}
-	g.log.InfoContext(ctx, "handover failed although its next satellite answers: sending it again", "to", to)
-	select {
-	case <-time.After(liveness.RecheckMax + peers.ReresolveInterval):
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // openFirst opens s's page table at its first serving satellite or, when

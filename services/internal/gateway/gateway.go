@@ -212,7 +212,6 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 	if err := g.moveIfDue(ctx, s); err != nil {
 		return 0, err
 	}
-	retried := -1 // the handover sent again once because a relay's view was stale
 	for s.cur < target {
 		from, to := s.visits[s.cur].Satellite, s.visits[s.cur+1].Satellite
 		at := s.visits[s.cur+1].StartNs
@@ -229,10 +228,6 @@ func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, e
 		}
 		if mayBeDead(err) && (g.takeOver(ctx, s, err) || g.handOverToStandIn(ctx, s, err)) {
 			continue // from the stand-in, or to it (failover.go)
-		}
-		if retried != s.cur && mayBeDead(err) && g.staleRelayView(ctx, to) {
-			retried = s.cur
-			continue
 		}
 		if err != nil {
 			return 0, fmt.Errorf("handover %d of session %q from satellite %d to %d: %w", s.cur+1, s.id, from, to, err)

@@ -265,6 +265,21 @@ func (d *Detector) Confirm(ctx context.Context, i uint32) bool {
 	}
 }
 
+// Recheck probes i now, even when it is marked dead, and reports whether it is
+// dead: for a caller that has reason to doubt the mark (a request for i came
+// from a satellite that holds it alive). A satellite that came back is marked
+// alive at once instead of at its next re-probe. Only a probe sent after the
+// call counts.
+func (d *Detector) Recheck(ctx context.Context, i uint32) bool {
+	c := d.startProbe(ctx, i, d.timeout, time.Now())
+	select {
+	case <-c.done:
+		return c.dead || (!c.answered && d.SatelliteDown(i))
+	case <-ctx.Done():
+		return d.SatelliteDown(i)
+	}
+}
+
 // startProbe returns the probe of i now running, or starts one with timeout.
 // The probe runs apart from the caller's context (its answer serves every
 // caller waiting on it, and counts towards the misses whoever waits). A probe

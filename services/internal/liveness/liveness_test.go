@@ -375,3 +375,19 @@ func TestConfirmDoesNotTakeAProbeSentBeforeItWasCalled(t *testing.T) {
 		t.Errorf("probes: %d, want 2 (the old one and Confirm's own)", got)
 	}
 }
+
+// Recheck probes a satellite marked dead at once: one that answers is alive
+// again, one that still refuses stays dead.
+func TestRecheckProbesASatelliteMarkedDeadAtOnce(t *testing.T) {
+	sky := &fakeSky{dead: map[uint32]bool{}}
+	d := New(sky.probe, 50*time.Millisecond)
+	d.MarkDead(4)
+	if d.Recheck(context.Background(), 4) || d.SatelliteDown(4) {
+		t.Error("satellite 4 answers, but Recheck left it dead")
+	}
+	refused := New(func(context.Context, uint32) error { return errRefused }, 50*time.Millisecond)
+	refused.MarkDead(4)
+	if !refused.Recheck(context.Background(), 4) || !refused.SatelliteDown(4) {
+		t.Error("satellite 4 refuses, but Recheck reports it alive")
+	}
+}

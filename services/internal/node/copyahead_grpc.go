@@ -38,7 +38,7 @@ func (s *satServer) StagePages(ctx context.Context, req *satpagev1.StagePagesReq
 		return nil, s.n.observe(ctx, "StagePages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "StagePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.StagePagesResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "StagePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.StagePagesResponse, error) {
 			return c.StagePages(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "StagePages", start, err)

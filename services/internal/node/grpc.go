@@ -167,7 +167,7 @@ func (s *satServer) FetchPages(ctx context.Context, req *satpagev1.FetchPagesReq
 		return nil, s.n.observe(ctx, "FetchPages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "FetchPages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.FetchPagesResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "FetchPages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.FetchPagesResponse, error) {
 			return c.FetchPages(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "FetchPages", start, err)
@@ -205,7 +205,7 @@ func (s *satServer) ReleasePages(ctx context.Context, req *satpagev1.ReleasePage
 		return nil, s.n.observe(ctx, "ReleasePages", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "ReleasePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReleasePagesResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "ReleasePages", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReleasePagesResponse, error) {
 			return c.ReleasePages(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "ReleasePages", start, err)
@@ -243,7 +243,7 @@ func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableR
 		return nil, s.n.observe(ctx, "AcceptTable", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "AcceptTable", func(c satpagev1.SatelliteServiceClient) (*satpagev1.AcceptTableResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "AcceptTable", func(c satpagev1.SatelliteServiceClient) (*satpagev1.AcceptTableResponse, error) {
 			return c.AcceptTable(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "AcceptTable", start, err)
@@ -304,7 +304,7 @@ func (s *satServer) DropSession(ctx context.Context, req *satpagev1.DropSessionR
 		return nil, s.n.observe(ctx, "DropSession", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "DropSession", func(c satpagev1.SatelliteServiceClient) (*satpagev1.DropSessionResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "DropSession", func(c satpagev1.SatelliteServiceClient) (*satpagev1.DropSessionResponse, error) {
 			return c.DropSession(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "DropSession", start, err)

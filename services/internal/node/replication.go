@@ -206,7 +206,7 @@ func (s *satServer) Replicate(ctx context.Context, req *satpagev1.ReplicateReque
 		return nil, s.n.observe(ctx, "Replicate", start, fmt.Errorf("namespace %d or op missing: %w", req.Namespace, errs.ErrInvalid))
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "Replicate", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReplicateResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "Replicate", func(c satpagev1.SatelliteServiceClient) (*satpagev1.ReplicateResponse, error) {
 			return c.Replicate(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "Replicate", start, err)
@@ -227,7 +227,7 @@ func (s *satServer) InstallSnapshot(ctx context.Context, req *satpagev1.InstallS
 		return nil, s.n.observe(ctx, "InstallSnapshot", start, err)
 	}
 	if req.Route.Destination != s.n.self {
-		resp, err := relay(s.n, req.Route, "InstallSnapshot", func(c satpagev1.SatelliteServiceClient) (*satpagev1.InstallSnapshotResponse, error) {
+		resp, err := relay(ctx, s.n, req.Route, "InstallSnapshot", func(c satpagev1.SatelliteServiceClient) (*satpagev1.InstallSnapshotResponse, error) {
 			return c.InstallSnapshot(ctx, req)
 		})
 		return resp, s.n.observe(ctx, "InstallSnapshot", start, err)

@@ -178,9 +178,17 @@ func (n *Node) nextHop(dest uint32, tNs int64, path []uint32) (uint32, error) {
 }
 
 // forward returns the next hop towards r.Destination, never one of avoid,
-// and advances r.
-func (n *Node) forward(r *satpagev1.Route, rpc string, avoid ...uint32) (satpagev1.SatelliteServiceClient, uint32, error) {
-	next, err := n.nextHop(r.Destination, r.ScenarioTimeNs, append(slices.Clone(r.Path), avoid...))
+// and advances r. A destination this relay holds dead is probed again first:
+// the origin sent the request, so it holds it alive, and one of the two views
+// is stale (a satellite back in a new pod stays dead here until its next
+// re-probe, and the request would fail with "no route" meanwhile).
+func (n *Node) forward(ctx context.Context, r *satpagev1.Route, rpc string, avoid ...uint32) (satpagev1.SatelliteServiceClient, uint32, error) {
+	path := append(slices.Clone(r.Path), avoid...)
+	next, err := n.nextHop(r.Destination, r.ScenarioTimeNs, path)
+	if errors.Is(err, errs.ErrNoRoute) && n.faults.SatelliteDown(r.Destination) && !n.faults.Recheck(ctx, r.Destination) {
+		n.log.InfoContext(ctx, "destination held dead here answers: routing to it", "rpc", rpc, "to", r.Destination)
+		next, err = n.nextHop(r.Destination, r.ScenarioTimeNs, path)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -202,9 +210,9 @@ func (n *Node) forward(r *satpagev1.Route, rpc string, avoid ...uint32) (satpage
 // fail) is only a miss for the failure detector for a few seconds, and
 // requests through it would fail meanwhile (docs/faults.md, "Relays"). An
 // error from further along the path comes back as it is.
-func relay[T any](n *Node, r *satpagev1.Route, rpc string, send func(satpagev1.SatelliteServiceClient) (T, error)) (T, error) {
+func relay[T any](ctx context.Context, n *Node, r *satpagev1.Route, rpc string, send func(satpagev1.SatelliteServiceClient) (T, error)) (T, error) {
 	path, hops := slices.Clone(r.Path), r.Hops
-	c, next, err := n.forward(r, rpc)
+	c, next, err := n.forward(ctx, r, rpc)
 	if err != nil {
 		var zero T
 		return zero, err
@@ -214,7 +222,7 @@ func relay[T any](n *Node, r *satpagev1.Route, rpc string, send func(satpagev1.S
 		return resp, err
 	}
 	r.Path, r.Hops = path, hops
-	c2, other, err2 := n.forward(r, rpc, next)
+	c2, other, err2 := n.forward(ctx, r, rpc, next)
 	if err2 != nil {
 		return resp, err
 	}

@@ -4,6 +4,8 @@ package peers
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,22 +15,37 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/resolver/dns"
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
 )
 
-// ReresolveInterval is the shortest time between two DNS lookups of a peer's
-// name (grpc-go's default is 30 s). A satellite that comes back in a new pod or
-// task has a new address under its old name; a connection that fails looks the
-// name up again after at most this long instead of dialling the dead address
-// for 30 s, while every other satellite's failure detector would go on marking
-// the live satellite dead (a handover to it failed: "no ISL route", make e2e-k8s).
-const ReresolveInterval = time.Second
+// resolver looks peers' names up, at every connection attempt (a variable for
+// tests). gRPC's own DNS resolver keeps the addresses it found and looks again
+// only when a connection fails, at most every 30 s; a satellite back in a new
+// pod or task has a new address under its old name, so the first request after
+// its return went to the dead address and failed (make e2e-k8s: "dial tcp
+// 10.244.0.138:7000: i/o timeout" 5 s after the new pod was Ready), and the
+// peers' failure detectors kept the live satellite marked dead meanwhile.
+// Peers are dialled "passthrough" with this dialer instead: connections are
+// made on demand and kept, so a lookup costs once per (re)connection.
+var resolver = net.DefaultResolver
 
-func init() { dns.SetMinResolutionInterval(ReresolveInterval) }
+// dialFresh connects to addr (host:port), looking host up now.
+func dialFresh(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Resolver: resolver}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// target is addr for grpc.NewClient: passthrough (dialFresh resolves) unless
+// it names a resolver scheme itself.
+func target(addr string) string {
+	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") {
+		return addr
+	}
+	return "passthrough:///" + addr
+}
 
 // Dialer returns a client for satellite i.
 type Dialer interface {
@@ -126,6 +143,8 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	// dialFresh first: a caller's own dialer (in-process tests) comes later and wins.
+	opts = append([]grpc.DialOption{grpc.WithContextDialer(dialFresh)}, opts...)
 	// Fail fast (docs/faults.md): no wait-for-ready, so a request to a satellite
 	// whose connection is down fails at once with Unavailable instead of waiting
 	// out its deadline; reconnection is retried every 0.1 to 1 s and a connection
@@ -175,7 +194,7 @@ func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
 	if p.per != nil {
 		opts = append(opts, p.per(i)...)
 	}
-	c, err := grpc.NewClient(p.addr(i), opts...)
+	c, err := grpc.NewClient(target(p.addr(i)), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial satellite %d at %q: %v: %w", i, p.addr(i), err, errs.ErrUnavailable)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -74,9 +75,9 @@ func serveHealth(t *testing.T, addr string) *grpc.Server {
 }
 
 // A satellite that comes back at a new address under its old name (a new pod)
-// is reached within a few seconds: the pool looks the name up again after
-// ReresolveInterval, not grpc-go's 30 s.
-func TestAPeerThatMovedToANewAddressIsReachedAgainSoon(t *testing.T) {
+// is reached at the first request after its return: the pool looks the name up
+// at every connection attempt, where gRPC's DNS resolver kept the old address.
+func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,12 @@ func TestAPeerThatMovedToANewAddressIsReachedAgainSoon(t *testing.T) {
 
 	z.set("127.0.0.1")
 	old := serveHealth(t, "127.0.0.1:"+port)
-	p := NewPool(func(uint32) string { return "dns://" + pc.LocalAddr().String() + "/sat-7.test:" + port })
+	defer func(r *net.Resolver) { resolver = r }(resolver)
+	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	p := NewPool(func(uint32) string { return "sat-7.test:" + port })
 	defer p.Close()
 	h, err := p.Health(7)
 	if err != nil {
@@ -112,12 +118,11 @@ func TestAPeerThatMovedToANewAddressIsReachedAgainSoon(t *testing.T) {
 	z.set("127.0.0.2")
 	moved := serveHealth(t, "127.0.0.2:"+port)
 	defer moved.Stop()
-	start := time.Now()
-	for check() != nil {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("satellite 7 not reached at its new address after %v (DNS looked up again only after 30 s?)", time.Since(start))
-		}
-		time.Sleep(100 * time.Millisecond)
+	// the old connection's loss is noticed (IDLE) before the next request
+	for st := p.conns[7].GetState(); st == connectivity.Ready; st = p.conns[7].GetState() {
+		p.conns[7].WaitForStateChange(context.Background(), st)
 	}
-	t.Logf("reached at the new address %v after the move", time.Since(start).Round(time.Millisecond))
+	if err := check(); err != nil {
+		t.Fatalf("the first request after the move: %v", err)
+	}
 }
