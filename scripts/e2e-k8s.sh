@@ -285,11 +285,15 @@ kubectl -n $NS delete pod "\$pod" --grace-period=0 --force >/dev/null 2>&1
 for _ in \$(seq 480); do
 	uid=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
 	ready=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
-	[[ -n \$uid && \$uid != "\$old" && \$ready == True ]] && exit 0
+	[[ -n \$uid && \$uid != "\$old" && \$ready == True ]] && break
 	sleep 0.5
 done
-echo "pod \$pod not Ready again 240 s after its deletion" >&2
-exit 1
+[[ \$ready == True ]] || { echo "pod \$pod not Ready again 240 s after its deletion" >&2; exit 1; }
+# Ready is not reachable: the peers dial its name, and the cluster DNS answers with the
+# new address only after the endpoints update and its cache (5 s) expire.
+ip=\$(kubectl -n $NS get pod "\$pod" -o jsonpath='{.status.podIP}')
+dns=\$(kubectl -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[0].status.podIP}')
+exec "$PY" "$ROOT/scripts/dns-wait.py" "\$pod.$REL-headless.$NS.svc.cluster.local" "\$ip" "\$dns" 120
 EOF
 chmod +x "$OUT/delete-pod.sh"
 half_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_ns"] / 2e9)' "$OUT/failures.json")
