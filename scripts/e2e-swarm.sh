@@ -45,6 +45,13 @@ cleanup() {
 	local rc=$?
 	set +e
 	if [[ ${E2E_KEEP:-0} == 1 ]]; then log "E2E_KEEP=1: leaving stack, swarm and dockerd up"; return; fi
+	if ((rc != 0)) && "$DOCKER" stack ls 2>/dev/null | grep -q "^$STACK "; then
+		# every container's log (the killed ones too) before the stack goes
+		rm -rf "$OUT/logs" && mkdir -p "$OUT/logs"
+		"$DOCKER" ps -aq --filter "label=com.docker.stack.namespace=$STACK" |
+			xargs -r -P 8 -I{} sh -c '"$1" logs --timestamps "$2" >"$3/$("$1" inspect -f "{{.Name}}" "$2" | tr -d /).log" 2>&1' _ "$DOCKER" {} "$OUT/logs"
+		log "container logs at failure: $OUT/logs/"
+	fi
 	if "$DOCKER" stack ls 2>/dev/null | grep -q "^$STACK "; then
 		log "removing stack $STACK"
 		"$DOCKER" stack rm "$STACK" >/dev/null

@@ -9,8 +9,9 @@ import (
 
 // Per-replica backoff of failed copies (docs/faults.md, "Under load"): after a
 // snapshot to a replica fails, the next attempt waits retryFirst, then twice as
-// long after each failure, up to retryMax; a change meanwhile fails at once as
-// unavailable (the write is not acknowledged) instead of trying again. The
+// long after each failure, up to retryMax; a change meanwhile waits out a short
+// backoff (up to 2 x retryFirst) and tries again, and fails at once as
+// unavailable during a longer one (the write is not acknowledged). The
 // replica's answer (a copy stored, or it asking for a snapshot) ends the backoff.
 // Logs say when a replica starts failing and when it is back, not every attempt.
 const (
@@ -88,6 +89,10 @@ func (b *backoff) ok(ctx context.Context, m uint32) {
 		b.log.InfoContext(ctx, "replica is in sync again", "replica", m, "after_failures", failures)
 	}
 }
+
+// shortWait is the longest backoff a change waits out rather than failing at
+// once: the first two steps (a replica that just started failing).
+func (b *backoff) shortWait() time.Duration { return 2 * b.first }
 
 // reset ends m's backoff (it answered: it asked for a snapshot).
 func (b *backoff) reset(m uint32) {

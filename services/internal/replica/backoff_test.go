@@ -128,3 +128,31 @@ func TestARestoreWaitingForSilentHoldersBacksOff(t *testing.T) {
 		t.Errorf("%d rounds of questions in %v, want at most %d (every 10 ms: %d)", got, took, want, int(took/first))
 	}
 }
+
+// A replica that failed its first snapshot a moment ago (a satellite back from a
+// restart that could not take its copy yet) does not fail the next change at
+// once: the change waits out the short backoff and the snapshot then succeeds
+// (make e2e-swarm: "change 142 stored at 0 replica(s) of 1, not at [25]
+// (backing off 699ms for the next try)").
+func TestAChangeWaitsOutAShortBackoffOfItsReplica(t *testing.T) {
+	s := newSky(t, 2)
+	p := s.prims[3]
+	const first = 200 * time.Millisecond
+	p.retry.first, p.retry.most = first, 8*first
+	work(t, p, "a", 2)
+	s.setUnreachable(2, true)
+	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}}); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("write with its replica unreachable: err %v, want ErrUnavailable", err)
+	}
+	s.setUnreachable(2, false) // it can take its copy now; its backoff runs up to 2 x 200 ms more
+	start := time.Now()
+	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("v4")}}); err != nil {
+		t.Fatalf("write during the replica's first backoff: %v", err)
+	}
+	if took := time.Since(start); took > p.retry.shortWait()+100*time.Millisecond {
+		t.Errorf("the write waited %v, want at most the short backoff (%v)", took, p.retry.shortWait())
+	}
+	if !reflect.DeepEqual(copyOrNil(s, 2, 3), s.snapshotOf(t, 3)) {
+		t.Error("replica 2 does not hold the primary's state after the write")
+	}
+}

@@ -231,9 +231,10 @@ func (p *Primary) forget(m uint32, id uint64) {
 
 // complete makes every current replica hold change seq (snapshots to the ones
 // that did not take it as a change), or fails with ErrUnavailable naming them.
-// Each replica gets at most one snapshot attempt per change, and none while it
-// backs off from a failed one (the change then fails at once); a replica the
-// detector finds dead meanwhile is replaced by the next one behind, which is
+// Each replica gets at most one snapshot attempt per round, and none while it
+// backs off from a failed one: the change waits out a short backoff (the first
+// two steps, backoff.shortWait) and fails at once during a longer one; a replica
+// the detector finds dead meanwhile is replaced by the next one behind, which is
 // tried in the same call.
 func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64) error {
 	for attempt := 0; ; attempt++ {
@@ -252,6 +253,14 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 		}
 		if len(missing)+len(waiting) == 0 {
 			return nil
+		}
+		if len(missing) == 0 && attempt < 3 && wait <= p.retry.shortWait() && sleep(ctx, wait) {
+			// A replica that failed its first snapshot or two a moment ago (a
+			// satellite back from a restart that could not take its copy yet)
+			// gets the rest of that short wait and another try, instead of the
+			// change failing at once (make e2e-swarm: an OpenSession failed so
+			// while the restarted replica was being synced).
+			continue
 		}
 		if len(missing) == 0 || attempt == 3 || ctx.Err() != nil {
 			return fmt.Errorf("change %d stored at %d replica(s) of %d, not at %v (backing off %v for the next try): %w",
@@ -273,6 +282,18 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 			// in the next round, instead of every change failing meanwhile.
 			p.o.Liveness.Confirm(ctx, m)
 		}
+	}
+}
+
+// sleep waits d unless ctx ends first; it reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
