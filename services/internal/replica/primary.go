@@ -447,10 +447,8 @@ func (p *Primary) Restore(ctx context.Context) error {
 		if best != nil || !near || time.Since(start) > p.o.RestoreWait {
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, wait) {
 			return ctx.Err()
-		case <-time.After(wait):
 		}
 	}
 	if best != nil {

@@ -373,8 +373,9 @@ def replay_with_failures(trace, strategy, target: Target, schedule, session_end_
         stubs = (pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch))
 
         def each(fn, *args):
+            """fn(stubs, s, *args) for every session not ended: those sessions and fn's results."""
             live = [s for s in rp.sessions if not s.ended]
-            list(pool.map(lambda s: fn(stubs, s, *args), live))
+            return live, list(pool.map(lambda s: fn(stubs, s, *args), live))
 
         for t_ns, kind, arg in events:
             if kind == 0:
@@ -383,8 +384,7 @@ def replay_with_failures(trace, strategy, target: Target, schedule, session_end_
                 rp._end(stubs, s)
                 continue
             each(_Replayer._advance.__get__(rp), t_ns)
-            live = [s for s in rp.sessions if not s.ended]
-            holds = list(pool.map(rp._holdings, [stubs] * len(live), live, [t_ns] * len(live)))
+            live, holds = each(_Replayer._holdings.__get__(rp), t_ns)
             victim = arg
             if arg == BUSIEST:
                 frames: dict[int, int] = {}
@@ -526,8 +526,13 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     try:
         for i in range(world.n_chunks):
             ct = chunk_trace(world, i)
-            fm = pager.FaultModel(ct.trace, schedule, world.ring, r, ct.session_end_ns,
-                                  recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+
+            def fault_model(failures, ct=ct):
+                return pager.FaultModel(ct.trace, failures, world.ring, r, ct.session_end_ns,
+                                        recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+
+            # the file's failures: one model per chunk; busiest kills: per replay (below)
+            fm = None if busiest_ns else fault_model(schedule)
             for name in names:
                 say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, "
                     f"{schedule.n_failures + len(busiest_ns)} failures")
@@ -536,10 +541,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                                            busiest_ns=busiest_ns, settle_s=0.0 if r == 1 else 1.0,
                                            progress=say)
                 if busiest_ns:  # the engine gets the satellites the replay chose
-                    fm = pager.FaultModel(ct.trace, _permanent([k["satellite"] for k in got.kills],
-                                                               [k["fail_ns"] for k in got.kills]),
-                                          world.ring, r, ct.session_end_ns,
-                                          recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+                    fm = fault_model(_permanent([k["satellite"] for k in got.kills],
+                                                [k["fail_ns"] for k in got.kills]))
                 counted = (read_replication(cl.state) - before).as_dict() if cl is not None else {}
                 rl = replay_strategy(ct.trace, strategy_for(sc, name))
                 free[name].add(rl, ct, world.router, sc.step_ns, sc.network.per_hop_processing_ms)
