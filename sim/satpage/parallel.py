@@ -125,9 +125,13 @@ def _world(sc: Scenario, store_dir: str | None = None) -> World:
     if w is None:
         import numba
 
+        from satpage.allocator import tune_allocator
         from satpage.simulate import prepare
         # parallelism comes from the workers: one engine thread each avoids oversubscription
         numba.set_num_threads(1)
+        # the nanny's MALLOC_TRIM_THRESHOLD_ would make every chunk's arrays fresh
+        # mappings, zeroed page by page (satpage.allocator)
+        tune_allocator()
         _WORLDS.clear()
         here = store_dir if store_dir and os.path.isdir(store_dir) else None
         w = _WORLDS[key] = prepare(sc, here)

@@ -347,9 +347,11 @@ def run_scenario(sc: Scenario, processes: int | None = None,
     link-bin's wait by more than SECOND_PASS_WAIT_MS, every chunk is priced again with
     background plus own load (the loads themselves do not depend on the waits, so the
     second pass is exact). Both passes are deterministic."""
+    from satpage.allocator import tune_allocator
     from satpage.parallel import dask_client, parse_dask, peak_rss_mb, workers_peak_rss_mb
 
     t0 = time.perf_counter()
+    tune_allocator()  # as every Dask worker does (satpage.parallel._world)
     procs = processes or sc.run.processes
     if dask is None and procs > 1:
         dask = f"local:{procs}"

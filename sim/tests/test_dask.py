@@ -108,3 +108,24 @@ def test_chunk_groups_tile_the_chunks_about_four_per_worker(n_chunks, n_workers)
     for s in sizes:
         heapq.heappush(free, heapq.heappop(free) + s)
     assert max(free) <= n_chunks / n_workers + max(sizes)
+
+
+
+def test_a_worker_tunes_its_allocator_before_it_runs_chunks():
+    """A Dask worker starts with the nanny's MALLOC_TRIM_THRESHOLD_, under which every
+    large array is a fresh mapping (tests/test_allocator.py measures it); the worker
+    fixes its thresholds when it builds its World (satpage.parallel._world)."""
+    from distributed import Client, LocalCluster
+
+    def state():
+        import os
+
+        from satpage.allocator import is_tuned
+        return os.environ.get("MALLOC_TRIM_THRESHOLD_"), is_tuned()
+
+    with (LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                       dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client):
+        before = list(client.run(state).values())
+        compare_json("--dask", cluster.scheduler_address)
+        after = list(client.run(state).values())
+    assert before == [("65536", False)] and after == [("65536", True)]
