@@ -175,6 +175,12 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
     State carried between chunks: last_seen / pass_start / pass_max (n_g, n_sats),
     the visible list per client (vis, n_vis), the serving satellite.
     Appends passes that ended and handovers to the growable output arrays.
+
+    Without ``keep_passes`` no pass is recorded, so the (point, satellite) state and the
+    visible lists are neither read nor written (the caller may pass 1 x 1 arrays): a
+    sticky server's visibility is known from the step's own scan. That state is the
+    sweep's memory traffic (12 bytes per pair, 53 MB for 1,000 sessions on a 4,408-
+    satellite constellation), and two processes sweeping at once shared its bandwidth.
     """
     n_sats, n_c = position.shape[0], position.shape[1]
     n_g = g_xyz.shape[0]
@@ -230,6 +236,8 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
             ux, uy, uz = g_up[g, 0], g_up[g, 1], g_up[g, 2]
             m = 0
             best, best_val = -1, -np.inf
+            cur = serving[g]
+            cur_seen = False
             for r in range(g_row_lo[g], g_row_hi[g] + 1):
                 for qq in range(g_col_n[g, r]):
                     q = (g_col_lo[g, r] + qq) % n_cols
@@ -251,35 +259,37 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
                         if m >= vis_cap:
                             overflow = True
                             continue
-                        new_vis[m] = i
                         m += 1
-                        if last_seen[g, i] != step - 1:
-                            pass_start[g, i] = step
-                            pass_max[g, i] = -90.0
-                        last_seen[g, i] = step
-                        el = np.float32(np.degrees(np.arcsin(min(sin_el, 1.0))))
-                        if el > pass_max[g, i]:
-                            pass_max[g, i] = el
+                        cur_seen = cur_seen or i == cur
+                        if keep_passes:
+                            new_vis[m - 1] = i
+                            if last_seen[g, i] != step - 1:
+                                pass_start[g, i] = step
+                                pass_max[g, i] = -90.0
+                            last_seen[g, i] = step
+                            el = np.float32(np.degrees(np.arcsin(min(sin_el, 1.0))))
+                            if el > pass_max[g, i]:
+                                pass_max[g, i] = el
                         val = sin_el if policy == 0 else -rng
                         if val > best_val or (val == best_val and i < best):
                             best, best_val = i, val
-            # passes that ended: visible at step-1, not now
-            for k in range(n_vis[g]):
-                i = vis[g, k]
-                if last_seen[g, i] != step and keep_passes:
-                    if n_pass[0] >= p_sat.size:
-                        return 1
-                    p = n_pass[0]
-                    p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
-                    p_set[p], p_max[p] = step, pass_max[g, i]
-                    n_pass[0] += 1
-            for k in range(m):
-                vis[g, k] = new_vis[k]
+            if keep_passes:
+                # passes that ended: visible at step-1, not now
+                for k in range(n_vis[g]):
+                    i = vis[g, k]
+                    if last_seen[g, i] != step:
+                        if n_pass[0] >= p_sat.size:
+                            return 1
+                        p = n_pass[0]
+                        p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
+                        p_set[p], p_max[p] = step, pass_max[g, i]
+                        n_pass[0] += 1
+                for k in range(m):
+                    vis[g, k] = new_vis[k]
             n_vis[g] = m
             if policy == 2:
                 continue  # "longest" is decided from the passes after the sweep
-            cur = serving[g]
-            keep = sticky and cur >= 0 and last_seen[g, cur] == step
+            keep = sticky and cur >= 0 and cur_seen
             choice = cur if keep else best
             if choice != cur or step == g_first[g]:
                 if n_hand[0] >= h_sat.size:
@@ -392,8 +402,9 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
 
     Works in chunks of ``chunk_steps`` time steps: memory is about
-    n_sats x chunk_steps x 48 bytes for positions plus 12 bytes per
-    (client, satellite) of pass state; above ``max_state_pairs`` (client,
+    n_sats x chunk_steps x 48 bytes for positions plus, for the passes (returned, or
+    the "longest" policy), 12 bytes per (client, satellite) of pass state; above
+    ``max_state_pairs`` (client,
     satellite) pairs (480 MB of state) the clients are split into batches, each
     swept over the whole window (propagation repeats per batch). Returns a
     ``HandoverSchedule``, and with ``return_passes`` also the step-resolution
@@ -423,8 +434,8 @@ def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, f
     ``sticky`` every entry equals ``handover_schedule``'s over the whole span, limited
     to the window (tests/test_handover.py). Only the time chunks that the windows
     touch are propagated, so a chunk of sessions that starts close together (sim
-    sorts sessions by start) costs its own time span, and the pass state is
-    ``len(ground) x n_sats`` (batched above ``max_state_pairs``).
+    sorts sessions by start) costs its own time span. Only "longest" keeps pass state
+    (``len(ground) x n_sats``, batched above ``max_state_pairs``).
     """
     t_ns = _check_times(t_ns)
     first = np.asarray(first_step, np.int64).reshape(-1)
@@ -503,10 +514,13 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     # above the horizon no more than about half the satellites are up at once; a mask
     # below it (the below-the-mask fallback of sim: -90 deg) can see every satellite
     vis_cap = n_sats if min_elevation_deg < 0.0 else min(n_sats, 2048)
-    last_seen = np.full((n_g, n_sats), -2, np.int32)
-    pass_start = np.zeros((n_g, n_sats), np.int32)
-    pass_max = np.zeros((n_g, n_sats), np.float32)
-    vis = np.zeros((n_g, vis_cap), np.int32)
+    keep_passes = bool(return_passes or policy == "longest")  # else memory stays per chunk
+    # the pass state is only kept for the passes (_sweep's docstring says why)
+    n_pg, n_ps, n_pv = (n_g, n_sats, vis_cap) if keep_passes else (1, 1, 1)
+    last_seen = np.full((n_pg, n_ps), -2, np.int32)
+    pass_start = np.zeros((n_pg, n_ps), np.int32)
+    pass_max = np.zeros((n_pg, n_ps), np.float32)
+    vis = np.zeros((n_pg, n_pv), np.int32)
     n_vis = np.zeros(n_g, np.int64)
     serving = np.full(n_g, -1, np.int32)
     # room for one chunk's output: about one pass end per point per step, rarely outgrown
@@ -518,7 +532,6 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     n_pass = np.zeros(1, np.int64)
     n_hand = np.zeros(1, np.int64)
     code = {"highest": 0, "nearest": 1, "longest": 2}[policy]
-    keep_passes = bool(return_passes or policy == "longest")  # else memory stays per chunk
     sin_min = math.sin(math.radians(min_elevation_deg))
     pass_parts, hand_parts = [], []
     # chunks on the fixed grid 0, chunk_steps, ...: a step's positions do not depend on
