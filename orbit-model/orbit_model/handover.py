@@ -161,6 +161,19 @@ def _grow(a, n):
 
 
 @numba.njit(cache=True)
+def _end_pass(g, i, set_step, max_el, pass_start, p_client, p_sat, p_rise, p_set, p_max, n_pass):
+    """Append the pass of satellite ``i`` over point ``g`` that ends at ``set_step``;
+    False when the output is full (the caller replays the chunk with more room)."""
+    if n_pass[0] >= p_sat.size:
+        return False
+    p = n_pass[0]
+    p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
+    p_set[p], p_max[p] = set_step, max_el
+    n_pass[0] += 1
+    return True
+
+
+@numba.njit(cache=True)
 def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, g_row_lo,
            g_row_hi, g_col_lo, g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
            last_seen, pass_start, pass_max, vis, n_vis, serving,
@@ -224,12 +237,9 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
                 if keep_passes:
                     for k in range(n_vis[g]):
                         i = vis[g, k]
-                        if n_pass[0] >= p_sat.size:
+                        if not _end_pass(g, i, step, pass_max[g, i], pass_start, p_client,
+                                         p_sat, p_rise, p_set, p_max, n_pass):
                             return 1
-                        p = n_pass[0]
-                        p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
-                        p_set[p], p_max[p] = step, pass_max[g, i]
-                        n_pass[0] += 1
                 n_vis[g] = 0
                 continue
             gx, gy, gz = g_xyz[g, 0], g_xyz[g, 1], g_xyz[g, 2]
@@ -277,13 +287,10 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
                 # passes that ended: visible at step-1, not now
                 for k in range(n_vis[g]):
                     i = vis[g, k]
-                    if last_seen[g, i] != step:
-                        if n_pass[0] >= p_sat.size:
-                            return 1
-                        p = n_pass[0]
-                        p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
-                        p_set[p], p_max[p] = step, pass_max[g, i]
-                        n_pass[0] += 1
+                    if last_seen[g, i] != step and not _end_pass(
+                            g, i, step, pass_max[g, i], pass_start, p_client, p_sat, p_rise,
+                            p_set, p_max, n_pass):
+                        return 1
                 for k in range(m):
                     vis[g, k] = new_vis[k]
             n_vis[g] = m
@@ -302,12 +309,9 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
         for g in range(n_g):
             for k in range(n_vis[g]):
                 i = vis[g, k]
-                if n_pass[0] >= p_sat.size:
+                if not _end_pass(g, i, min(n_steps_total, g_last[g] + 1), pass_max[g, i],
+                                 pass_start, p_client, p_sat, p_rise, p_set, p_max, n_pass):
                     return 1
-                p = n_pass[0]
-                p_client[p], p_sat[p], p_rise[p] = g, i, pass_start[g, i]
-                p_set[p], p_max[p] = min(n_steps_total, g_last[g] + 1), pass_max[g, i]
-                n_pass[0] += 1
             n_vis[g] = 0
     return 3 if overflow else 0
 
