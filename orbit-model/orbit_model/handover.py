@@ -269,10 +269,8 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
                         if m >= vis_cap:
                             overflow = True
                             continue
-                        m += 1
-                        cur_seen = cur_seen or i == cur
                         if keep_passes:
-                            new_vis[m - 1] = i
+                            new_vis[m] = i
                             if last_seen[g, i] != step - 1:
                                 pass_start[g, i] = step
                                 pass_max[g, i] = -90.0
@@ -280,6 +278,8 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
                             el = np.float32(np.degrees(np.arcsin(min(sin_el, 1.0))))
                             if el > pass_max[g, i]:
                                 pass_max[g, i] = el
+                        m += 1
+                        cur_seen = cur_seen or i == cur
                         val = sin_el if policy == 0 else -rng
                         if val > best_val or (val == best_val and i < best):
                             best, best_val = i, val

@@ -1,7 +1,7 @@
 """The C allocator of an engine process (this process in-process, or a Dask worker).
 
 A chunk allocates and frees the same large arrays again and again: the window of
-positions (4,408 satellites x a few hundred steps, 5-25 MB), the sweep's visibility
+positions (4,408 satellites x a few hundred steps, 5-25 MB), the sweep's per-step
 tables and the replay's event arrays. glibc serves a block above its mmap threshold
 with a fresh mapping, and the kernel zeroes every page of it on first touch. An
 ordinary process raises that threshold as it frees large blocks (up to 32 MB), so

@@ -110,7 +110,6 @@ def test_chunk_groups_tile_the_chunks_about_four_per_worker(n_chunks, n_workers)
     assert max(free) <= n_chunks / n_workers + max(sizes)
 
 
-
 def test_a_worker_tunes_its_allocator_before_it_runs_chunks():
     """A Dask worker starts with the nanny's MALLOC_TRIM_THRESHOLD_, under which every
     large array is a fresh mapping (tests/test_allocator.py measures it); the worker
