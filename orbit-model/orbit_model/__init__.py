@@ -59,12 +59,15 @@ from orbit_model.named import (
 )
 from orbit_model.population import PopulationGrid
 from orbit_model.propagate import (
+    BLOCK_STEPS,
     Ephemeris,
     geodetic_from_itrs,
     iter_itrs_chunks,
+    itrs_block_km,
     itrs_positions_km,
     propagate,
     subsatellite_points,
+    teme_block_km,
     teme_positions_km,
 )
 from orbit_model.timebase import parse_epoch
@@ -84,6 +87,7 @@ __all__ = [
     # orbits (issue 5)
     "Constellation", "Shell", "walker_elements", "parse_walker_spec", "TleRecord", "read_tle_file", "parse_epoch",
     "Ephemeris", "propagate", "teme_positions_km", "itrs_positions_km", "iter_itrs_chunks",
+    "BLOCK_STEPS", "teme_block_km", "itrs_block_km",
     "geodetic_from_itrs", "subsatellite_points",
     "IslLinks", "IslNetwork", "Routes", "RoutingTable", "RoutingSnapshots", "RouteWalk",
     "RoutingStack", "route_links", "disjoint_route", "grid_links", "isl_test_vectors",

@@ -29,7 +29,7 @@ import numpy as np
 
 from orbit_model.constants import WGS84_A_KM, WGS84_B_KM
 from orbit_model.constellation import Constellation
-from orbit_model.propagate import DEFAULT_KNOT_NS, _as_times, gmst_angles_rad, teme_positions_km
+from orbit_model.propagate import BLOCK_STEPS, DEFAULT_KNOT_NS, _as_times, teme_block_km
 from orbit_model.timebase import NS_PER_S
 from orbit_model.visibility import GroundPoints
 
@@ -115,30 +115,6 @@ def _serving_at(offsets, time_ns, satellite, client, t_ns, out):
         lo, hi = offsets[client[q]], offsets[client[q] + 1]
         i = np.searchsorted(time_ns[lo:hi], t_ns[q], side="right") - 1
         out[q] = satellite[lo + i] if i >= 0 else -1
-
-
-#: TEME positions and GMST of the last few time blocks swept, per constellation: sim asks
-#: for the schedules of start-ordered session chunks one after another, and consecutive
-#: chunks' windows cover the same hour-long blocks (a 1,000,000-session day propagated
-#: each block about 100 times, 4,408 satellites x 360 steps each, without this).
-_BLOCKS: dict[tuple, tuple] = {}
-_BLOCKS_KEPT = 4
-
-
-def _block_positions(constellation: Constellation, part: np.ndarray, knot_ns: int | None
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """(TEME positions (n_sats, n, 3) km, GMST (n,) rad) at the times ``part``: a pure
-    function of its inputs, so a kept block is returned as it is (callers only read it)."""
-    key = (id(constellation), knot_ns, part.tobytes())
-    got = _BLOCKS.get(key)
-    if got is not None and got[0] is constellation:
-        return got[1], got[2]
-    position = teme_positions_km(constellation, part, knot_ns=knot_ns)
-    theta = gmst_angles_rad(constellation, part)
-    while len(_BLOCKS) >= _BLOCKS_KEPT:
-        _BLOCKS.pop(next(iter(_BLOCKS)))
-    _BLOCKS[key] = (constellation, position, theta)
-    return position, theta
 
 
 def _cap_angle_rad(min_elevation_deg: float, max_radius_km: float) -> float:
@@ -400,7 +376,7 @@ def _column_ranges(glat, glon, cap, n_rows, n_cols, cell_lat, cell_lon):
 
 def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
-                      chunk_steps: int = 360, knot_ns: int | None = DEFAULT_KNOT_NS,
+                      chunk_steps: int = BLOCK_STEPS, knot_ns: int | None = DEFAULT_KNOT_NS,
                       return_passes: bool = False, progress=None, max_state_pairs: int = 40_000_000,
                       _initial_capacity: int = 0):
     """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
@@ -425,7 +401,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
 
 def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, first_step,
                      last_step, min_elevation_deg: float = 25.0, policy: str = "highest",
-                     sticky: bool = True, chunk_steps: int = 360,
+                     sticky: bool = True, chunk_steps: int = BLOCK_STEPS,
                      knot_ns: int | None = DEFAULT_KNOT_NS, max_state_pairs: int = 40_000_000,
                      ) -> HandoverSchedule:
     """The serving satellite of client ``i`` over its own window of steps
@@ -544,7 +520,7 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     last_step = int(last.max()) if n_g else -1
     for start in range(first_step - first_step % chunk_steps, last_step + 1, chunk_steps):
         part = t_ns[start:start + chunk_steps]
-        position, theta = _block_positions(constellation, part, knot_ns)
+        position, theta = teme_block_km(constellation, part, knot_ns)
         while True:
             # snapshot the state so a chunk can be replayed after growing the outputs
             saved = (last_seen.copy(), pass_start.copy(), pass_max.copy(), vis.copy(),

@@ -40,6 +40,9 @@ __all__ = [
     "teme_to_itrs_matrices_skyfield",
     "itrs_positions_km",
     "teme_positions_km",
+    "BLOCK_STEPS",
+    "teme_block_km",
+    "itrs_block_km",
     "iter_itrs_chunks",
     "itrs_positions_at_km",
     "geodetic_from_itrs",
@@ -121,12 +124,17 @@ def teme_to_itrs_matrices(constellation_or_epoch, t_ns) -> tuple[np.ndarray, np.
     t = skyfield_times(epoch, _as_times(t_ns))
     theta, theta_dot = theta_GMST1982(t.whole, t.ut1_fraction)  # rad, rad per UT1 day
     theta = np.atleast_1d(theta)
+    return _z_rotations(theta), np.broadcast_to(theta_dot / _DAY_S, (theta.size,)).copy()
+
+
+def _z_rotations(theta: np.ndarray) -> np.ndarray:
+    """rot_z(-theta) for each angle: (n, 3, 3), TEME -> ITRS."""
     c, s = np.cos(theta), np.sin(theta)
     rotation = np.zeros((theta.size, 3, 3))
     rotation[:, 0, 0], rotation[:, 0, 1] = c, s
     rotation[:, 1, 0], rotation[:, 1, 1] = -s, c
     rotation[:, 2, 2] = 1.0
-    return rotation, np.broadcast_to(theta_dot / _DAY_S, (theta.size,)).copy()
+    return rotation
 
 
 def gmst_angles_rad(constellation_or_epoch, t_ns) -> np.ndarray:
@@ -232,6 +240,47 @@ def itrs_positions_km(constellation: Constellation, t_ns, knot_ns: int | None = 
     position = teme_positions_km(constellation, t_ns, knot_ns=knot_ns, report=report)
     rotation, _ = teme_to_itrs_matrices(constellation, t_ns)
     return _rotate(rotation, position)
+
+
+#: The fixed time grid on which whole-constellation positions are computed and kept:
+#: blocks of BLOCK_STEPS steps from step 0 (the handover sweep's chunks). The knots of
+#: the interpolation lie within a block, so a step's position does not depend on which
+#: window asked for it.
+BLOCK_STEPS = 360
+
+#: TEME positions and GMST of the last few blocks, per constellation: sim asks for the
+#: schedules of start-ordered session chunks one after another, then for their Earth-fixed
+#: windows and the gateway's schedule over the same hour-long blocks (a 1,000,000-session
+#: day propagated each block about 100 times, 4,408 satellites x 360 steps each, without
+#: this).
+_BLOCKS: dict[tuple, tuple] = {}
+_BLOCKS_KEPT = 4
+
+
+def teme_block_km(constellation: Constellation, t_ns, knot_ns: int | None = DEFAULT_KNOT_NS
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(TEME positions (n_sats, n, 3) km as ``teme_positions_km``, GMST (n,) rad as
+    ``gmst_angles_rad``) at the times of one block. Kept (least recently used dropped
+    first) and returned as they are: callers only read them."""
+    t_ns = _as_times(t_ns)
+    key = (id(constellation), knot_ns, t_ns.tobytes())
+    got = _BLOCKS.pop(key, None)
+    if got is None or got[0] is not constellation:
+        got = (constellation, teme_positions_km(constellation, t_ns, knot_ns=knot_ns),
+               gmst_angles_rad(constellation, t_ns))
+        while len(_BLOCKS) >= _BLOCKS_KEPT:
+            _BLOCKS.pop(next(iter(_BLOCKS)))
+    _BLOCKS[key] = got
+    return got[1], got[2]
+
+
+def itrs_block_km(constellation: Constellation, t_ns, knot_ns: int | None = DEFAULT_KNOT_NS
+                  ) -> np.ndarray:
+    """Earth-fixed positions (n_sats, n, 3) km of one block: ``itrs_positions_km`` of the
+    same times to the bit, rotated from the kept TEME block (no second SGP4 after the
+    handover sweep of the block)."""
+    position, theta = teme_block_km(constellation, t_ns, knot_ns)
+    return _rotate(_z_rotations(theta), position)
 
 
 def itrs_positions_at_km(constellation: Constellation, satellites, t_ns) -> np.ndarray:

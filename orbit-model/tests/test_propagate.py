@@ -92,3 +92,20 @@ def test_a_failing_element_set_gives_nan_rows_and_error_codes_not_an_exception(c
 def test_times_must_be_integer_nanoseconds(walker):
     with pytest.raises(ValueError, match="integer nanoseconds"):
         propagate(walker, np.array([0.5]))
+
+
+def test_a_kept_block_is_the_direct_propagation_to_the_bit_and_is_not_propagated_twice(walker):
+    from orbit_model import BLOCK_STEPS, itrs_block_km, teme_block_km, teme_positions_km
+    from orbit_model.propagate import gmst_angles_rad
+
+    t_ns = np.arange(BLOCK_STEPS, 2 * BLOCK_STEPS, dtype=np.int64) * 10 * S
+    teme, theta = teme_block_km(walker, t_ns)
+    assert np.array_equal(teme, teme_positions_km(walker, t_ns), equal_nan=True)
+    assert np.array_equal(theta, gmst_angles_rad(walker, t_ns))
+    # the Earth-fixed block equals itrs_positions_km (held to Skyfield above), not nearly
+    assert np.array_equal(itrs_block_km(walker, t_ns), itrs_positions_km(walker, t_ns))
+    again, _ = teme_block_km(walker, t_ns)
+    assert again is teme                         # kept: no second SGP4
+    # another constellation of the same size at the same times keeps its own block
+    other = Constellation.from_spec("walker-star:150/10/1:600:87", epoch=EPOCH)
+    assert not np.allclose(teme_block_km(other, t_ns)[0], teme)

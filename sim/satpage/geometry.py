@@ -2,8 +2,8 @@
 
 `SatelliteSet` wraps orbit_model's `Constellation` (SGP4 through its batched
 propagation) and its +Grid links; `PositionCache` keeps the positions at the
-handover steps (for path lengths and gateway ranges in satpage.costs) in memory
-or in a file the worker processes share. No geometry is computed here: routing,
+handover steps (for path lengths and gateway ranges in satpage.costs): the whole
+span in memory for small runs, the blocks that chunks ask for in large ones. No geometry is computed here: routing,
 visibility and schedules are orbit_model's.
 
 Shape contract: positions are float64 ``(n_sats, n_times, 3)`` in km, Earth-fixed
@@ -17,7 +17,7 @@ import logging
 
 import numpy as np
 
-from orbit_model import Constellation, grid_links, itrs_positions_km
+from orbit_model import BLOCK_STEPS, Constellation, grid_links, itrs_block_km, itrs_positions_km
 
 __all__ = ["SatelliteSet", "PositionCache"]
 
@@ -55,43 +55,47 @@ class SatelliteSet:
 class PositionCache:
     """Earth-fixed positions at the handover steps ``j * step_ns``, ``j = 0..n_steps-1``.
 
-    Small runs (the default scenario) hold the whole span in memory. Larger ones
-    (a Starlink-sized catalogue over a day is 26 M satellite-steps) write it once, in
-    time blocks, to a float32 file in ``store_dir`` (0.5 m resolution at 7000 km)
-    that every worker process maps read-only; windows are slices of it."""
+    Small runs (the default scenario) hold the whole span in memory. Larger ones (a
+    Starlink-sized catalogue over a day is 26 M satellite-steps) build it block by block
+    on orbit_model's fixed grid (``BLOCK_STEPS``) as chunks ask for windows: a block is
+    the TEME block that the chunk's handover sweep has just propagated, rotated to
+    Earth-fixed (``itrs_block_km``, no second SGP4) and kept as float32 (0.5 m at
+    7000 km) for the last ``blocks_kept`` blocks. Start-ordered chunks reuse them, and
+    every process builds only the blocks of its own chunks: nothing is propagated for
+    the whole span before the first chunk runs."""
 
     def __init__(self, sats: SatelliteSet, step_ns: int, n_steps: int,
-                 max_cached_values: int = 8_000_000, store_dir: str | None = None,
-                 block_steps: int = 360) -> None:
+                 max_cached_values: int = 8_000_000, blocks_kept: int = 4) -> None:
         self.sats = sats
         self.step_ns = int(step_ns)
         self.n_steps = int(n_steps)
+        self.blocks_kept = max(1, int(blocks_kept))
         self._all = None
-        self.path = None
+        self._blocks: dict[int, np.ndarray] = {}
         if sats.n_sats * self.n_steps <= max_cached_values:
             self._all = sats.positions_km(np.arange(self.n_steps, dtype=np.int64) * self.step_ns)
-        elif store_dir is not None:
-            # the name says which positions these are: a store shared by sweep points or by
-            # Dask workers must never hand one constellation's file to another of its size
-            import hashlib
-            import pathlib
-            what = f"{sats.spec}|{sats.epoch.isoformat()}|{self.step_ns}".encode()
-            self.path = pathlib.Path(store_dir) / (
-                f"positions-{self.n_steps}x{sats.n_sats}-{hashlib.sha256(what).hexdigest()[:16]}.f32")
-            shape = (sats.n_sats, self.n_steps, 3)
-            if not self.path.exists():
-                tmp = self.path.with_suffix(".tmp")
-                mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
-                for j in range(0, self.n_steps, block_steps):
-                    k = min(self.n_steps, j + block_steps)
-                    mm[:, j:k] = sats.positions_km(np.arange(j, k, dtype=np.int64) * self.step_ns)
-                mm.flush()
-                del mm
-                tmp.rename(self.path)
-            self._all = np.load(self.path, mmap_mode="r")
 
     def window(self, j0: int, j1: int) -> np.ndarray:
         """(n_sats, j1 - j0 + 1, 3) float64 at steps j0..j1 inclusive."""
-        if self._all is not None and j1 < self.n_steps:
-            return np.asarray(self._all[:, j0:j1 + 1], dtype=np.float64)
+        if j1 < self.n_steps:
+            if self._all is not None:
+                return np.asarray(self._all[:, j0:j1 + 1], dtype=np.float64)
+            b0, b1 = j0 // BLOCK_STEPS, j1 // BLOCK_STEPS
+            out = np.empty((self.sats.n_sats, j1 - j0 + 1, 3))
+            for b in range(b0, b1 + 1):
+                lo, hi = max(j0, b * BLOCK_STEPS), min(j1 + 1, (b + 1) * BLOCK_STEPS)
+                out[:, lo - j0:hi - j0] = self._block(b)[:, lo - b * BLOCK_STEPS:hi - b * BLOCK_STEPS]
+            return out
         return self.sats.positions_km(np.arange(j0, j1 + 1, dtype=np.int64) * self.step_ns)
+
+    def _block(self, b: int) -> np.ndarray:
+        """float32 (n_sats, BLOCK_STEPS or fewer at the end, 3): steps of block ``b``."""
+        got = self._blocks.pop(b, None)
+        if got is None:
+            j = b * BLOCK_STEPS
+            t_ns = np.arange(j, min(self.n_steps, j + BLOCK_STEPS), dtype=np.int64) * self.step_ns
+            got = itrs_block_km(self.sats.constellation, t_ns).astype(np.float32)
+            while len(self._blocks) >= self.blocks_kept:
+                self._blocks.pop(next(iter(self._blocks)))
+        self._blocks[b] = got      # most recently used last
+        return got

@@ -10,14 +10,16 @@ Tasks: ``satpage compare`` submits groups of consecutive chunks; each returns it
 per-strategy cost accumulators (satpage.costs: integer sums, maxima and
 histograms), which the client merges as they complete: any completion order gives
 the same totals. ``satpage sweep`` submits one task per grid point. The large
-read-only inputs of a run (satellites, positions, routing, the session table) are
-built once per worker from the scenario (``_world``), not shipped per task: they
-are derived deterministically from the scenario and its seed, so every worker
+read-only inputs of a run (satellites, routing, the session table) are built once
+per worker from the scenario (``_world``), not shipped per task, and each worker
+propagates only the time blocks of its own chunks (satpage.geometry.PositionCache):
+they are derived deterministically from the scenario and its seed, so every worker
 builds the same World as the client would.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -115,11 +117,9 @@ def _scenario_key(sc: Scenario) -> str:
     return json.dumps(sc.to_dict(), sort_keys=True, default=str) + f"|{sc.seed}"
 
 
-def _world(sc: Scenario, store_dir: str | None = None) -> World:
+def _world(sc: Scenario) -> World:
     """The World of ``sc``, built once per worker process (kept for the last scenario only,
-    so a sweep's worker holds one World at a time). ``store_dir``: the client's folder of
-    position files; a worker on the same host maps the client's file instead of
-    propagating the day again (a worker elsewhere writes its own)."""
+    so a sweep's worker holds one World at a time)."""
     key = _scenario_key(sc)
     w = _WORLDS.get(key)
     if w is None:
@@ -133,18 +133,17 @@ def _world(sc: Scenario, store_dir: str | None = None) -> World:
         # mappings, zeroed page by page (satpage.allocator)
         tune_allocator()
         _WORLDS.clear()
-        here = store_dir if store_dir and os.path.isdir(store_dir) else None
-        w = _WORLDS[key] = prepare(sc, here)
+        w = _WORLDS[key] = prepare(sc)
     return w
 
 
 def _chunk_group(sc: Scenario, start: int, stop: int,
-                 waits: dict[str, np.ndarray] | None, store_dir: str | None) -> ChunkResult:
+                 waits: dict[str, np.ndarray] | None) -> ChunkResult:
     """Chunks ``start..stop-1`` accumulated in the worker: one result per group.
     ``waits``: the queueing waits of a second pass (satpage.simulate.run_scenario)."""
     from satpage.simulate import STAGES, ChunkResult, _new_acc, run_chunk
 
-    w = _world(sc, store_dir)
+    w = _world(sc)
     into = {name: _new_acc(w) for name in sc.strategies.compare}
     total = ChunkResult(start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
     for i in range(start, stop):
@@ -157,20 +156,26 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
 
 
 def chunk_groups(n_chunks: int, n_workers: int) -> list[tuple[int, int]]:
-    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``: about four
-    of equal size per worker, so that the load balances and few accumulators (11 MB per
-    strategy at Starlink scale) travel back. Measured at 100,000 sessions on
-    starlink-gen1 with two workers (docs/scale.md): four per worker 116 s, two per
-    worker 127 s, guided self-scheduling (large groups first) 125 s."""
-    size = max(1, -(-n_chunks // (4 * max(1, n_workers))))
-    return [(a, min(n_chunks, a + size)) for a in range(0, n_chunks, size)]
+    """Consecutive chunk ranges ``(start, stop)`` covering ``0..n_chunks-1``: four per
+    worker (fewer when there are fewer chunks), so that few accumulators (11 MB per
+    strategy at Starlink scale) travel back, of sizes that differ by at most one chunk,
+    the larger first. The scheduler hands groups to workers as they free up, so every
+    worker ends within about one chunk of the others. Measured at 100,000 sessions on
+    starlink-gen1 with two workers (docs/scale.md): four per worker 116 s, two per worker
+    127 s, guided self-scheduling (large groups first) 125 s; groups of one size but a
+    short last one left one worker idle for 8.6 s of a 104.6 s run."""
+    k = max(1, min(n_chunks, 4 * max(1, n_workers)))
+    q, r = divmod(n_chunks, k)
+    sizes = [q + 1] * r + [q] * (k - r)
+    bounds = [0, *itertools.accumulate(sizes)]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
 def run_chunks(client: Client, sc: Scenario, n_chunks: int,
                absorb: Callable[[ChunkResult, int], None],
-               waits: dict[str, np.ndarray] | None = None,
-               store_dir: str | None = None) -> None:
-    """Submit the chunks of ``sc`` in groups (``chunk_groups``: about four per worker) and ``absorb(result, chunks_done)`` each as it completes.
+               waits: dict[str, np.ndarray] | None = None) -> None:
+    """Submit the chunks of ``sc`` in groups (``chunk_groups``: four per worker) and
+    ``absorb(result, chunks_done)`` each as it completes.
     ``waits`` (per strategy, links x bins: megabytes at constellation scale) go to every
     worker once, not with every task."""
     from distributed import as_completed
@@ -178,7 +183,7 @@ def run_chunks(client: Client, sc: Scenario, n_chunks: int,
     n_workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
     groups = chunk_groups(n_chunks, n_workers)
     shared = client.scatter(waits, broadcast=True) if waits is not None else None
-    futures = [client.submit(_chunk_group, sc, a, b, shared, store_dir, pure=False)
+    futures = [client.submit(_chunk_group, sc, a, b, shared, pure=False)
                for a, b in groups]
     span = {f.key: b - a for f, (a, b) in zip(futures, groups, strict=True)}
     done = 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -88,15 +87,14 @@ class World:
         return i * c, self.sessions[i * c:(i + 1) * c]
 
 
-def prepare(sc: Scenario, store_dir: str | None = None) -> World:
-    """Satellites, routing, the session table and the position cache (large runs keep
-    positions in a file under ``store_dir``, shared by the worker processes)."""
+def prepare(sc: Scenario) -> World:
+    """Satellites, routing, the session table and the position cache (large runs build
+    positions block by block as chunks ask: satpage.geometry.PositionCache)."""
     t0 = time.perf_counter()
     sats = SatelliteSet(sc.constellation.spec, sc.epoch)
     routing = routing_snapshots(sc, sats)
     sessions = make_sessions(sc)
-    positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2,
-                              store_dir=store_dir or _default_store())
+    positions = PositionCache(sats, sc.step_ns, sc.duration_ns // sc.step_ns + 2)
     links = link_model(sc, sats, routing)
     failures = failure_schedule(sc, sats.n_sats)
     return World(sc, sats, routing, sessions, time.perf_counter() - t0, positions, links,
@@ -154,20 +152,6 @@ def link_model(sc: Scenario, sats: SatelliteSet, routing: RoutingSnapshots) -> L
                                 sats.altitude_km, sc.handover.min_elevation_deg,
                                 sc.clients.source, routing.n_link_ids, ids)
     return LinkModel(net.isl_capacity_gbps, sc.workload.page_bytes, bin_ns / 1e9, bg)
-
-
-
-_STORE: list[str] = []
-
-
-def _default_store() -> str:
-    """A temporary folder for this process's position files, removed at exit."""
-    if not _STORE:
-        import atexit
-        import shutil
-        _STORE.append(tempfile.mkdtemp(prefix="satpage-positions-"))
-        atexit.register(shutil.rmtree, _STORE[0], True)
-    return _STORE[0]
 
 
 @dataclass
@@ -329,8 +313,7 @@ def _run_pass(w: World, client: Any, waits: dict[str, np.ndarray] | None,
             absorb(run_chunk(w, i, costs, waits), i + 1)
     else:
         from satpage.parallel import run_chunks
-        store = str(w.positions.path.parent) if w.positions.path is not None else None
-        run_chunks(client, sc, n, absorb, waits, store)
+        run_chunks(client, sc, n, absorb, waits)
     return costs, stage, (steps[0], steps[1])
 
 

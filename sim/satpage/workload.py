@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import pager
-from orbit_model import GroundPoints, session_schedule
+from orbit_model import BLOCK_STEPS, GroundPoints, session_schedule
 from pager import Trace
 from satpage.geometry import PositionCache, SatelliteSet
 from satpage.scenario import Scenario
@@ -167,29 +167,46 @@ def _visits_of(offsets: np.ndarray, time_ns: np.ndarray, sat: np.ndarray, t_ns: 
     return visit_offsets, sat.astype(np.int32), step, uncovered
 
 
-#: The gateway's schedule over the whole span, per satellite set and gateway (one kept).
+#: The gateway's schedule per block of orbit_model's grid (BLOCK_STEPS), per satellite set
+#: and gateway (one kept): a block is swept once per process, right after the chunks' own
+#: sweep has propagated it (orbit_model keeps the block's positions).
 _GATEWAY: dict[tuple, tuple] = {}
 
 
 def gateway_visits(sats: SatelliteSet, t_ns: np.ndarray, lat_deg: float, lon_deg: float,
                    w0: int, w1: int, min_elevation_deg: float):
     """``session_visits`` of the gateway over steps ``w0..w1``, cut from its schedule over
-    the whole span, computed once: highest elevation without stickiness has no memory, so
-    a window's schedule is the span's limited to it (orbit_model's session_schedule
-    contract, tests/test_handover.py), and every chunk no longer sweeps the whole
-    constellation over its window a second time for one point. A window that sees no
-    satellite above the mask takes session_visits' own fallback."""
+    the blocks of orbit_model's grid that the window touches: highest elevation without
+    stickiness has no memory, so a window's schedule is the span's limited to it
+    (orbit_model's session_schedule contract, tests/test_handover.py), a block's is the
+    span's limited to the block, and the blocks' schedules joined are the span's. The
+    gateway rides on the blocks the chunk's sessions were just swept over instead of
+    sweeping the whole constellation over the chunk's window a second time, or over the
+    whole span in every process. A window that sees no satellite above the mask takes
+    session_visits' own fallback."""
     key = (id(sats), float(lat_deg), float(lon_deg), float(min_elevation_deg), t_ns.size,
            int(t_ns[-1]))
     got = _GATEWAY.get(key)
     if got is None or got[0] is not sats:
-        sch = session_schedule(sats.constellation, GroundPoints.from_degrees([lat_deg], [lon_deg]),
-                               t_ns, np.array([0]), np.array([t_ns.size - 1]),
-                               min_elevation_deg=min_elevation_deg,
-                               policy=ORBIT_MODEL_POLICY["highest-elevation"], sticky=False)
         _GATEWAY.clear()
-        got = _GATEWAY[key] = (sats, np.searchsorted(t_ns, sch.time_ns), sch.satellite)
-    _, steps, sat = got
+        got = _GATEWAY[key] = (sats, {})
+    blocks = got[1]
+    parts = []
+    for b in range(w0 // BLOCK_STEPS, w1 // BLOCK_STEPS + 1):
+        if b not in blocks:
+            lo, hi = b * BLOCK_STEPS, min(t_ns.size, (b + 1) * BLOCK_STEPS) - 1
+            sch = session_schedule(sats.constellation,
+                                   GroundPoints.from_degrees([lat_deg], [lon_deg]), t_ns,
+                                   np.array([lo]), np.array([hi]),
+                                   min_elevation_deg=min_elevation_deg,
+                                   policy=ORBIT_MODEL_POLICY["highest-elevation"], sticky=False)
+            blocks[b] = (np.searchsorted(t_ns, sch.time_ns), sch.satellite)
+        parts.append(blocks[b])
+    steps = np.concatenate([p[0] for p in parts])
+    sat = np.concatenate([p[1] for p in parts])
+    changed = np.ones(sat.size, dtype=bool)      # a block's first entry may continue the last
+    changed[1:] = sat[1:] != sat[:-1]
+    steps, sat = steps[changed], sat[changed]
     i0 = int(np.searchsorted(steps, w0, side="right")) - 1      # the entry in force at w0
     i1 = int(np.searchsorted(steps, w1, side="right"))
     cut_steps = steps[i0:i1].copy()

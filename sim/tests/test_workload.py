@@ -2,7 +2,7 @@ import datetime as dt
 
 import numpy as np
 
-from orbit_model import GroundPoints, handover_schedule, session_schedule
+from orbit_model import BLOCK_STEPS, GroundPoints, handover_schedule, session_schedule
 from pager import zipf_probabilities
 from satpage.geometry import SatelliteSet
 from satpage.scenario import load_scenario, shipped_scenario, with_overrides
@@ -89,19 +89,21 @@ def test_a_trail_visits_consecutive_slots_of_one_plane():
     assert np.all(np.diff(tr.visit_offsets) == 6)
 
 
-def test_the_gateways_visits_cut_from_its_whole_span_schedule_equal_a_windows_own_sweep():
-    """gateway_visits (the span's schedule computed once, cut to each chunk's window) gives
-    exactly session_visits' visits of that window, outages and the below-mask fallback of
-    a window that sees no satellite included (a 60-satellite shell leaves some blind)."""
+def test_the_gateways_visits_joined_from_its_block_schedules_equal_a_windows_own_sweep():
+    """gateway_visits (the schedules of the blocks a window touches, each swept once, joined
+    and cut to the chunk's window) gives exactly session_visits' visits of that window,
+    across block boundaries, outages and the below-mask fallback of a window that sees no
+    satellite included (a 60-satellite shell leaves some blind)."""
     sats = SatelliteSet("walker:60/6/2:550:53", EPOCH)
-    t_ns = np.arange(400, dtype=np.int64) * STEP_NS
+    t_ns = np.arange(3 * BLOCK_STEPS + 40, dtype=np.int64) * STEP_NS
     rng = np.random.default_rng(7)
-    blind = 0
+    blind = crossing = 0
     for lat, lon, elevation_deg in [(59.97, 11.05, 25.0), (0.0, 0.0, 25.0), (80.0, 30.0, 40.0),
                                     (-45.0, 170.0, 60.0)]:
         for _ in range(6):
             w0 = int(rng.integers(0, t_ns.size - 2))
             w1 = int(rng.integers(w0 + 1, t_ns.size))
+            crossing += int(w0 // BLOCK_STEPS != w1 // BLOCK_STEPS)
             got = gateway_visits(sats, t_ns, lat, lon, w0, w1, elevation_deg)
             want = session_visits(sats, t_ns, np.array([lat]), np.array([lon]), np.array([w0]),
                                   np.array([w1]), elevation_deg, "highest-elevation", False)
@@ -112,3 +114,4 @@ def test_the_gateways_visits_cut_from_its_whole_span_schedule_equal_a_windows_ow
                                    policy="highest", sticky=False)
             blind += int(not np.any(own.satellite >= 0))
     assert blind > 0        # the fallback path was taken at least once
+    assert crossing > 0     # and windows joined the schedules of several blocks
