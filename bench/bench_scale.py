@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -34,9 +35,9 @@ STRATEGIES = "proactive,on-demand,hot-k,ground-store,push-ahead"
 
 FULL = {"hours": 24.0, "sizes": {"starlink-gen1": [100_000, 300_000, 1_000_000],
                                  "tle": [100_000, 300_000]},
-        "dask_sessions": 100_000}
+        "dask_sessions": 100_000, "dask_repeats": 3}
 QUICK = {"hours": 1.0, "sizes": {"starlink-gen1": [500, 1_500], "tle": [500, 1_500]},
-         "dask_sessions": 1_500}
+         "dask_sessions": 1_500, "dask_repeats": 1}
 TARGET_1M_S = 30 * 60  # issue 19: 1,000,000 sessions in under 30 minutes
 TARGET_PEAK_MB = 8 * 1024  # and under 8 GB
 
@@ -99,7 +100,12 @@ def main() -> int:
                     help="comma-separated subset of starlink-gen1,tle")
     ap.add_argument("--dask-sessions", type=int, default=None,
                     help="session count of the Dask comparison")
+    ap.add_argument("--dask-repeats", type=int, default=None,
+                    help="rounds of the Dask comparison (full plan: 3); ratios are medians "
+                         "of the rounds")
     ap.add_argument("--skip-dask", action="store_true", help="no Dask comparison")
+    ap.add_argument("--skip-sizes", action="store_true",
+                    help="only the Dask comparison")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args()
     plan = dict(QUICK if args.quick else FULL)
@@ -109,6 +115,10 @@ def main() -> int:
     plan["sizes"] = {c: given or plan["sizes"][c] for c in names}
     if args.dask_sessions:
         plan["dask_sessions"] = args.dask_sessions
+    if args.dask_repeats:
+        plan["dask_repeats"] = max(1, args.dask_repeats)
+    if args.skip_sizes:
+        plan["sizes"] = {}
     if not TLE.exists():
         raise SystemExit(f"the TLE catalogue {TLE} is missing (data/README.md)")
     log(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
@@ -156,22 +166,39 @@ def main() -> int:
         # in-process run's parallel numba kernels use every core: Dask's own overhead is
         # local:1 against the in-process run on one engine thread (the same compute);
         # against the default in-process run it is reported too
-        for key, target, threads in (("in-process", None, None),
-                                     ("in-process-1-thread", None, 1),
-                                     ("local:1", "local:1", None), ("local:2", "local:2", None)):
-            log(f"compare: starlink-gen1, {n:,} sessions, {key} ...")
-            r = run_compare("starlink-gen1", n, hours, target, threads)
-            dask[key] = r
-            log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, peak {r['peak_rss_mb']:.0f} MB "
-                f"(load {r['load_average']})")
-        dask["speedup_1_to_2_workers"] = round(dask["local:1"]["wall_s"]
-                                               / dask["local:2"]["wall_s"], 3)
+        # against the default in-process run it is reported too. The rounds run the four
+        # one after another, so each round's ratios compare runs minutes apart: the machine's
+        # drift (5 % between runs of one command, docs/scale.md) cancels in the median
+        configs = (("in-process", None, None), ("in-process-1-thread", None, 1),
+                   ("local:1", "local:1", None), ("local:2", "local:2", None))
+        rounds: list[dict] = []
+        for k in range(plan["dask_repeats"]):
+            got = {}
+            for key, target, threads in configs:
+                log(f"compare: starlink-gen1, {n:,} sessions, {key} (round {k + 1} of "
+                    f"{plan['dask_repeats']}) ...")
+                r = got[key] = run_compare("starlink-gen1", n, hours, target, threads)
+                log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, peak "
+                    f"{r['peak_rss_mb']:.0f} MB (load {r['load_average']})")
+            rounds.append(got)
+        for key, _, _ in configs:   # each configuration's median run by wall time
+            runs_k = sorted((g[key] for g in rounds), key=lambda r: r["wall_s"])
+            dask[key] = dict(runs_k[len(runs_k) // 2],
+                             rounds_wall_s=[g[key]["wall_s"] for g in rounds])
+
+        def median_ratio(name: str, ratio) -> None:
+            each = [round(ratio(g), 3) for g in rounds]
+            dask[name] = round(statistics.median(each), 3)
+            dask[f"{name}_rounds"] = each
+
+        median_ratio("speedup_1_to_2_workers",
+                     lambda g: g["local:1"]["wall_s"] / g["local:2"]["wall_s"])
         for base in ("in-process", "in-process-1-thread"):
             suffix = base.removeprefix("in-process").replace("-", "_")
-            dask[f"overhead_local1_vs_in_process{suffix}"] = round(
-                dask["local:1"]["wall_s"] / dask[base]["wall_s"] - 1, 3)
-            dask[f"cpu_overhead_local1_vs_in_process{suffix}"] = round(
-                dask["local:1"]["cpu_s"] / dask[base]["cpu_s"] - 1, 3)
+            median_ratio(f"overhead_local1_vs_in_process{suffix}",
+                         lambda g, b=base: g["local:1"]["wall_s"] / g[b]["wall_s"] - 1)
+            median_ratio(f"cpu_overhead_local1_vs_in_process{suffix}",
+                         lambda g, b=base: g["local:1"]["cpu_s"] / g[b]["cpu_s"] - 1)
 
     report = {"plan": "quick" if args.quick else "full", "hours": hours, "runs": runs,
               "growth": growth, "dask": dask,
@@ -201,7 +228,10 @@ def main() -> int:
               f"sessions: {g['projected_1m_wall_s']:.0f} s (target {TARGET_1M_S} s), "
               f"{g['projected_1m_peak_mb']:.0f} MB (target {TARGET_PEAK_MB} MB)")
     if dask:
-        print(f"Dask: speed-up from 1 to 2 workers {dask['speedup_1_to_2_workers']}x "
+        rounds = len(dask["speedup_1_to_2_workers_rounds"])
+        print(f"Dask, median of {rounds} round(s) (each: "
+              f"{', '.join(str(x) for x in dask['speedup_1_to_2_workers_rounds'])}x): "
+              f"speed-up from 1 to 2 workers {dask['speedup_1_to_2_workers']}x "
               f"(target 1.7x); local:1 against in-process on one engine thread "
               f"{dask['overhead_local1_vs_in_process_1_thread'] * 100:+.1f} % wall, "
               f"{dask['cpu_overhead_local1_vs_in_process_1_thread'] * 100:+.1f} % CPU "
