@@ -247,3 +247,20 @@ def test_a_satnode_stopped_with_sigterm_sends_the_releases_it_owes(tmp_path):
             assert old_owner.SessionFrames(pb.SessionFramesRequest(session_id="c")).frames == 0
     finally:
         _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
+
+
+def test_port_bases_handed_to_concurrent_processes_never_overlap(tmp_path):
+    """Two processes asking at once (a second `cluster up`, the other test worker) get
+    disjoint ranges: a range is booked when handed out, before its cluster binds it."""
+    ask = ("import json; from satpage.cluster.local import free_port_base; "
+           "print(json.dumps([free_port_base(150) for _ in range(10)]))")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", ask], stdout=subprocess.PIPE, env=env,
+                              text=True) for _ in range(2)]
+    bases = [b for p in procs for b in json.loads(p.communicate(timeout=60)[0])]
+    assert len(bases) == 20
+    n = 2 + 2 * 150
+    for i, a in enumerate(bases):
+        for b in bases[i + 1:]:
+            assert a + n <= b or b + n <= a, (a, b)
+    assert len(json.loads((tmp_path / "satpage-port-ranges.json").read_text())) == 20

@@ -25,9 +25,9 @@ COUNTS = ("sessions", "accesses", "pages_created", "page_moves", "page_hops", "p
 
 
 def _port_base():
-    from satpage.cluster.chaos import _port_base_below_ephemeral
+    from satpage.cluster.local import free_port_base
 
-    return _port_base_below_ephemeral(30)
+    return free_port_base(30)
 
 
 def _need_binaries():

@@ -49,6 +49,7 @@ from satpage.cluster.local import (
     cluster_down,
     cluster_up,
     find_binary,
+    free_port_base,
 )
 
 __all__ = ["ChaosConfig", "run_chaos"]
@@ -375,25 +376,6 @@ def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
     raise OSError(f"process {pid} did not exit {timeout_s:.0f} s after SIGKILL")
 
 
-def _port_base_below_ephemeral(t: int) -> int:
-    """A free port range below the kernel's ephemeral ports: a killed satellite's
-    ports are free until it restarts, and an outgoing connection anywhere on the
-    machine must not take one of them as its source port meanwhile."""
-    from satpage.cluster.local import _port_free
-
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    n = 2 + 2 * t
-    rng = np.random.default_rng()
-    for _ in range(50):
-        base = int(rng.integers(10000, max(10001, low - n)))
-        if all(_port_free(p) for p in range(base, base + n)):
-            return base
-    raise OSError(f"no free range of {n} loopback ports below {low}")
-
-
 def _takeovers(state: ClusterState) -> dict[str, int]:
     """The gateway's failovers (satpage_takeovers_total by kind: ``serving``, a session
     taken over from its dead serving satellite; ``next``, a handover sent to the stand-in
@@ -439,7 +421,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     own_dir = cfg.state_dir is None
     sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
-    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=_port_base_below_ephemeral(t),
+    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=free_port_base(t),
                        replicas=cfg.replicas)
     cl = _Cluster(state)
     try:

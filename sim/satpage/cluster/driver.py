@@ -245,26 +245,10 @@ def resolve_target(target: str | None, constellation: str | None = None,
 
 
 def _free_port_base(constellation: str) -> int:
-    """A port base whose whole range is free on loopback (random, away from 17000).
+    """A free port base for a local cluster of ``constellation`` (local.free_port_base)."""
+    from satpage.cluster.local import free_port_base, satellites_in
 
-    The range lies below the kernel's ephemeral ports (net.ipv4.ip_local_port_range,
-    32768-60999 on Debian): a base inside it was free when checked, but the clients of
-    other clusters and tests took its ports as their source ports before the satnodes
-    bound them ("ports in use")."""
-    from satpage.cluster.local import _port_free, satellites_in
-
-    n = 2 + 2 * satellites_in(constellation)
-    try:
-        low_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low_ephemeral = 32768
-    top = max(low_ephemeral, 20000 + n + 1)
-    rng = np.random.default_rng()
-    for _ in range(50):
-        base = int(rng.integers(18000, top - n))
-        if all(_port_free(p) for p in range(base, base + n)):
-            return base
-    raise OSError(f"no free range of {n} loopback ports found")
+    return free_port_base(satellites_in(constellation))
 
 
 def replay_trace(trace, strategy, *, target: str | None = None,

@@ -459,10 +459,10 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     import tempfile
 
     import pager
-    from satpage.cluster.chaos import _Cluster, _port_base_below_ephemeral
+    from satpage.cluster.chaos import _Cluster
     from satpage.cluster.counters import read_replication
     from satpage.cluster.driver import STRATEGIES
-    from satpage.cluster.local import cluster_down, cluster_up, satellites_in
+    from satpage.cluster.local import cluster_down, cluster_up, free_port_base, satellites_in
     from satpage.costs import CostAccumulator
     from satpage.faults_io import read_failure_scenario, read_failure_schedule
     from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
@@ -509,7 +509,7 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
         sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
         t = satellites_in(spec)
         say(f"starting {t} satellites with R = {r} in {sdir}")
-        state = cluster_up(spec, state_dir=sdir, port_base=_port_base_below_ephemeral(t), replicas=r)
+        state = cluster_up(spec, state_dir=sdir, port_base=free_port_base(t), replicas=r)
         cl = _Cluster(state)  # one for every replay: its records follow the restarts
         target = Target(state.gateway, Path(state.tls_dir) if state.tls_dir else None,
                         state.satellites, cl)

@@ -146,6 +146,51 @@ def _port_free(port: int) -> bool:
     return True
 
 
+#: Ranges handed out by free_port_base in the last PORT_BOOKING_S seconds, machine-wide:
+#: a range is free when checked but its cluster binds it seconds later, and another
+#: process (a second `cluster up`, a parallel test worker) may pick it meanwhile.
+PORT_BOOK = Path(os.environ.get("TMPDIR", "/tmp")) / "satpage-port-ranges.json"
+PORT_BOOKING_S = 120.0
+
+
+def free_port_base(n_satellites: int, low: int = 18000) -> int:
+    """A base whose ``2 + 2 * n_satellites`` ports are free on loopback: random between
+    ``low`` (away from the default 17000) and the kernel's ephemeral ports (below them, an
+    outgoing connection anywhere on the machine cannot take a killed satellite's port as
+    its source port before it restarts), and not handed out to another process in the
+    last PORT_BOOKING_S seconds (the book is shared under a file lock)."""
+    import fcntl
+
+    import numpy as np
+
+    n = 2 + 2 * int(n_satellites)
+    try:
+        top = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        top = 32768
+    top = max(top, low + n + 1)
+    rng = np.random.default_rng()
+    with open(PORT_BOOK, "a+") as book:
+        fcntl.flock(book, fcntl.LOCK_EX)         # released when the file closes
+        book.seek(0)
+        try:
+            held = [h for h in json.loads(book.read() or "[]")
+                    if time.time() - float(h[2]) < PORT_BOOKING_S]
+        except (ValueError, TypeError, IndexError, KeyError):
+            held = []                            # a damaged book only loses the bookings
+        for _ in range(100):
+            base = int(rng.integers(low, top - n))
+            if any(base < b + m and b < base + n for b, m, _ in held):
+                continue
+            if all(_port_free(p) for p in range(base, base + n)):
+                held.append([base, n, time.time()])
+                book.seek(0)
+                book.truncate()
+                book.write(json.dumps(held))
+                return base
+    raise OSError(f"no free range of {n} loopback ports between {low} and {top}")
+
+
 def schedule_digest(path: Path) -> str:
     """sha256 of an ISL schedule file: which schedule a recorded cluster routes on."""
     try:
