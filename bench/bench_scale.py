@@ -165,7 +165,6 @@ def main() -> int:
         # a Dask worker runs the engine on one thread (satpage.parallel), while an
         # in-process run's parallel numba kernels use every core: Dask's own overhead is
         # local:1 against the in-process run on one engine thread (the same compute);
-        # against the default in-process run it is reported too
         # against the default in-process run it is reported too. The rounds run the four
         # one after another, so each round's ratios compare runs minutes apart: the machine's
         # drift (5 % between runs of one command, docs/scale.md) cancels in the median

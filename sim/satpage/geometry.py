@@ -3,8 +3,8 @@
 `SatelliteSet` wraps orbit_model's `Constellation` (SGP4 through its batched
 propagation) and its +Grid links; `PositionCache` keeps the positions at the
 handover steps (for path lengths and gateway ranges in satpage.costs): the whole
-span in memory for small runs, the blocks that chunks ask for in large ones. No geometry is computed here: routing,
-visibility and schedules are orbit_model's.
+span in memory for small runs, the blocks that chunks ask for in large ones. No
+geometry is computed here: routing, visibility and schedules are orbit_model's.
 
 Shape contract: positions are float64 ``(n_sats, n_times, 3)`` in km, Earth-fixed
 (ITRS/ECEF), for integer-ns times from the scenario epoch.

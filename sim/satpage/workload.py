@@ -202,11 +202,9 @@ def gateway_visits(sats: SatelliteSet, t_ns: np.ndarray, lat_deg: float, lon_deg
                                    policy=ORBIT_MODEL_POLICY["highest-elevation"], sticky=False)
             blocks[b] = (np.searchsorted(t_ns, sch.time_ns), sch.satellite)
         parts.append(blocks[b])
+    # a block's first entry may repeat the last one's satellite: _visits_of merges them
     steps = np.concatenate([p[0] for p in parts])
     sat = np.concatenate([p[1] for p in parts])
-    changed = np.ones(sat.size, dtype=bool)      # a block's first entry may continue the last
-    changed[1:] = sat[1:] != sat[:-1]
-    steps, sat = steps[changed], sat[changed]
     i0 = int(np.searchsorted(steps, w0, side="right")) - 1      # the entry in force at w0
     i1 = int(np.searchsorted(steps, w1, side="right"))
     cut_steps = steps[i0:i1].copy()

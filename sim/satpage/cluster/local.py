@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -149,7 +150,7 @@ def _port_free(port: int) -> bool:
 #: Ranges handed out by free_port_base in the last PORT_BOOKING_S seconds, machine-wide:
 #: a range is free when checked but its cluster binds it seconds later, and another
 #: process (a second `cluster up`, a parallel test worker) may pick it meanwhile.
-PORT_BOOK = Path(os.environ.get("TMPDIR", "/tmp")) / "satpage-port-ranges.json"
+PORT_BOOK = Path(tempfile.gettempdir()) / "satpage-port-ranges.json"
 PORT_BOOKING_S = 120.0
 
 
