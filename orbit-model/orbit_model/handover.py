@@ -16,6 +16,14 @@ must); ``sticky=False`` re-applies the policy at every step. Ties go to the
 lowest satellite index. Times are the step times: a handover at ``time_ns``
 means the new satellite serves from that step on; -1 means no satellite is
 above the minimum elevation (an outage) from that step on.
+
+Scheduled reallocation (``interval_ns``, ``phase_ns``): a central controller
+reassigns every terminal at the instants ``phase_ns + k * interval_ns`` from the
+epoch (Starlink's 15 s cadence, docs/orbit-model.md). At each instant the policy
+is applied afresh (never sticky there); between instants the assignment holds
+(whatever ``sticky`` says) unless the serving satellite drops below the minimum
+elevation or none serves: then the policy picks at once, and that entry is
+``forced``. The instants must lie on the step grid.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from orbit_model.timebase import NS_PER_S
 from orbit_model.visibility import GroundPoints
 
 __all__ = ["HandoverSchedule", "handover_schedule", "session_schedule", "POLICIES",
-           "STEP_PASS_DTYPE"]
+           "STEP_PASS_DTYPE", "reallocation_steps"]
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +64,10 @@ class HandoverSchedule:
 
     Client ``c``'s entries are ``offsets[c]:offsets[c+1]`` of ``time_ns`` (int64,
     ascending, the first is 0) and ``satellite`` (int32, -1 = none visible).
-    ``t_ns`` are the step times the schedule was computed on.
+    ``t_ns`` are the step times the schedule was computed on. Under scheduled
+    reallocation (``interval_ns`` > 0) ``forced`` (bool, per entry) marks the entries
+    decided between two instants because the serving satellite set (or a satellite
+    rose after an outage); without it every entry has ``forced`` False.
     """
 
     offsets: np.ndarray
@@ -66,6 +77,13 @@ class HandoverSchedule:
     policy: str
     min_elevation_deg: float
     sticky: bool
+    forced: np.ndarray | None = None
+    interval_ns: int = 0
+    phase_ns: int = 0
+
+    def __post_init__(self):
+        if self.forced is None:
+            object.__setattr__(self, "forced", np.zeros(self.satellite.size, bool))
 
     @property
     def n_clients(self) -> int:
@@ -152,9 +170,9 @@ def _end_pass(g, i, set_step, max_el, pass_start, p_client, p_sat, p_rise, p_set
 @numba.njit(cache=True)
 def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, g_row_lo,
            g_row_hi, g_col_lo, g_col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, policy, sticky,
-           last_seen, pass_start, pass_max, vis, n_vis, serving,
+           instant, last_seen, pass_start, pass_max, vis, n_vis, serving,
            p_client, p_sat, p_rise, p_set, p_max, n_pass,
-           h_client, h_step, h_sat, n_hand, vis_cap, keep_passes):
+           h_client, h_step, h_sat, h_forced, n_hand, vis_cap, keep_passes):
     """One time chunk. position: TEME (n_sats, n_c, 3); theta: GMST per step.
 
     Point ``g`` is followed at steps ``g_first[g] .. g_last[g]`` only (a session's
@@ -164,6 +182,9 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
     State carried between chunks: last_seen / pass_start / pass_max (n_g, n_sats),
     the visible list per client (vis, n_vis), the serving satellite.
     Appends passes that ended and handovers to the growable output arrays.
+
+    ``instant`` (uint8, one per step of the whole grid; empty = no scheduled
+    reallocation) marks the reallocation instants (module docstring).
 
     Without ``keep_passes`` no pass is recorded, so the (point, satellite) state and the
     visible lists are neither read nor written (the caller may pass 1 x 1 arrays): a
@@ -272,13 +293,21 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
             n_vis[g] = m
             if policy == 2:
                 continue  # "longest" is decided from the passes after the sweep
-            keep = sticky and cur >= 0 and cur_seen
-            choice = cur if keep else best
+            forced = False
+            if instant.size == 0:
+                choice = cur if sticky and cur >= 0 and cur_seen else best
+            elif step == g_first[g] or instant[step]:
+                choice = best  # afresh at an instant: not sticky there
+            elif cur >= 0 and cur_seen:
+                choice = cur  # the assignment holds between instants
+            else:
+                choice, forced = best, True  # the server set (or none served): pick at once
             if choice != cur or step == g_first[g]:
                 if n_hand[0] >= h_sat.size:
                     return 2
                 h = n_hand[0]
                 h_client[h], h_step[h], h_sat[h] = g, step, choice
+                h_forced[h] = forced and step != g_first[g]
                 n_hand[0] += 1
                 serving[g] = choice
     if step0 + n_c == n_steps_total and keep_passes:  # close the passes still up at the end
@@ -293,16 +322,20 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
 
 
 @numba.njit(cache=True)
-def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, h_client, h_step, h_sat):
+def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, instant_steps, h_client,
+             h_step, h_sat, h_forced):
     """Schedule under "longest remaining visibility" from step-resolution passes.
 
     Passes of each client are sorted by rise; at each decision step the candidates
     are the passes with rise <= step < set, the choice the latest set (lowest
     index on ties). Sticky: decide only when the serving pass ends; otherwise
-    also whenever a pass rises.
+    also whenever a pass rises. With ``instant_steps`` (ascending step indices of the
+    reallocation instants; ``scheduled``) decide at every instant, and between them
+    only when the serving pass ends or (none serving) a pass rises: forced.
     """
     n = 0
     active = np.empty(p_sat.size, np.int64)
+    scheduled = instant_steps.size > 0
     for c in range(offsets.size - 1):
         lo, hi = offsets[c], offsets[c + 1]
         nxt = lo  # next pass to become active
@@ -311,7 +344,11 @@ def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, h_client, h
         step = g_first[c]
         n_steps = g_last[c] + 1
         first = True
+        k_inst = np.searchsorted(instant_steps, step)  # next instant at or after step
         while step < n_steps:
+            while k_inst < instant_steps.size and instant_steps[k_inst] < step:
+                k_inst += 1
+            at_instant = k_inst < instant_steps.size and instant_steps[k_inst] == step
             while nxt < hi and p_rise[nxt] <= step:
                 active[n_act] = nxt
                 n_act += 1
@@ -322,7 +359,12 @@ def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, h_client, h
                     active[k] = active[a]
                     k += 1
             n_act = k
-            if not (sticky and cur >= 0 and cur_set > step):
+            holds = cur >= 0 and cur_set > step
+            if scheduled:
+                decide = first or at_instant or not holds
+            else:
+                decide = not (sticky and holds)
+            if decide:
                 best, best_set = -1, -1
                 for a in range(n_act):
                     p = active[a]
@@ -330,17 +372,25 @@ def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, h_client, h
                         best, best_set = p_sat[p], p_set[p]
                 if best != cur or first:
                     h_client[n], h_step[n], h_sat[n] = c, step, best
+                    h_forced[n] = scheduled and not (first or at_instant)
                     n += 1
                     cur, cur_set = best, best_set
                 first = False
-            # next decision: the serving pass ends, or (not sticky / no satellite) a pass rises
+            # next decision: the serving pass ends, or (not sticky / no satellite) a pass
+            # rises, or (scheduled) the next instant
             nxt_step = n_steps
             if cur >= 0:
                 nxt_step = cur_set
-            if (not sticky or cur < 0) and nxt < hi:
+            if ((not sticky and not scheduled) or cur < 0) and nxt < hi:
                 nxt_step = min(nxt_step, p_rise[nxt])
+            if scheduled:
+                k = k_inst
+                while k < instant_steps.size and instant_steps[k] <= step:
+                    k += 1
+                if k < instant_steps.size:
+                    nxt_step = min(nxt_step, instant_steps[k])
             if cur < 0 and nxt >= hi:
-                break
+                break  # nothing rises any more: every later decision is "none"
             step = max(nxt_step, step + 1)
     return n
 
@@ -378,7 +428,7 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
                       min_elevation_deg: float = 25.0, policy: str = "highest", sticky: bool = True,
                       chunk_steps: int = BLOCK_STEPS, knot_ns: int | None = DEFAULT_KNOT_NS,
                       return_passes: bool = False, progress=None, max_state_pairs: int = 40_000_000,
-                      _initial_capacity: int = 0):
+                      interval_ns: int = 0, phase_ns: int = 0, _initial_capacity: int = 0):
     """The serving satellite of each ground point over ``t_ns`` (evenly spaced steps from 0).
 
     Works in chunks of ``chunk_steps`` time steps: memory is about
@@ -389,21 +439,22 @@ def handover_schedule(constellation: Constellation, ground: GroundPoints, t_ns,
     swept over the whole window (propagation repeats per batch). Returns a
     ``HandoverSchedule``, and with ``return_passes`` also the step-resolution
     passes (``STEP_PASS_DTYPE``). ``progress(done_steps, total_steps)`` is
-    called after each chunk.
+    called after each chunk. ``interval_ns`` > 0 turns on scheduled reallocation at
+    ``phase_ns + k * interval_ns`` (module docstring; ``reallocation_steps``).
     """
     t_ns = _check_times(t_ns)
     n = len(ground)
     return _batched(constellation, ground, t_ns, np.zeros(n, np.int64),
                     np.full(n, t_ns.size - 1, np.int64), min_elevation_deg, policy, sticky,
                     chunk_steps, knot_ns, return_passes, progress, max_state_pairs,
-                    _initial_capacity)
+                    _initial_capacity, interval_ns, phase_ns)
 
 
 def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, first_step,
                      last_step, min_elevation_deg: float = 25.0, policy: str = "highest",
                      sticky: bool = True, chunk_steps: int = BLOCK_STEPS,
                      knot_ns: int | None = DEFAULT_KNOT_NS, max_state_pairs: int = 40_000_000,
-                     ) -> HandoverSchedule:
+                     interval_ns: int = 0, phase_ns: int = 0) -> HandoverSchedule:
     """The serving satellite of client ``i`` over its own window of steps
     ``first_step[i] .. last_step[i]`` (inclusive indices into ``t_ns``, the scenario's
     evenly spaced steps from 0): a session's handover schedule.
@@ -415,7 +466,9 @@ def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, f
     to the window (tests/test_handover.py). Only the time chunks that the windows
     touch are propagated, so a chunk of sessions that starts close together (sim
     sorts sessions by start) costs its own time span. Only "longest" keeps pass state
-    (``len(ground) x n_sats``, batched above ``max_state_pairs``).
+    (``len(ground) x n_sats``, batched above ``max_state_pairs``). Under scheduled
+    reallocation (``interval_ns``) a session's first entry is a fresh choice (the
+    terminal connects), whether or not its first step is an instant.
     """
     t_ns = _check_times(t_ns)
     first = np.asarray(first_step, np.int64).reshape(-1)
@@ -429,7 +482,37 @@ def session_schedule(constellation: Constellation, ground: GroundPoints, t_ns, f
         raise ValueError(f"client {i}: window of steps {first[i]}..{last[i]} is not inside "
                          f"0..{t_ns.size - 1}")
     return _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
-                    chunk_steps, knot_ns, False, None, max_state_pairs, 0)
+                    chunk_steps, knot_ns, False, None, max_state_pairs, 0, interval_ns, phase_ns)
+
+
+def reallocation_steps(t_ns, interval_ns: int, phase_ns: int = 0) -> np.ndarray:
+    """Which steps of ``t_ns`` are reallocation instants ``phase_ns + k * interval_ns``
+    (bool, one per step; all False when ``interval_ns`` is 0: no scheduled reallocation).
+
+    ``0 <= phase_ns < interval_ns``; every instant inside ``t_ns[0]..t_ns[-1]`` must be
+    one of the steps (a step of 3 s serves a 15 s interval at phase 12 s; 10 s does
+    not), else ``ValueError`` naming the values."""
+    t_ns = _as_times(t_ns)
+    interval_ns, phase_ns = int(interval_ns), int(phase_ns)
+    if interval_ns == 0:
+        if phase_ns:
+            raise ValueError(f"reallocation phase {phase_ns} ns given without an interval")
+        return np.zeros(t_ns.size, bool)
+    if interval_ns < 0:
+        raise ValueError(f"reallocation interval {interval_ns} ns must be positive")
+    if not 0 <= phase_ns < interval_ns:
+        raise ValueError(f"reallocation phase {phase_ns} ns must be in [0, interval "
+                         f"{interval_ns} ns)")
+    at = (t_ns - phase_ns) % interval_ns == 0
+    lo, hi = int(t_ns[0]), int(t_ns[-1])
+    first_k = -(-(lo - phase_ns) // interval_ns)
+    want = max(0, (hi - phase_ns) // interval_ns - first_k + 1)
+    if int(at.sum()) != want:
+        step = int(t_ns[1] - t_ns[0]) if t_ns.size > 1 else 0
+        raise ValueError(f"reallocation instants {phase_ns / NS_PER_S:g} s + k x "
+                         f"{interval_ns / NS_PER_S:g} s are not all on the step grid (step "
+                         f"{step / NS_PER_S:g} s): use a step that divides both")
+    return at
 
 
 def _check_times(t_ns) -> np.ndarray:
@@ -440,13 +523,17 @@ def _check_times(t_ns) -> np.ndarray:
 
 
 def _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
-             chunk_steps, knot_ns, return_passes, progress, max_state_pairs, _initial_capacity):
+             chunk_steps, knot_ns, return_passes, progress, max_state_pairs, _initial_capacity,
+             interval_ns, phase_ns):
     """Clients in batches of at most ``max_state_pairs`` (client, satellite) pairs."""
+    instant = reallocation_steps(t_ns, interval_ns, phase_ns)
+    scheduled = (instant.astype(np.uint8) if interval_ns else np.zeros(0, np.uint8),
+                 int(interval_ns), int(phase_ns))
     per_batch = max(1, max_state_pairs // max(constellation.n_satellites, 1))
     if len(ground) <= per_batch:
         return _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, policy,
                          sticky, chunk_steps, knot_ns, return_passes, progress,
-                         _initial_capacity)
+                         _initial_capacity, scheduled)
     schedules, pass_parts = [], []
     for lo in range(0, len(ground), per_batch):
         part = GroundPoints(ground.latitude_deg[lo:lo + per_batch],
@@ -454,7 +541,8 @@ def _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy
                             ground.elevation_m[lo:lo + per_batch])
         schedule, passes = _schedule(constellation, part, t_ns, first[lo:lo + per_batch],
                                      last[lo:lo + per_batch], min_elevation_deg, policy, sticky,
-                                     chunk_steps, knot_ns, True, progress, _initial_capacity)
+                                     chunk_steps, knot_ns, True, progress, _initial_capacity,
+                                     scheduled)
         schedules.append(schedule)
         passes = passes if return_passes else passes[:0]
         passes["client"] += lo
@@ -465,12 +553,15 @@ def _batched(constellation, ground, t_ns, first, last, min_elevation_deg, policy
     schedule = HandoverSchedule(
         offsets=offsets.astype(np.int64), time_ns=np.concatenate([s.time_ns for s in schedules]),
         satellite=np.concatenate([s.satellite for s in schedules]), t_ns=head.t_ns,
-        policy=head.policy, min_elevation_deg=head.min_elevation_deg, sticky=head.sticky)
+        policy=head.policy, min_elevation_deg=head.min_elevation_deg, sticky=head.sticky,
+        forced=np.concatenate([s.forced for s in schedules]), interval_ns=head.interval_ns,
+        phase_ns=head.phase_ns)
     return (schedule, np.concatenate(pass_parts)) if return_passes else schedule
 
 
 def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, policy, sticky,
-              chunk_steps, knot_ns, return_passes, progress, _initial_capacity):
+              chunk_steps, knot_ns, return_passes, progress, _initial_capacity, scheduled):
+    instant, interval_ns, phase_ns = scheduled
     if policy not in POLICIES:
         raise ValueError(f"handover policy {policy!r} is not one of {', '.join(POLICIES)}")
     if not -90.0 <= min_elevation_deg < 90.0:
@@ -508,7 +599,8 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     cap0 = _initial_capacity or max(1024, n_g * min(chunk_steps, n_steps) // 2)
     p_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
                 np.empty(cap0, np.int32), np.empty(cap0, np.float32)]
-    h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32)]
+    h_arrays = [np.empty(cap0, np.int32), np.empty(cap0, np.int32), np.empty(cap0, np.int32),
+                np.empty(cap0, np.bool_)]
     n_pass = np.zeros(1, np.int64)
     n_hand = np.zeros(1, np.int64)
     code = {"highest": 0, "nearest": 1, "longest": 2}[policy]
@@ -527,7 +619,7 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
                      n_vis.copy(), serving.copy(), int(n_pass[0]), int(n_hand[0]))
             status = _sweep(position, theta, start, n_steps, first, last, xyz, up, row_lo, row_hi, col_lo,
                                   col_n, cell_lat, cell_lon, n_rows, n_cols, sin_min, code, sticky,
-                                  last_seen, pass_start, pass_max, vis, n_vis, serving,
+                                  instant, last_seen, pass_start, pass_max, vis, n_vis, serving,
                                   *p_arrays, n_pass, *h_arrays, n_hand, vis_cap, keep_passes)
             if status in (0, 3):
                 if status == 3:
@@ -564,19 +656,27 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
     passes = passes[np.lexsort((passes["satellite"], passes["rise_step"], passes["client"]))]
     if policy == "longest":
         offsets = np.searchsorted(passes["client"], np.arange(n_g + 1)).astype(np.int64)
-        size = 2 * passes.size + 2 * n_g + 1
+        instant_steps = np.flatnonzero(instant).astype(np.int64)
+        # an entry per pass end, pass rise (outages) and instant inside the window at most
+        in_window = (np.searchsorted(instant_steps, last, side="right")
+                     - np.searchsorted(instant_steps, first)).sum()
+        size = 2 * passes.size + 2 * n_g + 1 + int(in_window)
         h_client, h_step, h_sat = (np.empty(size, np.int32) for _ in range(3))
+        h_forced = np.empty(size, np.bool_)
         nh = _longest(offsets, passes["satellite"], passes["rise_step"], passes["set_step"],
-                      first, last, sticky, h_client, h_step, h_sat)
-        h_client, h_step, h_sat = h_client[:nh], h_step[:nh], h_sat[:nh]
+                      first, last, sticky, instant_steps, h_client, h_step, h_sat, h_forced)
+        h_client, h_step, h_sat, h_forced = h_client[:nh], h_step[:nh], h_sat[:nh], h_forced[:nh]
     else:
-        h_client, h_step, h_sat = (np.concatenate([part[k] for part in hand_parts]) for k in range(3))
+        h_client, h_step, h_sat, h_forced = (np.concatenate([part[k] for part in hand_parts])
+                                             for k in range(4))
         order = np.argsort(h_client, kind="stable")  # emitted in time order within a client
         h_client, h_step, h_sat = h_client[order], h_step[order], h_sat[order]
+        h_forced = h_forced[order]
     offsets = np.searchsorted(h_client, np.arange(n_g + 1)).astype(np.int64)
     schedule = HandoverSchedule(offsets=offsets, time_ns=t_ns[h_step], satellite=h_sat.astype(np.int32),
                                 t_ns=t_ns, policy=policy, min_elevation_deg=float(min_elevation_deg),
-                                sticky=bool(sticky))
+                                sticky=bool(sticky), forced=h_forced.astype(bool),
+                                interval_ns=interval_ns, phase_ns=phase_ns)
     return (schedule, passes) if return_passes else schedule
 
 
