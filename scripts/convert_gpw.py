@@ -5,7 +5,7 @@ Run once, from the repository root, to (re)make the embedded default:
 
     .venv/bin/python scripts/convert_gpw.py \
         ../shared/data/gpw-v4-2020-30min/gpw_v4_population_count_adjusted_2020_30_min.asc.gz \
-        data/gpw-v4-2020-30min.npz
+        orbit-model/orbit_model/data/gpw-v4-2020-30min.npz
 
 Cell values are kept as float64, exactly as parsed from the text (NODATA -> NaN);
 the source file name and its SHA-256 are stored in the .npz. The script prints

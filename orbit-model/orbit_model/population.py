@@ -22,6 +22,7 @@ import logging
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -50,9 +51,9 @@ _NUMBA_MIN_CENTRES = 5_000
 
 def default_population_path() -> Path:
     """Where the embedded default grid lives: ``$SATPAGE_DATA_DIR`` if set, else the
-    repository's ``data/`` folder (the packages are installed editable from the repo)."""
+    package data of orbit_model (``orbit_model/data/``, in a wheel and in a checkout)."""
     env = os.environ.get("SATPAGE_DATA_DIR")
-    base = Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+    base = Path(env) if env else Path(os.fspath(resources.files("orbit_model") / "data"))
     return base / _DEFAULT_FILE
 
 
@@ -103,7 +104,7 @@ class PopulationGrid:
     @classmethod
     def default(cls) -> PopulationGrid:
         """The embedded default: GPW v4.11, 2020, UN WPP-adjusted count, 30 arc-minutes
-        (CC BY 4.0, CIESIN; see data/README.md)."""
+        (CC BY 4.0, CIESIN; provenance in the repository's data/README.md)."""
         path = default_population_path()
         if not path.is_file():
             raise FileNotFoundError(f"{path}: the embedded population grid is missing "

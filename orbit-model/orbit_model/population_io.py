@@ -13,7 +13,7 @@ west to east, float population counts, NaN where the file says "no data"):
   ``population`` float64 (n_rows, n_cols) with NaN for no data, scalars
   ``west_deg``, ``north_deg``, ``cell_size_deg``, ``format_version`` (1) and the
   strings ``source`` (what it was converted from) and ``source_sha256``.
-  The embedded default ``data/gpw-v4-2020-30min.npz`` is one of these.
+  The embedded default ``orbit_model/data/gpw-v4-2020-30min.npz`` is one of these.
 
 Errors are ``ValueError`` (bad content) or ``OSError`` (unreadable file), and
 always name the file.

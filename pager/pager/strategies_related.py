@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,15 +42,15 @@ __all__ = ["ContainerMigration", "ReplicateNext", "Multipath", "Custody", "IdleL
 
 _NO_PARAMS = np.zeros(0, dtype=np.int64)
 
-#: Calibration points of the default MigrationModel (in the repository's data/).
+#: Calibration points of the default MigrationModel (package data, pager/data/).
 MIGRATION_DATA_FILE = "criu-migration-celestial.csv"
 
 
 def _data_dir() -> Path:
-    """``$SATPAGE_DATA_DIR`` if set, else the repository's ``data/`` (as orbit_model's
-    population grid; the packages are installed editable from the repository)."""
+    """``$SATPAGE_DATA_DIR`` if set, else pager's package data (``pager/data/``, in a
+    wheel and in a checkout; provenance in the repository's data/README.md)."""
     env = os.environ.get("SATPAGE_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+    return Path(env) if env else Path(os.fspath(resources.files("pager") / "data"))
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class MigrationModel:
 
     @classmethod
     def default(cls) -> MigrationModel:
-        """The fit to CRIU migrations on the Celestial LEO emulator (data/)."""
+        """The fit to CRIU migrations on the Celestial LEO emulator (pager/data/)."""
         return cls.from_csv(_data_dir() / MIGRATION_DATA_FILE)
 
     def downtime_ms(self, state_bytes: np.ndarray | float) -> np.ndarray:

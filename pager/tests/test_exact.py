@@ -1,6 +1,6 @@
 import itertools
 import json
-from pathlib import Path
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -8,7 +8,8 @@ from scipy import stats
 
 import pager
 
-ROOT = Path(__file__).resolve().parents[2]
+#: the paper's numbers as the package ships them (pager/data/, read by satpage paper)
+TABLE1 = resources.files("pager") / "data" / "fongen-2023-table1.json"
 QUANTITIES = pager.PAPER_QUANTITIES + ("rows",)
 
 
@@ -91,7 +92,7 @@ def test_monte_carlo_means_fall_within_their_confidence_intervals_of_the_exact_v
 def test_the_papers_single_run_lies_within_the_one_run_spread_of_the_model():
     """The paper reports one run: each of its numbers should sit within a few one-run
     standard deviations of the exact expectation (4 sd for ~30 numbers)."""
-    raw = json.loads((ROOT / "data" / "fongen-2023-table1.json").read_text())
+    raw = json.loads(TABLE1.read_text())
     params = pager.PaperParams()
     exact = pager.exact_paper(params)
     mc = pager.run_paper(params, 2000, np.random.default_rng(2023))

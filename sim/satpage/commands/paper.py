@@ -2,7 +2,7 @@
 
 Monte Carlo over many seeded runs of the paper's trail workload (``pager.run_paper``),
 or the exact expectation in closed form (``--exact``, ``pager.exact_paper``), shown
-beside the paper's own single-run numbers (data/fongen-2023-table1.json). Reports page
+beside the paper's own single-run numbers (pager/data/fongen-2023-table1.json). Reports page
 movements (the paper's measure) and page-hops (movements weighted by trail distance).
 
 Backends: ``engine`` (in-process, default) and ``cluster``: the same seeded trace
@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -42,11 +43,12 @@ class Backend(enum.StrEnum):
 
 
 def data_dir() -> Path:
-    """``$SATPAGE_DATA_DIR`` or the repository's data/ folder."""
+    """``$SATPAGE_DATA_DIR`` or pager's package data (``pager/data/``), where the
+    paper's table ships beside the model it checks."""
     env = os.environ.get("SATPAGE_DATA_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "data"
+    return Path(os.fspath(resources.files("pager") / "data"))
 
 
 def load_table1(path: Path | None = None) -> dict[str, Any]:
