@@ -1,8 +1,13 @@
 """Write services/testdata/live_ephemeris.bin (satpage-ephemeris/1) and
 live_vectors.json from orbit_model (the authority for visibility and handover
 policy): the Go sky package must reproduce each place's schedule from the
-ephemeris (internal/sky/vectors_test.go), and sim/tests/test_live.py checks that
-orbit_model still produces both files.
+ephemeris (internal/sky/vectors_test.go), and sim/tests/test_live_vectors.py checks
+that orbit_model still produces both files.
+
+Format satpage-live-vectors/2: each case names its policy, stickiness, minimum
+elevation, step and reallocation interval and phase (0: none); its schedule entries
+are [time_ns, satellite (-1: none), forced (1: picked between reallocation instants
+because the server set)].
 
 Usage: .venv/bin/python services/testdata/make_live_vectors.py
 """
@@ -22,8 +27,14 @@ HOURS = 1
 STEP_NS = 10_000_000_000
 #: Oslo, Jakarta, Quito, McMurdo, Honolulu, the antimeridian
 PLACES = [(59.9, 10.7), (-6.2, 106.8), (-0.2, -78.5), (-77.8, 166.7), (21.3, -157.9), (0.0, 180.0)]
-CASES = [("highest", True, 10.0), ("nearest", True, 10.0), ("highest", False, 25.0),
-         ("longest", True, 10.0), ("longest", False, 25.0)]
+S = 1_000_000_000
+#: policy, sticky, minimum elevation (deg), step, reallocation interval and phase (ns):
+#: the last three reallocate every 15 s at phase 12 s (Starlink's cadence) on 3 s steps
+CASES = [("highest", True, 10.0, STEP_NS, 0, 0), ("nearest", True, 10.0, STEP_NS, 0, 0),
+         ("highest", False, 25.0, STEP_NS, 0, 0), ("longest", True, 10.0, STEP_NS, 0, 0),
+         ("longest", False, 25.0, STEP_NS, 0, 0), ("highest", True, 25.0, 3 * S, 15 * S, 12 * S),
+         ("nearest", False, 10.0, 3 * S, 15 * S, 12 * S),
+         ("longest", True, 25.0, 3 * S, 15 * S, 12 * S)]
 
 
 def vectors(ephemeris_path: Path) -> dict:
@@ -32,18 +43,22 @@ def vectors(ephemeris_path: Path) -> dict:
     duration = HOURS * 3600 * 1_000_000_000
     write_ephemeris(ephemeris_path, const, duration, policy="highest", sticky=True,
                     min_elevation_deg=10.0, step_ns=STEP_NS)
-    t = step_times_ns(duration, STEP_NS)
     ground = GroundPoints.from_degrees([p[0] for p in PLACES], [p[1] for p in PLACES])
     cases = []
-    for policy, sticky, min_el in CASES:
-        sched = handover_schedule(const, ground, t, min_elevation_deg=min_el, policy=policy, sticky=sticky)
+    for policy, sticky, min_el, step_ns, interval_ns, phase_ns in CASES:
+        t = step_times_ns(duration, step_ns)
+        sched = handover_schedule(const, ground, t, min_elevation_deg=min_el, policy=policy,
+                                  sticky=sticky, interval_ns=interval_ns, phase_ns=phase_ns)
         for c, (lat, lon) in enumerate(PLACES):
             times, sats = sched.for_client(c)
+            forced = sched.forced[sched.offsets[c]:sched.offsets[c + 1]]
             cases.append({"lat_deg": lat, "lon_deg": lon, "policy": policy, "sticky": sticky,
-                          "min_elevation_deg": min_el,
-                          "schedule": [[int(a), int(b)] for a, b in zip(times, sats, strict=True)]})
-    return {"format": "satpage-live-vectors/1", "constellation": CONSTELLATION, "epoch": EPOCH,
-            "step_ns": STEP_NS, "end_ns": int(t[-1]), "ephemeris": ephemeris_path.name, "cases": cases}
+                          "min_elevation_deg": min_el, "step_ns": step_ns,
+                          "interval_ns": interval_ns, "phase_ns": phase_ns,
+                          "schedule": [[int(a), int(b), int(f)]
+                                       for a, b, f in zip(times, sats, forced, strict=True)]})
+    return {"format": "satpage-live-vectors/2", "constellation": CONSTELLATION, "epoch": EPOCH,
+            "step_ns": STEP_NS, "end_ns": duration, "ephemeris": ephemeris_path.name, "cases": cases}
 
 
 def render(v: dict) -> str:

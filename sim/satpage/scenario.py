@@ -99,6 +99,15 @@ class HandoverSection:
                                 default=5)
     trail_plane: int = _doc("`trail` policy only: the plane whose slots form the trail",
                             default=0)
+    interval_s: float = _doc(
+        "scheduled reallocation: every this many seconds a controller reassigns every "
+        "client afresh by the policy; between instants a client keeps its satellite unless "
+        "it drops below the minimum elevation (a forced handover; `sticky` has no effect). "
+        "Starlink: 15 (docs/orbit-model.md). 0 = no schedule: handovers follow the geometry",
+        default=0.0)
+    phase_s: float = _doc("scheduled reallocation: the instants are phase_s + k x interval_s "
+                          "from the epoch (Starlink: 12, i.e. seconds 12, 27, 42 and 57); "
+                          "in [0, interval_s), both multiples of time.step_s", default=0.0)
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,10 @@ class Scenario:
         for sec in _SECTIONS:
             d = dataclasses.asdict(getattr(self, sec))
             out[sec] = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        if not self.handover.interval_s and not self.handover.phase_s:
+            # no scheduled reallocation: the record (and so a report) is what it was
+            # before the keys existed
+            del out["handover"]["interval_s"], out["handover"]["phase_s"]
         return out
 
     def get(self, key: str) -> Any:
@@ -449,6 +462,7 @@ def _validate(sc: Scenario) -> None:
     if not -90 <= sc.handover.min_elevation_deg < 90:
         raise bad("handover.min_elevation_deg", sc.handover.min_elevation_deg,
                   "must be in [-90, 90)")
+    _validate_reallocation(sc)
     for key in ("clients.lat_deg", "network.gateway_lat_deg"):
         if not -90 <= sc.get(key) <= 90:
             raise bad(key, sc.get(key), "latitude must be in [-90, 90]")
@@ -493,6 +507,28 @@ def _validate(sc: Scenario) -> None:
         raise bad("constellation.spec", spec,
                   "must start with walker:, walker-star: or tle:, or name one of "
                   + ", ".join(NAMED_CONSTELLATIONS))
+
+
+def _validate_reallocation(sc: Scenario) -> None:
+    ho, src = sc.handover, sc.source
+    if ho.interval_s < 0:
+        raise ValueError(f"{src}: handover.interval_s = {ho.interval_s!r}: must not be negative")
+    if not ho.interval_s:
+        if ho.phase_s:
+            raise ValueError(f"{src}: handover.phase_s = {ho.phase_s!r} needs "
+                             "handover.interval_s")
+        return
+    if ho.policy == "trail":
+        raise ValueError(f"{src}: handover.interval_s = {ho.interval_s!r}: the `trail` policy "
+                         "has no reallocation schedule")
+    if not 0 <= ho.phase_s < ho.interval_s:
+        raise ValueError(f"{src}: handover.phase_s = {ho.phase_s!r}: must be in [0, "
+                         f"handover.interval_s = {ho.interval_s!r})")
+    for key in ("handover.interval_s", "handover.phase_s"):
+        ns = int(round(sc.get(key) * 1e9))
+        if ns % sc.step_ns:
+            raise ValueError(f"{src}: {key} = {sc.get(key)!r}: must be a multiple of "
+                             f"time.step_s = {sc.time.step_s!r} (reallocation happens at steps)")
 
 
 # -- overrides (--set and sweeps) -----------------------------------------------------------

@@ -105,12 +105,13 @@ def make_sessions(sc: Scenario) -> np.ndarray:
 
 def _with_fallback(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: np.ndarray,
                    first: np.ndarray, last: np.ndarray, min_elevation_deg: float, policy: str,
-                   sticky: bool):
+                   sticky: bool, interval_ns: int = 0, phase_ns: int = 0):
     """orbit_model's schedule of each window, and for windows with no satellite above
     the mask at any step the highest satellite below it (so every session has a server)."""
     ground = GroundPoints.from_degrees(lat, lon)
     sch = session_schedule(sats.constellation, ground, t_ns, first, last,
-                           min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky)
+                           min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky,
+                           interval_ns=interval_ns, phase_ns=phase_ns)
     offsets, time_ns, sat = sch.offsets, sch.time_ns, sch.satellite
     seen = np.add.reduceat((sat >= 0).astype(np.int64), offsets[:-1]) if sat.size else \
         np.zeros(0, np.int64)
@@ -134,13 +135,15 @@ def _with_fallback(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: n
 
 def session_visits(sats: SatelliteSet, t_ns: np.ndarray, lat: np.ndarray, lon: np.ndarray,
                    first: np.ndarray, last: np.ndarray, min_elevation_deg: float, policy: str,
-                   sticky: bool):
-    """Visits of each window from orbit_model's schedule (module docstring: outages).
+                   sticky: bool, interval_ns: int = 0, phase_ns: int = 0):
+    """Visits of each window from orbit_model's schedule (module docstring: outages);
+    ``interval_ns`` > 0: scheduled reallocation (orbit_model.handover).
 
     Returns (visit_offsets int64 (n+1,), visit_satellite int32, visit_step int64 (step
     of the visit's first entry), uncovered steps int64 (n,) per window)."""
     offsets, time_ns, sat = _with_fallback(sats, t_ns, lat, lon, first, last,
-                                           min_elevation_deg, ORBIT_MODEL_POLICY[policy], sticky)
+                                           min_elevation_deg, ORBIT_MODEL_POLICY[policy], sticky,
+                                           interval_ns, phase_ns)
     return _visits_of(offsets, time_ns, sat, t_ns, first, last)
 
 
@@ -281,14 +284,16 @@ def build_trace(sc: Scenario, sats: SatelliteSet, sessions: np.ndarray, chunk: i
         uncovered, client_steps = 0, 0
         gateway = None
     else:
-        # the gateway rides along as one more client when it uses the same policy
-        same = ho.policy == "highest-elevation" and not ho.sticky
+        # the gateway rides along as one more client when it uses the same policy (the
+        # ground-store gateway is not reallocated: it follows the highest satellite)
+        same = ho.policy == "highest-elevation" and not ho.sticky and not ho.interval_s
         lat = np.append(sessions["lat_deg"], gw_lat) if same else sessions["lat_deg"]
         lon = np.append(sessions["lon_deg"], gw_lon) if same else sessions["lon_deg"]
         first = np.append(j0, w0) if same else j0
         last = np.append(j1, w1) if same else j1
         offs, visit_sat, visit_step, unc = session_visits(
-            sats, t_ns, lat, lon, first, last, ho.min_elevation_deg, ho.policy, ho.sticky)
+            sats, t_ns, lat, lon, first, last, ho.min_elevation_deg, ho.policy, ho.sticky,
+            int(round(ho.interval_s * 1e9)), int(round(ho.phase_s * 1e9)))
         uncovered = int(unc[:n].sum())
         client_steps = int(np.sum(j1 - j0 + 1))
         if same:

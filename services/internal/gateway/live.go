@@ -412,7 +412,8 @@ func (g *Gateway) ReloadEphemeris(ctx context.Context) (bool, error) {
 	}
 	old := g.live.eph.Load()
 	if e.EpochTime != old.EpochTime || e.T0Ns != old.T0Ns || e.KnotNs != old.KnotNs || e.StepNs != old.StepNs ||
-		e.Policy != old.Policy || e.Sticky != old.Sticky || e.MinElevationDeg != old.MinElevationDeg {
+		e.Policy != old.Policy || e.Sticky != old.Sticky || e.MinElevationDeg != old.MinElevationDeg ||
+		e.IntervalNs != old.IntervalNs || e.PhaseNs != old.PhaseNs {
 		return false, fmt.Errorf("ephemeris %s changes the epoch, t0, steps or policy, which live sessions depend on: %w",
 			g.live.path, errs.ErrInvalid)
 	}

@@ -31,6 +31,10 @@ type Header struct {
 	Sticky          bool    `json:"sticky"`
 	MinElevationDeg float64 `json:"min_elevation_deg"`
 	StepNs          int64   `json:"step_ns"`
+	// IntervalNs > 0: scheduled reallocation at PhaseNs + k*IntervalNs from the
+	// epoch (orbit_model's handover kernel; Place.Advance). Absent: none.
+	IntervalNs int64 `json:"interval_ns,omitempty"`
+	PhaseNs    int64 `json:"phase_ns,omitempty"`
 }
 
 // Ephemeris is a loaded file: Earth-fixed positions (km) of every satellite at
@@ -101,6 +105,14 @@ func ParseEphemeris(raw []byte, spec constellation.Spec) (*Ephemeris, error) {
 		return nil, fmt.Errorf("policy %q: the live service applies highest, nearest or longest: %w", h.Policy, errs.ErrInvalid)
 	case !(h.MinElevationDeg >= -90 && h.MinElevationDeg < 90):
 		return nil, fmt.Errorf("minimum elevation %v deg is outside -90..90: %w", h.MinElevationDeg, errs.ErrInvalid)
+	case h.IntervalNs < 0 || (h.IntervalNs == 0 && h.PhaseNs != 0):
+		return nil, fmt.Errorf("reallocation interval %d ns and phase %d ns: the interval must be positive when given: %w",
+			h.IntervalNs, h.PhaseNs, errs.ErrInvalid)
+	case h.IntervalNs > 0 && !(h.PhaseNs >= 0 && h.PhaseNs < h.IntervalNs):
+		return nil, fmt.Errorf("reallocation phase %d ns is outside [0, interval %d ns): %w", h.PhaseNs, h.IntervalNs, errs.ErrInvalid)
+	case h.IntervalNs%h.StepNs != 0 || h.PhaseNs%h.StepNs != 0:
+		return nil, fmt.Errorf("reallocation interval %d ns and phase %d ns are not multiples of the handover step %d ns: %w",
+			h.IntervalNs, h.PhaseNs, h.StepNs, errs.ErrInvalid)
 	}
 	body := raw[nl+1:]
 	want := h.Knots * h.Satellites * 12

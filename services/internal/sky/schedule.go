@@ -15,10 +15,12 @@ const (
 
 // Handover is one entry of a place's schedule, in the form of `satpage orbit
 // handovers --json`: from TimeNs on, Satellite serves (-1: none is above the
-// minimum elevation).
+// minimum elevation). Forced: decided between two reallocation instants because
+// the serving satellite set (or a satellite rose after an outage).
 type Handover struct {
 	TimeNs    int64 `json:"time_ns"`
 	Satellite int32 `json:"satellite"`
+	Forced    bool  `json:"forced,omitempty"`
 }
 
 // Place follows the serving satellite of one ground point, step by step from
@@ -26,8 +28,11 @@ type Handover struct {
 // same step times as orbit_model's handover kernel (handover.py `_sweep`):
 // visible means sin(elevation) >= sin(min elevation) from the WGS84 normal;
 // highest = largest sin(elevation), nearest = shortest range, ties to the
-// lowest index; sticky keeps the serving satellite while it is visible. Not
-// safe for concurrent use (the gateway holds one per session, under its lock).
+// lowest index; sticky keeps the serving satellite while it is visible. Under
+// scheduled reallocation (the ephemeris' IntervalNs) the policy picks afresh at
+// each instant and the first step, the assignment holds between instants, and a
+// pick forced by the server setting is marked. Not safe for concurrent use (the
+// gateway holds one per session, under its lock).
 type Place struct {
 	LatDeg, LonDeg float64
 	g, up          [3]float64
@@ -97,17 +102,31 @@ func (p *Place) Advance(e *Ephemeris, tNs int64) (int32, error) {
 				best, bestVal = int32(i), val
 			}
 		}
-		choice := best
-		if e.Sticky && p.serving >= 0 && curUp {
-			choice = p.serving
+		choice, forced := best, false
+		switch hold := p.serving >= 0 && curUp; {
+		case e.IntervalNs == 0:
+			if e.Sticky && hold {
+				choice = p.serving
+			}
+		case k == 0 || e.instant(t):
+			// afresh at an instant: not sticky there
+		case hold:
+			choice = p.serving // the assignment holds between instants
+		default:
+			forced = true // the server set (or none served): pick at once
 		}
 		if choice != p.serving || k == 0 {
-			p.Schedule = append(p.Schedule, Handover{TimeNs: t, Satellite: choice})
+			p.Schedule = append(p.Schedule, Handover{TimeNs: t, Satellite: choice, Forced: forced && k != 0})
 			p.serving = choice
 		}
 		p.step = k
 	}
 	return p.ServingAt(tNs), nil
+}
+
+// instant reports whether tNs is a reallocation instant PhaseNs + k*IntervalNs.
+func (e *Ephemeris) instant(tNs int64) bool {
+	return e.IntervalNs > 0 && tNs >= e.PhaseNs && (tNs-e.PhaseNs)%e.IntervalNs == 0
 }
 
 // ServingAt is the satellite serving at tNs by the steps decided so far (-1 before them).
@@ -137,10 +156,16 @@ func (p *Place) advanceLongest(e *Ephemeris, last int64, sinMin float64, tNs int
 		if err != nil {
 			return -1, err
 		}
-		choice := int32(-1)
-		if e.Sticky && p.serving >= 0 && vis[p.serving] {
-			choice = p.serving
-		} else {
+		t := e.T0Ns + k*e.StepNs
+		hold := p.serving >= 0 && vis[p.serving]
+		decide, forced := !(e.Sticky && hold), false
+		if e.IntervalNs > 0 {
+			fresh := k == 0 || e.instant(t)
+			decide, forced = fresh || !hold, !fresh && !hold
+		}
+		choice := p.serving
+		if decide {
+			choice = -1
 			bestSet := int64(-1)
 			for i, up := range vis {
 				if !up {
@@ -162,7 +187,7 @@ func (p *Place) advanceLongest(e *Ephemeris, last int64, sinMin float64, tNs int
 			}
 		}
 		if choice != p.serving || k == 0 {
-			p.Schedule = append(p.Schedule, Handover{TimeNs: e.T0Ns + k*e.StepNs, Satellite: choice})
+			p.Schedule = append(p.Schedule, Handover{TimeNs: t, Satellite: choice, Forced: forced && k != 0})
 			p.serving = choice
 		}
 		p.step = k

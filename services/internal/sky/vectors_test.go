@@ -1,11 +1,15 @@
 package sky
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // The live test vectors, written by orbit_model (services/testdata/make_live_vectors.py):
@@ -25,7 +29,10 @@ type liveVectors struct {
 		Policy          string     `json:"policy"`
 		Sticky          bool       `json:"sticky"`
 		MinElevationDeg float64    `json:"min_elevation_deg"`
-		Schedule        [][2]int64 `json:"schedule"`
+		StepNs          int64      `json:"step_ns"`
+		IntervalNs      int64      `json:"interval_ns"`
+		PhaseNs         int64      `json:"phase_ns"`
+		Schedule        [][3]int64 `json:"schedule"` // time_ns, satellite, forced (0/1)
 	} `json:"cases"`
 }
 
@@ -39,8 +46,8 @@ func loadVectors(t *testing.T) (*liveVectors, *Ephemeris) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Format != "satpage-live-vectors/1" {
-		t.Fatalf("format: got %q, want satpage-live-vectors/1", v.Format)
+	if v.Format != "satpage-live-vectors/2" {
+		t.Fatalf("format: got %q, want satpage-live-vectors/2", v.Format)
 	}
 	spec, err := constellation.ParseSpec(v.Constellation)
 	if err != nil {
@@ -54,14 +61,19 @@ func loadVectors(t *testing.T) (*liveVectors, *Ephemeris) {
 }
 
 // Every handover orbit_model decides is decided here too: the same satellite,
-// at a time within one handover step (docs/live.md: the 3 m interpolation error
-// can move a threshold crossing by a step, almost never does).
+// forced or not, at a time within one handover step (docs/live.md: the 3 m
+// interpolation error can move a threshold crossing by a step, almost never
+// does); under scheduled reallocation too (the cases with an interval).
 func TestPlacesFollowOrbitModelsSchedules(t *testing.T) {
 	v, e := loadVectors(t)
-	exact, total := 0, 0
+	exact, total, scheduled := 0, 0, 0
 	for _, c := range v.Cases {
 		eph := *e
 		eph.Policy, eph.Sticky, eph.MinElevationDeg = c.Policy, c.Sticky, c.MinElevationDeg
+		eph.StepNs, eph.IntervalNs, eph.PhaseNs = c.StepNs, c.IntervalNs, c.PhaseNs
+		if c.IntervalNs > 0 {
+			scheduled++
+		}
 		p, err := NewPlace(c.LatDeg, c.LonDeg)
 		if err != nil {
 			t.Fatal(err)
@@ -77,13 +89,16 @@ func TestPlacesFollowOrbitModelsSchedules(t *testing.T) {
 		for i, want := range c.Schedule {
 			got := p.Schedule[i]
 			total++
-			if int64(got.Satellite) != want[1] || abs(got.TimeNs-want[0]) > v.StepNs {
-				t.Errorf("%v, %v %s: handover %d: got %d from %d ns, want %d from %d ns", c.LatDeg, c.LonDeg, c.Policy, i,
-					got.Satellite, got.TimeNs, want[1], want[0])
+			if int64(got.Satellite) != want[1] || abs(got.TimeNs-want[0]) > c.StepNs || got.Forced != (want[2] == 1) {
+				t.Errorf("%v, %v %s interval %d ns: handover %d: got %d from %d ns (forced %v), want %d from %d ns (forced %d)",
+					c.LatDeg, c.LonDeg, c.Policy, c.IntervalNs, i, got.Satellite, got.TimeNs, got.Forced, want[1], want[0], want[2])
 			} else if got.TimeNs == want[0] {
 				exact++
 			}
 		}
+	}
+	if scheduled == 0 {
+		t.Error("no case with scheduled reallocation in the vectors")
 	}
 	t.Logf("%d of %d handovers at the very step orbit_model gives", exact, total)
 }
@@ -118,4 +133,48 @@ func abs64(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// A reallocation schedule in the header is checked against the step grid, and
+// the error names the values.
+func TestEphemerisReallocationSettingsAreChecked(t *testing.T) {
+	v, _ := loadVectors(t)
+	raw, err := os.ReadFile("../../testdata/" + v.Ephemeris)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := constellation.ParseSpec(v.Constellation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(raw, '\n')
+	var h map[string]any
+	if err := json.Unmarshal(raw[:nl], &h); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                string
+		interval, phase, st int64
+		want                string // "" = accepted
+	}{
+		{"starlink cadence on 3 s steps", 15e9, 12e9, 3e9, ""},
+		{"phase off the 10 s grid", 15e9, 12e9, 10e9, "not multiples of the handover step 10000000000 ns"},
+		{"phase not below the interval", 15e9, 15e9, 3e9, "phase 15000000000 ns is outside [0, interval 15000000000 ns)"},
+		{"negative interval", -15e9, 0, 3e9, "interval -15000000000 ns"},
+		{"phase without an interval", 0, 3e9, 3e9, "phase 3000000000 ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h["interval_ns"], h["phase_ns"], h["step_ns"] = tc.interval, tc.phase, tc.st
+			head, _ := json.Marshal(h)
+			e, err := ParseEphemeris(append(append(head, '\n'), raw[nl+1:]...), spec)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("got %v, want it accepted", err)
+			case tc.want == "" && (e.IntervalNs != tc.interval || e.PhaseNs != tc.phase):
+				t.Fatalf("got interval %d phase %d, want %d %d", e.IntervalNs, e.PhaseNs, tc.interval, tc.phase)
+			case tc.want != "" && (!errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want ErrInvalid naming %q", err, tc.want)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ output are seconds from it.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -101,37 +102,73 @@ def handovers(
     sticky: bool = typer.Option(True, "--sticky/--no-sticky",
                                 help="hand over only when the serving satellite sets (default) "
                                      "or whenever the policy prefers another"),
-    step_s: float = typer.Option(10.0, "--step-s", help="time step, s"),
+    step_s: float | None = typer.Option(
+        None, "--step-s", help="time step, s (default 10; with --interval-s the largest whole "
+                               "second up to 10 that divides the interval and the phase)"),
+    interval_s: float = typer.Option(
+        0.0, "--interval-s", help="scheduled reallocation every this many seconds (Starlink: "
+                                  "15): the policy picks afresh at each instant, and between "
+                                  "instants only when the serving satellite sets (forced); "
+                                  "0 = handovers follow the geometry"),
+    phase_s: float = typer.Option(0.0, "--phase-s",
+                                  help="instants at phase + k x interval from --start "
+                                       "(Starlink: 12)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """The serving satellite over time for a place under a handover policy."""
     from orbit_model import GroundPoints, handover_schedule, step_times_ns
 
+    if step_s is None:
+        step_s = _reallocation_step_s(interval_s, phase_s)
     epoch, const = _setup(constellation, start, hours)
     try:
         t_ns = step_times_ns(int(round(hours * 3600 * NS_PER_S)), int(round(step_s * NS_PER_S)))
         schedule = handover_schedule(const, GroundPoints.from_degrees(lat, lon), t_ns,
-                                     min_elevation_deg=min_elevation, policy=policy, sticky=sticky)
+                                     min_elevation_deg=min_elevation, policy=policy, sticky=sticky,
+                                     interval_ns=int(round(interval_s * NS_PER_S)),
+                                     phase_ns=int(round(phase_s * NS_PER_S)))
     except ValueError as exc:
         fail(str(exc))
     times, sats = schedule.for_client(0)
+    forced = schedule.forced[:times.size]
     if as_json:
-        print_json({"constellation": const.spec, "start": epoch.isoformat(), "hours": hours,
-                    "lat_deg": lat, "lon_deg": lon, "min_elevation_deg": min_elevation,
-                    "policy": policy, "sticky": sticky, "step_s": step_s,
-                    "n_handovers": int(schedule.n_handovers[0]),
-                    "schedule": [{"time_s": int(t) / NS_PER_S, "satellite": int(s)}
-                                 for t, s in zip(times, sats, strict=True)]})
+        head = {"constellation": const.spec, "start": epoch.isoformat(), "hours": hours,
+                "lat_deg": lat, "lon_deg": lon, "min_elevation_deg": min_elevation,
+                "policy": policy, "sticky": sticky, "step_s": step_s}
+        if interval_s:
+            head |= {"interval_s": interval_s, "phase_s": phase_s,
+                     "n_forced": int(forced.sum())}
+        print_json(head | {
+            "n_handovers": int(schedule.n_handovers[0]),
+            "schedule": [{"time_s": int(t) / NS_PER_S, "satellite": int(s)}
+                         | ({"forced": bool(f)} if interval_s else {})
+                         for t, s, f in zip(times, sats, forced, strict=True)]})
         return
-    table = Table(title=f"{policy} ({'sticky' if sticky else 're-evaluated every step'}), "
-                        f"{lat:g}, {lon:g} above {min_elevation:g} deg: "
-                        f"{int(schedule.n_handovers[0])} handovers in {hours:g} h")
-    for column in ("from (UTC)", "t (s)", "satellite", "name"):
+    how = (f"reallocated every {interval_s:g} s from {phase_s:g} s" if interval_s else
+           "sticky" if sticky else "re-evaluated every step")
+    table = Table(title=f"{policy} ({how}), {lat:g}, {lon:g} above {min_elevation:g} deg: "
+                        f"{int(schedule.n_handovers[0])} handovers in {hours:g} h"
+                        + (f", {int(forced.sum())} forced" if interval_s else ""))
+    for column in ("from (UTC)", "t (s)", "satellite", "name") + (("forced",) if interval_s else ()):
         table.add_column(column)
-    for t, s in zip(times, sats, strict=True):
+    for t, s, f in zip(times, sats, forced, strict=True):
         table.add_row(_iso(epoch, t), f"{int(t) / NS_PER_S:g}", str(int(s)) if s >= 0 else "-",
-                      const.names[s] if s >= 0 else "(none above the minimum elevation)")
+                      const.names[s] if s >= 0 else "(none above the minimum elevation)",
+                      *(("yes" if f else "",) if interval_s else ()))
     stdout.print(table)
+
+
+def _reallocation_step_s(interval_s: float, phase_s: float) -> float:
+    """10 s, or under scheduled reallocation the largest whole second up to 10 that
+    divides both the interval and the phase (3 s for 15 s at phase 12 s), so that every
+    instant is a step."""
+    if not interval_s:
+        return 10.0
+    if interval_s != int(interval_s) or phase_s != int(phase_s):
+        fail(f"--interval-s {interval_s:g} and --phase-s {phase_s:g} are not whole seconds: "
+             "give --step-s")
+    g = math.gcd(int(interval_s), int(phase_s))
+    return float(max(d for d in range(1, 11) if g % d == 0))
 
 
 @app.command("isl")
