@@ -140,12 +140,14 @@ helm test "$REL" -n "$NS" --timeout 180s >"$OUT/helm-test.txt" 2>&1 || { cat "$O
 log "helm test: $(grep -E '^Phase|Succeeded' "$OUT/helm-test.txt" | tr '\n' ' ')"
 
 # 5. The gateway on loopback, over mutual TLS with the material the chart generated
-# (docs/security.md): the Secret's files into $OUT/tls for the replay driver.
+# (docs/security.md): the client's Secret (tls.crt, tls.key, ca.crt) into $OUT/tls
+# as client.pem, client-key.pem and ca.pem for the replay driver.
 rm -rf "$OUT/tls" && mkdir -m 700 "$OUT/tls"
-kubectl -n "$NS" get secret "$REL-tls" -o json | "$PY" -c '
+kubectl -n "$NS" get secret "$REL-client" -o json | "$PY" -c '
 import base64, json, pathlib, sys
+names = {"tls.crt": "client.pem", "tls.key": "client-key.pem", "ca.crt": "ca.pem"}
 for k, v in json.load(sys.stdin)["data"].items():
-    p = pathlib.Path(sys.argv[1], k)
+    p = pathlib.Path(sys.argv[1], names[k])
     p.write_bytes(base64.b64decode(v))
     p.chmod(0o600)' "$OUT/tls"
 export SATPAGE_TLS_DIR="$OUT/tls"

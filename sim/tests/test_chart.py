@@ -192,10 +192,12 @@ def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
 def test_redis_is_a_native_sidecar_on_new_kubernetes_and_a_second_container_before(helm):
     new = render(helm, kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
     old = render(helm, kube="1.28.0")["StatefulSet"][0]["spec"]["template"]["spec"]
-    (sidecar,) = new["initContainers"]
-    assert sidecar["name"] == "redis" and sidecar["restartPolicy"] == "Always"
+    # The TLS init step runs first, then Redis starts as a sidecar.
+    assert [c["name"] for c in new["initContainers"]] == ["fetch-tls", "redis"]
+    sidecar = new["initContainers"][1]
+    assert sidecar["restartPolicy"] == "Always" and "restartPolicy" not in new["initContainers"][0]
     assert [c["name"] for c in new["containers"]] == ["satnode"]
-    assert "initContainers" not in old
+    assert [c["name"] for c in old["initContainers"]] == ["fetch-tls"]
     assert [c["name"] for c in old["containers"]] == ["satnode", "redis"]
     for spec in (new, old):
         redis = next(c for c in _containers(spec) if c["name"] == "redis")
@@ -210,7 +212,8 @@ def test_redis_is_a_native_sidecar_on_new_kubernetes_and_a_second_container_befo
 def test_local_images_are_never_pulled_and_registry_images_only_when_absent(helm):
     local = render(helm)
     for c in _containers(local["StatefulSet"][0]["spec"]["template"]["spec"]):
-        assert c["image"] == f"satpage.local/{c['name']}:{__version__}"
+        image = "satnode" if c["name"] == "fetch-tls" else c["name"]  # the init step is satnode's
+        assert c["image"] == f"satpage.local/{image}:{__version__}"
         assert c["imagePullPolicy"] == "Never"
     remote = render(helm, "-f", str(CHART / "ci" / "registry-values.yaml"))
     for c in _containers(remote["StatefulSet"][0]["spec"]["template"]["spec"]):
@@ -311,7 +314,7 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     (sts,) = objs["StatefulSet"]
     pod = sts["spec"]["template"]
     satnode = next(c for c in pod["spec"]["containers"] if c["name"] == "satnode")
-    (mount,) = [m for m in satnode["volumeMounts"] if m["name"] != "tls"]
+    (mount,) = [m for m in satnode["volumeMounts"] if m["name"] not in ("tls", "token-verify")]
     assert path == mount["mountPath"] + "/isl-schedule.json" and mount["readOnly"] is True
     vol = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
     assert vol["configMap"]["name"] == sched["metadata"]["name"]
@@ -320,31 +323,44 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     assert pod["metadata"]["annotations"]["checksum/config"] != old
     assert "SATPAGE_ISL_SCHEDULE" not in plain["ConfigMap"][0]["data"]
     assert [m["name"] for m in next(c for c in plain["StatefulSet"][0]["spec"]["template"]["spec"]
-                                    ["containers"] if c["name"] == "satnode")["volumeMounts"]] == ["tls"]
+                                    ["containers"] if c["name"] == "satnode")["volumeMounts"]] == ["tls", "token-verify"]
 
 
 # --- Security (docs/security.md) ---------------------------------------------------
 
 def _secret_files(objs, tmp_path):
+    """The generated Secrets as a `--tls-dir` directory (docs/security.md layout)."""
     import base64
 
-    (secret,) = objs["Secret"]
-    for name, value in secret["data"].items():
-        (tmp_path / name).write_bytes(base64.b64decode(value))
-    return secret
+    names = {"gateway": ("gateway.pem", "gateway-key.pem"), "client": ("client.pem", "client-key.pem"),
+             "token": ("token-verify-keys.pem", "token-signing-key.pem")}
+    secrets = {s["metadata"]["name"]: s for s in objs["Secret"]}
+    for name, secret in secrets.items():
+        role = name.removeprefix("t-satpage-")
+        crt, key = names.get(role) or (f"satellite-{role.removeprefix('sat-')}.pem",
+                                       f"satellite-{role.removeprefix('sat-')}-key.pem")
+        data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+        (tmp_path / crt).write_bytes(data["tls.crt"])
+        (tmp_path / key).write_bytes(data["tls.key"])
+        (tmp_path / "ca.pem").write_bytes(data["ca.crt"])
+    return secrets
 
 
 def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
     from cryptography import x509
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        load_pem_private_key,
+    )
     from cryptography.x509.verification import PolicyBuilder, Store
 
     objs = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
-    secret = _secret_files(objs, tmp_path)
-    want = {"ca.pem", "gateway.pem", "gateway-key.pem", "client.pem", "client-key.pem",
-            "token-signing-key.pem", "token-verify-keys.pem"}
-    want |= {f"satellite-{i}{s}.pem" for i in range(6) for s in ("", "-key")}
-    assert set(secret["data"]) == want
+    secrets = _secret_files(objs, tmp_path)
+    # One Secret per role, each in cert-manager's layout; every one names the same CA.
+    assert set(secrets) == {f"t-satpage-{r}" for r in ("gateway", "client", "token", *(f"sat-{i}" for i in range(6)))}
+    assert {s["type"] for s in secrets.values()} == {"kubernetes.io/tls"}
+    assert len({s["data"]["ca.crt"] for s in secrets.values()}) == 1
     ca = x509.load_pem_x509_certificate((tmp_path / "ca.pem").read_bytes())
     store = Store([ca])
     for i in range(6):
@@ -356,20 +372,115 @@ def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
             [f"satellite-{i}.satpage"]
     gw = x509.load_pem_x509_certificate((tmp_path / "gateway.pem").read_bytes())
     PolicyBuilder().store(store).build_server_verifier(x509.DNSName("gateway.satpage")).verify(gw, [])
-    load_pem_private_key((tmp_path / "token-signing-key.pem").read_bytes(), None)
+    # The token key's public half, in a certificate: what satellites verify with.
+    signing = load_pem_private_key((tmp_path / "token-signing-key.pem").read_bytes(), None)
+    verify = (tmp_path / "token-verify-keys.pem").read_bytes()
+    assert b"PRIVATE" not in verify
+    raw = (Encoding.Raw, PublicFormat.Raw)
+    assert x509.load_pem_x509_certificate(verify).public_key().public_bytes(*raw) == \
+        signing.public_key().public_bytes(*raw)
     config = objs["ConfigMap"][0]["data"]
     assert config["SATPAGE_TLS_DIR"] == "/etc/satpage-tls" and "SATPAGE_INSECURE" not in config
     sums = set()
     for workload in (objs["StatefulSet"][0], objs["Deployment"][0]):
         tpl = workload["spec"]["template"]
-        assert {"name": "tls", "secret": {"secretName": "t-satpage-tls", "defaultMode": 0o440}} in tpl["spec"]["volumes"]
         (c,) = [c for c in tpl["spec"]["containers"] if c["name"] in ("satnode", "gateway")]
         assert {"name": "tls", "mountPath": "/etc/satpage-tls", "readOnly": True} in c["volumeMounts"]
         sums.add(tpl["metadata"]["annotations"]["checksum/tls"])
     assert len(sums) == 1  # one material, one checksum
-    # Fresh material (helm template cannot look the old Secret up) rolls the pods.
+    # Fresh material (helm template cannot look the old Secrets up) rolls the pods.
     again = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
     assert again["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/tls"] not in sums
+
+
+def _key_files(objs: dict[str, list[dict]]) -> dict[tuple[str, str], dict[str, str]]:
+    """What every container of every workload can read, as {(workload, container):
+    {file: "secret/key"}}: the Secret items its volumes project, and for the
+    emptyDir a satellite's init step fills, what that step writes (its --file
+    arguments, from the Secret its --secret names). Kubelet mounts only the items
+    listed, so these are all the key files a container holds."""
+    out = {}
+    workloads = [(o["metadata"]["name"], o["spec"]["template"]["spec"]) for k in ("StatefulSet", "Deployment")
+                 for o in objs.get(k, [])]
+    workloads += [(o["metadata"]["name"], o["spec"]) for o in objs.get("Pod", [])]
+    for name, pod in workloads:
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        written = {}  # emptyDir name -> files an init step writes there
+        for c in pod.get("initContainers", []):
+            if c["name"] == "fetch-tls":
+                args = dict(a.removeprefix("--").split("=", 1) for a in c["args"][1:] if not a.startswith("--file="))
+                (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == args["out"]]
+                files = [a.removeprefix("--file=").split("=", 1) for a in c["args"] if a.startswith("--file=")]
+                written[mount["name"]] = {f: f"{args['secret']}/{k}" for k, f in files}
+        for c in _containers(pod):
+            files = {}
+            for m in c.get("volumeMounts", []):
+                v = volumes[m["name"]]
+                sources = v["projected"]["sources"] if "projected" in v else [v]
+                for src in sources:
+                    if "secret" in src:
+                        sec = src["secret"]
+                        assert "items" in sec, f"{name}/{c['name']} mounts all of Secret {sec.get('secretName')}"
+                        files |= {it["path"]: f"{sec['name']}/{it['key']}" for it in sec["items"]}
+                    if "serviceAccountToken" in src:
+                        files[src["serviceAccountToken"]["path"]] = "serviceaccount/token"
+                if "emptyDir" in v and c["name"] != "fetch-tls":
+                    files |= written.get(m["name"], {})
+            out[(name, c["name"])] = files
+    return out
+
+
+def test_every_workload_mounts_only_its_own_keys(helm):
+    """The chart's defaults: no pod holds a private key other than its own, only the
+    gateway holds the token signing key, satellites verify with a certificate."""
+    objs = render(helm)
+    assert {k for k in objs if k in ("StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob", "Pod",
+                                     "ReplicaSet")} == {"StatefulSet", "Deployment", "Pod"}
+    sat = {"ca.pem": "t-satpage-sat-{index}/ca.crt", "satellite-{index}.pem": "t-satpage-sat-{index}/tls.crt",
+           "satellite-{index}-key.pem": "t-satpage-sat-{index}/tls.key",
+           "token-verify-keys.pem": "t-satpage-token/tls.crt"}
+    assert _key_files(objs) == {
+        ("t-satpage", "fetch-tls"): {"token": "serviceaccount/token"},
+        ("t-satpage", "redis"): {},
+        ("t-satpage", "satnode"): sat,
+        ("t-satpage-gateway", "gateway"): {
+            "ca.pem": "t-satpage-gateway/ca.crt", "gateway.pem": "t-satpage-gateway/tls.crt",
+            "gateway-key.pem": "t-satpage-gateway/tls.key", "token-signing-key.pem": "t-satpage-token/tls.key",
+            "token-verify-keys.pem": "t-satpage-token/tls.crt"},
+        **{("t-satpage-test-health", c): {"ca.pem": "t-satpage-client/ca.crt"}
+           for c in ("check-0", "check-1", "check")},
+    }
+    # {index} is the pod's own ordinal: the init step (services/internal/podkeys) reads
+    # it from the hostname, and its token may read the satellites' Secrets and nothing else.
+    (role,) = objs["Role"]
+    (rule,) = role["rules"]
+    assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == ([""], ["secrets"], ["get"])
+    assert rule["resourceNames"] == [f"t-satpage-sat-{i}" for i in range(150)]
+    (binding,) = objs["RoleBinding"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "t-satpage", "namespace": "default"}]
+    (sts,) = objs["StatefulSet"]
+    (satnode,) = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "satnode"]
+    env = {e["name"]: e.get("value") for e in satnode["env"]}
+    assert env["SATPAGE_TOKEN_VERIFY_KEYS"] == "/etc/satpage-token/token-verify-keys.pem"
+    (tls,) = [v for v in sts["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
+    assert tls["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}  # the key never touches the node's disk
+    # The Secrets the chart makes are the ones the workloads name.
+    made = {s["metadata"]["name"]: set(s["data"]) for s in objs["Secret"]}
+    assert len(made) == 153 and all(keys == {"tls.crt", "tls.key", "ca.crt"} for keys in made.values())
+
+
+def test_a_user_secret_and_cert_manager_keep_every_key_in_its_pod(helm):
+    user = _key_files(render(helm, "--set", "tls.existingSecret=mine"))
+    assert user[("t-satpage", "satnode")] == {
+        "ca.pem": "mine/ca.pem", "satellite-{index}.pem": "mine/satellite-{index}.pem",
+        "satellite-{index}-key.pem": "mine/satellite-{index}-key.pem",
+        "token-verify-keys.pem": "mine/token-verify-keys.pem"}
+    assert set(user[("t-satpage-gateway", "gateway")]) == {
+        "ca.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem", "token-verify-keys.pem"}
+    assert user[("t-satpage-test-health", "check")] == {"ca.pem": "mine/ca.pem"}
+    cm = render(helm, "--api-versions", "cert-manager.io/v1")
+    assert "Secret" not in cm and _key_files(cm) == _key_files(render(helm))
 
 
 def test_insecure_is_refused_unless_allowed_beside_it(helm):
@@ -386,14 +497,13 @@ def test_a_user_secret_replaces_the_generated_material(helm):
     objs = render(helm, "--set", "tls.existingSecret=my-constellation-tls")
     assert "Secret" not in objs
     tpl = objs["StatefulSet"][0]["spec"]["template"]
-    assert {"name": "tls", "secret": {"secretName": "my-constellation-tls", "defaultMode": 0o440}} in tpl["spec"]["volumes"]
     assert re.fullmatch(r"[0-9a-f]{64}", tpl["metadata"]["annotations"]["checksum/tls"])
+    assert objs["Role"][0]["rules"][0]["resourceNames"] == ["my-constellation-tls"]
     (pod,) = objs["Pod"]
     cmds = [c["command"] for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]]
     assert all("-tls" in c and "-tls-ca-cert=/etc/satpage-tls/ca.pem" in c for c in cmds)
     assert [c[-1] for c in cmds] == ["-tls-server-name=satellite-0.satpage",
                                       "-tls-server-name=satellite-149.satpage", "-tls-server-name=gateway.satpage"]
-
 
 
 # --- Live mode (docs/live.md) ---------------------------------------------------------
@@ -457,15 +567,10 @@ def test_cert_manager_issues_the_material_when_the_cluster_has_it(helm):
     assert {i["metadata"]["name"]: list(i["spec"]) for i in objs["Issuer"]} == {
         "t-satpage-selfsigned": ["selfSigned"], "t-satpage-ca": ["ca"]}
 
-    def files(workload):
-        (vol,) = [v for v in workload["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
-        return {it["path"]: s["secret"]["name"] for s in vol["projected"]["sources"] for it in s["secret"]["items"]}
-
-    sat = files(objs["StatefulSet"][0])
-    assert sat["ca.pem"] == "t-satpage-ca" and sat["satellite-5-key.pem"] == "t-satpage-sat-5"
-    assert "token-signing-key.pem" not in sat and sat["token-verify-keys.pem"] == "t-satpage-token"
-    gw = files(objs["Deployment"][0])
-    assert set(gw) == {"ca.pem", "gateway.pem", "gateway-key.pem", "token-verify-keys.pem", "token-signing-key.pem"}
+    # The pods name these Secrets exactly as they name the chart's own (same keys).
+    files = _key_files(objs)
+    assert files[("t-satpage", "satnode")]["satellite-{index}-key.pem"] == "t-satpage-sat-{index}/tls.key"
+    assert files[("t-satpage-gateway", "gateway")]["token-signing-key.pem"] == "t-satpage-token/tls.key"
     # Asked for Helm's own material, the chart makes it even where cert-manager is.
     helm_made = render(helm, *spec, "--api-versions", "cert-manager.io/v1", "--set", "tls.source=helm")
-    assert "Certificate" not in helm_made and len(helm_made["Secret"]) == 1
+    assert "Certificate" not in helm_made and len(helm_made["Secret"]) == 9

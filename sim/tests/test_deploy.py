@@ -290,25 +290,44 @@ def test_apt_ensure_changes_nothing_when_installed_and_rejects_bad_names():
     assert bad.returncode == 2 and "foo;rm" in bad.stderr
 
 
+def _swarm_files(stack: dict) -> dict[str, dict[str, str]]:
+    """Every service's files under /run/secrets: {service: {target: file on the host}}."""
+    return {name: {sec["target"]: stack["secrets"][sec["source"]]["file"] for sec in svc.get("secrets", [])}
+            for name, svc in stack["services"].items()}
+
+
 def test_the_swarm_stack_gives_each_task_only_its_own_key_as_docker_secrets(tmp_path):
     """Every secret file the stack names is one `satpage deploy tls` writes; satellite i
-    gets its own key and no other, the gateway the token signing key."""
+    gets its own key and no other, the gateway the token signing key, Redis nothing;
+    the verification key satellites get is public."""
     spec = "walker-star:4/2/0:500:87"
     stack = yaml.safe_load(deploy.render_stack(spec, images=deploy.ImageSet()))
     out = CliRunner().invoke(app, ["deploy", "tls", "-c", spec, "--out", str(tmp_path / "tls")])
     assert out.exit_code == 0, out.output
     for name, s in stack["secrets"].items():
         assert (tmp_path / s["file"]).is_file(), name
+    verify = (tmp_path / "tls" / "token-verify-keys.pem").read_bytes()
+    assert verify.startswith(b"-----BEGIN PUBLIC KEY-----") and b"PRIVATE" not in verify
     services = stack["services"]
     for i in range(4):
         env = services[f"sat-{i}"]["environment"]
         assert env["SATPAGE_TLS_DIR"] == "/run/secrets" and "SATPAGE_INSECURE" not in env
         targets = {s["target"]: s for s in services[f"sat-{i}"]["secrets"]}
-        assert set(targets) == {"ca.pem", "token-verify-keys.pem", f"satellite-{i}.pem", f"satellite-{i}-key.pem"}
         assert targets[f"satellite-{i}-key.pem"]["mode"] == 0o400
-    gw = {s["target"] for s in services["gateway"]["secrets"]}
-    assert gw == {"ca.pem", "token-verify-keys.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem"}
     assert "127.0.0.1:7001" in " ".join(services["sat-0"]["healthcheck"]["test"])
+
+
+def test_every_swarm_service_holds_only_its_own_key_files():
+    """The checked-in stack (150 satellites): for every service, exactly the files it
+    gets and the file each comes from."""
+    stack = yaml.safe_load((ROOT / "charts" / "swarm" / "satpage-stack.yml").read_text())
+    public = {"ca.pem": "./tls/ca.pem", "token-verify-keys.pem": "./tls/token-verify-keys.pem"}
+    want = {f"sat-{i}": {**public, f"satellite-{i}.pem": f"./tls/satellite-{i}.pem",
+                         f"satellite-{i}-key.pem": f"./tls/satellite-{i}-key.pem"} for i in range(150)}
+    want |= {f"redis-{i}": {} for i in range(150)}
+    want["gateway"] = {**public, "gateway.pem": "./tls/gateway.pem", "gateway-key.pem": "./tls/gateway-key.pem",
+                       "token-signing-key.pem": "./tls/token-signing-key.pem"}
+    assert _swarm_files(stack) == want
 
 
 def test_a_live_swarm_stack_gives_the_gateway_its_ephemeris_and_clock():

@@ -200,8 +200,9 @@ def test_a_forged_token_and_a_page_outside_the_table_are_refused(cluster):
 
 
 def test_the_helm_charts_generated_material_works_on_real_processes(tmp_path):
-    """The Secret `helm template` generates (ECDSA keys from genPrivateKey, a
-    genCA root, an Ed25519 token key that is also the verify file) runs a secure
+    """The Secrets `helm template` generates (ECDSA keys from genPrivateKey, a
+    genCA root, an Ed25519 token key and a certificate of its public key, which
+    the satellites verify with and which holds no private key) run a secure
     cluster: a registration, a write, a handover and a page fault relayed between
     satellites, all over its certificates."""
     helm = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "helm"
@@ -214,11 +215,18 @@ def test_the_helm_charts_generated_material_works_on_real_processes(tmp_path):
                          capture_output=True, text=True, timeout=120, check=True,
                          env={**os.environ, "HELM_CACHE_HOME": str(tmp_path / "hc"),
                               "HELM_CONFIG_HOME": str(tmp_path / "hg"), "HELM_DATA_HOME": str(tmp_path / "hd")})
-    (secret,) = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Secret"]
+    # One Secret per role (tls.crt, tls.key, ca.crt), laid out as one --tls-dir.
+    secrets = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Secret"]
     tls = tmp_path / "tls"
     tls.mkdir(mode=0o700)
-    for name, value in secret["data"].items():
-        (tls / name).write_bytes(base64.b64decode(value))
+    stems = {"gateway": ("gateway", "gateway-key"), "client": ("client", "client-key"),
+             "token": ("token-verify-keys", "token-signing-key")}
+    for secret in secrets:
+        role = secret["metadata"]["name"].removeprefix("t-satpage-")
+        sat = f"satellite-{role.removeprefix('sat-')}"
+        crt, key = stems.get(role, (sat, f"{sat}-key"))
+        for k, stem in (("tls.crt", crt), ("tls.key", key), ("ca.crt", "ca")):
+            (tls / f"{stem}.pem").write_bytes(base64.b64decode(secret["data"][k]))
     state = tmp_path / "state"
     satpage = Path(sys.executable).with_name("satpage")
     subprocess.run([str(satpage), "cluster", "up", "--constellation", SPEC, "--state-dir", str(state),

@@ -210,14 +210,33 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
       mountPath: /data
 {{- end }}
 
-{{/* Secret with the TLS material (docs/security.md layout). */}}
+{{/*
+TLS material (docs/security.md): every pod gets its own files and no one else's.
+With the chart's generated material (tls.source helm) and with cert-manager, each
+role has a Secret of its own, <fullname>-<role> (sat-<i>, gateway, client,
+token), in cert-manager's layout (type kubernetes.io/tls: tls.crt, tls.key,
+ca.crt). A StatefulSet has one pod template, so no volume can pick satellite i's
+Secret: a satellite's init step (`satnode fetch-tls`) reads it from the API,
+with a ServiceAccount token mounted into that step alone, into an in-memory
+emptyDir. Whatever kubelet mounts is projected item by item: the gateway gets
+its pair, the CA and the token keys; satellites the CA and the token
+verification key (a certificate: its public key only); the test pod the CA.
+*/}}
+
+{{/* The Secret a user brings (tls.existingSecret), in the one-directory layout. */}}
 {{- define "satpage.tlsSecretName" -}}
-{{- default (printf "%s-tls" (include "satpage.fullname" .)) .Values.tls.existingSecret }}
+{{- .Values.tls.existingSecret }}
 {{- end }}
 
 {{/* Where the daemons read the TLS material (not /etc/satpage: the ISL schedule is mounted there). */}}
 {{- define "satpage.tlsDir" -}}
 /etc/satpage-tls
+{{- end }}
+
+{{/* Where a satellite reads the token verification key: beside its TLS
+directory, which its init step writes (`SATPAGE_TOKEN_VERIFY_KEYS`). */}}
+{{- define "satpage.tokenDir" -}}
+/etc/satpage-token
 {{- end }}
 
 {{/* Where the TLS material comes from: "secret" (tls.existingSecret),
@@ -227,6 +246,15 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
 {{- else if eq .Values.tls.source "cert-manager" }}cert-manager
 {{- else if and (eq .Values.tls.source "auto") (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}cert-manager
 {{- else }}helm
+{{- end }}
+{{- end }}
+
+{{/* The Secret a satellite's init step reads, "{index}" standing for its index. */}}
+{{- define "satpage.satelliteSecret" -}}
+{{- if eq (include "satpage.tlsSource" .) "secret" }}
+{{- include "satpage.tlsSecretName" . }}
+{{- else }}
+{{- printf "%s-sat-{index}" (include "satpage.fullname" .) }}
 {{- end }}
 {{- end }}
 
@@ -249,57 +277,106 @@ user's or cert-manager's Secrets as the cluster holds them; names when they cann
 {{- end }}
 {{- end }}
 
-{{/* The TLS volume of a pod (role: satellite, gateway or test), and its mount.
-With cert-manager the files of docs/security.md's layout are projected from its
-Secrets (tls.crt, tls.key, ca.crt of one Certificate each). */}}
-{{- define "satpage.tlsVolume" -}}
+{{/* The TLS volumes of a pod (role: satellite, gateway or test); see the top of
+this section for what each holds. */}}
+{{- define "satpage.tlsVolumes" -}}
 {{- $root := .root }}
-{{- if eq (include "satpage.tlsSource" $root) "cert-manager" }}
 {{- $full := include "satpage.fullname" $root }}
+{{- $own := ne (include "satpage.tlsSource" $root) "secret" }}
+{{- $user := include "satpage.tlsSecretName" $root }}
+{{- if eq .role "satellite" }}
 - name: tls
+  emptyDir:
+    medium: Memory
+    sizeLimit: 1Mi
+- name: token-verify
   projected:
     defaultMode: 0440
     sources:
       - secret:
-          name: {{ $full }}-ca
-          items: [{key: tls.crt, path: ca.pem}]
-      {{- if ne .role "test" }}
-      - secret:
-          name: {{ $full }}-token
-          items:
-            - {key: tls.key, path: token-verify-keys.pem}
-            {{- if eq .role "gateway" }}
-            - {key: tls.key, path: token-signing-key.pem}
-            {{- end }}
-      {{- end }}
-      {{- if eq .role "gateway" }}
-      - secret:
-          name: {{ $full }}-gateway
-          items: [{key: tls.crt, path: gateway.pem}, {key: tls.key, path: gateway-key.pem}]
-      {{- else if eq .role "satellite" }}
-      {{- range $i := until (include "satpage.satellites" $root | int) }}
-      - secret:
-          name: {{ $full }}-sat-{{ $i }}
-          items: [{key: tls.crt, path: satellite-{{ $i }}.pem}, {key: tls.key, path: satellite-{{ $i }}-key.pem}]
-      {{- end }}
-      {{- end }}
+          name: {{ ternary (printf "%s-token" $full) $user $own }}
+          items: [{key: {{ ternary "tls.crt" "token-verify-keys.pem" $own }}, path: token-verify-keys.pem}]
+# The init step's API credentials (what automountServiceAccountToken would give
+# every container), mounted into that step alone.
+- name: kube-api
+  projected:
+    defaultMode: 0440
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 600
+      - configMap:
+          name: kube-root-ca.crt
+          items: [{key: ca.crt, path: ca.crt}]
+      - downwardAPI:
+          items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]
 {{- else }}
 - name: tls
-  secret:
-    secretName: {{ include "satpage.tlsSecretName" $root }}
+  projected:
     defaultMode: 0440
+    sources:
+      {{- if and $own (eq .role "gateway") }}
+      - secret:
+          name: {{ $full }}-gateway
+          items: [{key: ca.crt, path: ca.pem}, {key: tls.crt, path: gateway.pem}, {key: tls.key, path: gateway-key.pem}]
+      - secret:
+          name: {{ $full }}-token
+          items: [{key: tls.key, path: token-signing-key.pem}, {key: tls.crt, path: token-verify-keys.pem}]
+      {{- else if $own }}
+      - secret:
+          name: {{ $full }}-client
+          items: [{key: ca.crt, path: ca.pem}]
+      {{- else }}
+      - secret:
+          name: {{ $user }}
+          items:
+            - {key: ca.pem, path: ca.pem}
+            {{- if eq .role "gateway" }}
+            {{- range $f := list "gateway.pem" "gateway-key.pem" "token-signing-key.pem" "token-verify-keys.pem" }}
+            - {key: {{ $f }}, path: {{ $f }}}
+            {{- end }}
+            {{- end }}
+      {{- end }}
 {{- end }}
 {{- end }}
+
 {{- define "satpage.tlsMount" -}}
 - name: tls
   mountPath: {{ include "satpage.tlsDir" . }}
   readOnly: true
 {{- end }}
 
-{{/* The generated TLS material as Secret data (YAML), made once per render and
-cached in .Values (the Secret and the pods' checksum see the same keys). An
-existing Secret of the same release with as many satellites is kept (lookup),
-so an upgrade does not re-key the constellation. */}}
+{{/* A satellite pod's init step: `satnode fetch-tls` writes its certificate, key
+and the CA from its own Secret into the "tls" emptyDir (podkeys in services/). */}}
+{{- define "satpage.fetchTlsContainer" -}}
+{{- $v := .Values -}}
+{{- $own := ne (include "satpage.tlsSource" .) "secret" -}}
+- name: fetch-tls
+  image: {{ include "satpage.image" (dict "image" $v.satnode.image "root" .) | quote }}
+  imagePullPolicy: {{ include "satpage.pullPolicy" $v.satnode.image }}
+  args:
+    - fetch-tls
+    - --secret={{ include "satpage.satelliteSecret" . }}
+    - --out={{ include "satpage.tlsDir" . }}
+    - --file={{ ternary "tls.crt" "satellite-{index}.pem" $own }}=satellite-{index}.pem
+    - --file={{ ternary "tls.key" "satellite-{index}-key.pem" $own }}=satellite-{index}-key.pem
+    - --file={{ ternary "ca.crt" "ca.pem" $own }}=ca.pem
+  resources:
+    {{- toYaml $v.satnode.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $v.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: tls
+      mountPath: {{ include "satpage.tlsDir" . }}
+    - name: kube-api
+      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+      readOnly: true
+{{- end }}
+
+{{/* The generated TLS material, made once per render and cached in .Values (the
+Secrets and the pods' checksum see the same keys): a dict from Secret name to its
+data. The Secrets of the same release are kept when all of them exist (lookup), so
+an upgrade does not re-key the constellation; a new satellite count re-keys it. */}}
 {{- define "satpage.tlsData" -}}
 {{- if not (hasKey .Values.tls "_data") }}
 {{- $t := include "satpage.satellites" . | int }}
@@ -308,31 +385,38 @@ so an upgrade does not re-key the constellation. */}}
 {{- $gw := include "satpage.gatewayName" . }}
 {{- $ns := .Release.Namespace }}
 {{- $days := int .Values.tls.generatedDays }}
-{{- $old := lookup "v1" "Secret" $ns (include "satpage.tlsSecretName" .) }}
+{{- $names := list (printf "%s-gateway" $full) (printf "%s-client" $full) (printf "%s-token" $full) }}
+{{- range $i := until $t }}
+{{- $names = append $names (printf "%s-sat-%d" $full $i) }}
+{{- end }}
+{{- $kept := dict }}
+{{- range $n := $names }}
+{{- $old := lookup "v1" "Secret" $ns $n }}
+{{- if and $old $old.data (hasKey $old.data "tls.crt") (hasKey $old.data "tls.key") }}
+{{- $_ := set $kept $n $old.data }}
+{{- end }}
+{{- end }}
 {{- $data := dict }}
-{{- if and $old $old.data (hasKey $old.data "ca.pem") (hasKey $old.data (printf "satellite-%d.pem" (sub $t 1))) (not (hasKey $old.data (printf "satellite-%d.pem" $t))) }}
-{{- $data = $old.data }}
+{{- if eq (len $kept) (len $names) }}
+{{- $data = $kept }}
 {{- else }}
 {{- $ca := genCA "satpage constellation CA" $days }}
-{{- $_ := set $data "ca.pem" ($ca.Cert | b64enc) }}
+{{- $caPem := $ca.Cert | b64enc }}
 {{- range $i := until $t }}
-{{- $names := list (printf "satellite-%d.satpage" $i) (printf "%s-%d.%s" $full $i $headless) (printf "%s-%d.%s.%s.svc" $full $i $headless $ns) }}
-{{- $c := genSignedCertWithKey (first $names) nil $names $days $ca (genPrivateKey "ecdsa") }}
-{{- $_ := set $data (printf "satellite-%d.pem" $i) ($c.Cert | b64enc) }}
-{{- $_ := set $data (printf "satellite-%d-key.pem" $i) ($c.Key | b64enc) }}
+{{- $sans := list (printf "satellite-%d.satpage" $i) (printf "%s-%d.%s" $full $i $headless) (printf "%s-%d.%s.%s.svc" $full $i $headless $ns) }}
+{{- $c := genSignedCertWithKey (first $sans) nil $sans $days $ca (genPrivateKey "ecdsa") }}
+{{- $_ := set $data (printf "%s-sat-%d" $full $i) (dict "tls.crt" ($c.Cert | b64enc) "tls.key" ($c.Key | b64enc) "ca.crt" $caPem) }}
 {{- end }}
 {{- $g := genSignedCertWithKey "gateway.satpage" nil (list "gateway.satpage" $gw (printf "%s.%s.svc" $gw $ns) "localhost") $days $ca (genPrivateKey "ecdsa") }}
-{{- $_ := set $data "gateway.pem" ($g.Cert | b64enc) }}
-{{- $_ := set $data "gateway-key.pem" ($g.Key | b64enc) }}
+{{- $_ := set $data (printf "%s-gateway" $full) (dict "tls.crt" ($g.Cert | b64enc) "tls.key" ($g.Key | b64enc) "ca.crt" $caPem) }}
 {{- $c := genSignedCertWithKey "client.satpage" nil (list "client.satpage") $days $ca (genPrivateKey "ecdsa") }}
-{{- $_ := set $data "client.pem" ($c.Cert | b64enc) }}
-{{- $_ := set $data "client-key.pem" ($c.Key | b64enc) }}
-{{- /* Helm cannot derive an Ed25519 public key: the verify file holds the private
-key too (its public half is used), so here a satellite could mint tokens; bring
-your own Secret with only the public key in token-verify-keys.pem to avoid it. */}}
-{{- $tok := genPrivateKey "ed25519" | b64enc }}
-{{- $_ := set $data "token-signing-key.pem" $tok }}
-{{- $_ := set $data "token-verify-keys.pem" $tok }}
+{{- $_ := set $data (printf "%s-client" $full) (dict "tls.crt" ($c.Cert | b64enc) "tls.key" ($c.Key | b64enc) "ca.crt" $caPem) }}
+{{- /* The token key: Ed25519 (PKCS#8). Helm cannot print its public key, but it
+can put it in a certificate, which is what satellites verify with (token.LoadVerifyKeys
+takes a certificate's key; its validity and issuer do not matter). */}}
+{{- $tok := genPrivateKey "ed25519" }}
+{{- $tc := genSelfSignedCertWithKey "satpage session tokens" nil nil $days $tok }}
+{{- $_ := set $data (printf "%s-token" $full) (dict "tls.crt" ($tc.Cert | b64enc) "tls.key" ($tok | b64enc) "ca.crt" $caPem) }}
 {{- end }}
 {{- $_ := set .Values.tls "_data" $data }}
 {{- end }}

@@ -18,6 +18,7 @@ import (
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
+	"github.com/satpage/satpage/services/internal/podkeys"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -33,6 +34,12 @@ func main() {
 
 func run() error {
 	host, _ := os.Hostname()
+	if len(os.Args) > 1 && os.Args[1] == "fetch-tls" { // a satellite pod's init step (docs/security.md)
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		log := daemon.Logger(os.Stderr, slog.LevelInfo, "json", "satnode").With("step", "fetch-tls")
+		return podkeys.Run(ctx, os.Args[2:], os.Getenv, host, os.Stderr, log)
+	}
 	cfg, err := config.Load(config.Satnode, os.Args[1:], os.Getenv, host, os.Stderr)
 	if err != nil {
 		return err

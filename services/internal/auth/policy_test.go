@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,8 @@ import (
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/limits"
+	"github.com/satpage/satpage/services/internal/tlsconf"
+	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
 	"github.com/satpage/satpage/services/internal/token"
 )
 
@@ -65,6 +69,34 @@ func TestInsecureWarnsAtEveryStart(t *testing.T) {
 		if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "INSECURE") || sec.Material != nil {
 			t.Errorf("got log %q, want an INSECURE warning and no TLS", buf.String())
 		}
+	}
+}
+
+func TestASatelliteRefusesAPrivateTokenKeyAndOnlyTheGatewayIssues(t *testing.T) {
+	dir := t.TempDir()
+	tlstest.Write(t, dir, 4)
+	cfg := config.DefaultConfig()
+	cfg.Index, cfg.TLSDir = 3, dir
+	sat, err := auth.Load(cfg, config.Satnode, slog.New(slog.DiscardHandler), nil)
+	if err != nil || sat.Issuer != nil || sat.Policy.Verifier == nil {
+		t.Fatalf("satellite with a public verify key: got issuer %v, %v; want a verifier and no issuer", sat, err)
+	}
+	gw, err := auth.Load(cfg, config.Gateway, slog.New(slog.DiscardHandler), nil)
+	if err != nil || gw.Issuer == nil {
+		t.Fatalf("gateway: got %v, want an issuer", err)
+	}
+	// The verify file holding the signing key (what the chart generated before
+	// per-pod keys): a satellite refuses to start, the gateway accepts it.
+	sign, _ := os.ReadFile(filepath.Join(dir, tlsconf.TokenSigningKey))
+	if err := os.WriteFile(filepath.Join(dir, tlsconf.TokenVerifyKeys), sign, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.Load(cfg, config.Satnode, slog.New(slog.DiscardHandler), nil); err == nil ||
+		!strings.Contains(err.Error(), "a satellite holds verify keys only") || !strings.Contains(err.Error(), tlsconf.TokenVerifyKeys) {
+		t.Errorf("satellite with a private key to verify with: got %v, want a refusal naming the file", err)
+	}
+	if _, err := auth.Load(cfg, config.Gateway, slog.New(slog.DiscardHandler), nil); err != nil {
+		t.Errorf("gateway with its private key to verify with: got %v, want it accepted", err)
 	}
 }
 

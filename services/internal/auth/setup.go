@@ -52,7 +52,14 @@ func Load(cfg config.Config, role config.Role, log *slog.Logger, reg prometheus.
 	if verify == "" {
 		verify = filepath.Join(cfg.TLSDir, tlsconf.TokenVerifyKeys)
 	}
-	keys, err := token.LoadVerifyKeys(verify)
+	// Satellites only verify tokens: a private key in their file is refused, so
+	// a deployment that hands one out fails at start instead of letting every
+	// satellite mint tokens.
+	use := token.VerifyOnly
+	if role == config.Gateway {
+		use = token.AlsoSigns
+	}
+	keys, err := token.LoadVerifyKeys(verify, use)
 	if err != nil {
 		return nil, err
 	}

@@ -192,9 +192,24 @@ func LoadSigningKey(path string) (ed25519.PrivateKey, error) {
 	return ek, nil
 }
 
-// LoadVerifyKeys reads every PEM block of path: PUBLIC KEY (PKIX Ed25519) or
+// KeyUse says whether a verification-key file may hold private keys.
+type KeyUse int
+
+const (
+	// VerifyOnly (satellites): PUBLIC KEY and CERTIFICATE blocks only. A
+	// private key there would let its holder mint tokens for every session.
+	VerifyOnly KeyUse = iota
+	// AlsoSigns (the gateway, which holds the signing key anyway): a PKCS#8
+	// PRIVATE KEY block is accepted too and its public half used.
+	AlsoSigns
+)
+
+// LoadVerifyKeys reads every PEM block of path: PUBLIC KEY (PKIX Ed25519),
+// CERTIFICATE (an X.509 certificate whose key is Ed25519: only that key is
+// used, not its validity or issuer, since the file itself is the trust; Helm
+// and cert-manager can make one but not a bare public key) or, with AlsoSigns,
 // PRIVATE KEY (PKCS#8 Ed25519; its public half is used). At least one.
-func LoadVerifyKeys(path string) ([]ed25519.PublicKey, error) {
+func LoadVerifyKeys(path string, use KeyUse) ([]ed25519.PublicKey, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("token verification keys: %v: %w", err, errs.ErrInvalid)
@@ -210,7 +225,16 @@ func LoadVerifyKeys(path string) ([]ed25519.PublicKey, error) {
 		switch b.Type {
 		case "PUBLIC KEY":
 			k, err = x509.ParsePKIXPublicKey(b.Bytes)
+		case "CERTIFICATE":
+			var c *x509.Certificate
+			if c, err = x509.ParseCertificate(b.Bytes); err == nil {
+				k = c.PublicKey
+			}
 		case "PRIVATE KEY":
+			if use == VerifyOnly {
+				return nil, fmt.Errorf("token verification keys %s, block %d, is a private key: a satellite holds verify keys only (PUBLIC KEY or CERTIFICATE blocks, docs/security.md): %w",
+					path, n, errs.ErrInvalid)
+			}
 			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
 			if priv, ok := k.(ed25519.PrivateKey); ok {
 				k = priv.Public()

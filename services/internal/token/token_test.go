@@ -1,9 +1,16 @@
 package token_test
 
 import (
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,13 +100,79 @@ func TestKeysLoadFromTheFilesClusterUpWrites(t *testing.T) {
 	if err != nil || !k.Equal(priv) {
 		t.Fatalf("LoadSigningKey: got %v, want the key written", err)
 	}
-	for _, f := range []string{"verify.pem", "sign.pem"} { // a private key also verifies
-		keys, err := token.LoadVerifyKeys(filepath.Join(dir, f))
-		if err != nil || len(keys) != 1 || !keys[0].Equal(priv.Public()) {
-			t.Errorf("LoadVerifyKeys(%s): got %d keys, %v; want the public key", f, len(keys), err)
+	keys, err := token.LoadVerifyKeys(filepath.Join(dir, "verify.pem"), token.VerifyOnly)
+	if err != nil || len(keys) != 1 || !keys[0].Equal(priv.Public()) {
+		t.Errorf("LoadVerifyKeys(verify.pem): got %d keys, %v; want the public key", len(keys), err)
+	}
+	if _, err := token.LoadVerifyKeys(filepath.Join(dir, "missing.pem"), token.AlsoSigns); err == nil || !strings.Contains(err.Error(), "missing.pem") {
+		t.Errorf("missing file: got %v, want an error naming it", err)
+	}
+}
+
+// selfSigned is a PEM certificate of pub signed by signer (what Helm's
+// genSelfSignedCertWithKey and cert-manager write for an Ed25519 key).
+func selfSigned(t *testing.T, pub, signer any) []byte {
+	t.Helper()
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "satpage session tokens"},
+		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1, 0)} // long expired: validity is not checked
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, pub, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestASatelliteAcceptsOnlyPublicVerifyKeysAndTheGatewayAlsoItsPrivateKey(t *testing.T) {
+	dir := t.TempDir()
+	priv := tlstest.WriteTokenKey(t, dir, "sign.pem", "public.pem")
+	pub := priv.Public().(ed25519.PublicKey)
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public, _ := os.ReadFile(filepath.Join(dir, "public.pem"))
+	files := map[string][]byte{
+		"cert.pem":        selfSigned(t, pub, priv),
+		"public+cert.pem": append(append([]byte{}, public...), selfSigned(t, key(t).Public(), priv)...),
+		"ecdsa-cert.pem":  selfSigned(t, ec.Public(), ec),
+		"garbage.pem":     []byte("not a key"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, err := token.LoadVerifyKeys(filepath.Join(dir, "missing.pem")); err == nil || !strings.Contains(err.Error(), "missing.pem") {
-		t.Errorf("missing file: got %v, want an error naming it", err)
+	tests := []struct {
+		file    string
+		use     token.KeyUse
+		keys    int    // 0: refused
+		errPart string // the refusal names this
+	}{
+		{"public.pem", token.VerifyOnly, 1, ""},
+		{"cert.pem", token.VerifyOnly, 1, ""},
+		{"cert.pem", token.AlsoSigns, 1, ""},
+		{"public+cert.pem", token.VerifyOnly, 2, ""},
+		{"sign.pem", token.AlsoSigns, 1, ""},
+		{"sign.pem", token.VerifyOnly, 0, "block 1, is a private key: a satellite holds verify keys only"},
+		{"ecdsa-cert.pem", token.VerifyOnly, 0, "not Ed25519"},
+		{"garbage.pem", token.AlsoSigns, 0, "no PEM block"},
+	}
+	for _, tc := range tests {
+		keys, err := token.LoadVerifyKeys(filepath.Join(dir, tc.file), tc.use)
+		if tc.keys == 0 {
+			if !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), tc.errPart) || !strings.Contains(err.Error(), tc.file) {
+				t.Errorf("%s (use %d): got %v, want an invalid-argument error naming the file and %q", tc.file, tc.use, err, tc.errPart)
+			}
+			continue
+		}
+		if err != nil || len(keys) != tc.keys || !keys[0].Equal(pub) {
+			t.Errorf("%s (use %d): got %d keys, %v; want %d, the first the signing key's public half", tc.file, tc.use, len(keys), err, tc.keys)
+		}
+	}
+	// A token the gateway signs verifies with the key taken from the certificate.
+	keys, _ := token.LoadVerifyKeys(filepath.Join(dir, "cert.pem"), token.VerifyOnly)
+	tok, _ := token.NewIssuer(priv, time.Hour).Issue("s", 8)
+	if c, err := token.NewVerifier(keys...).Verify(tok, "s"); err != nil || c.TablePages != 8 {
+		t.Errorf("token checked with the certificate's key: got %+v, %v; want valid, 8 pages", c, err)
 	}
 }
