@@ -95,7 +95,7 @@ func Fetch(ctx context.Context, o Options) error {
 		}
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		o.Logger.Warn("secret not readable yet; trying again", "secret", o.Secret, "namespace", o.Namespace,
-			"attempt", attempt, "in", pause.Round(time.Millisecond), "err", err)
+			"attempt", attempt, "in", pause.Round(time.Millisecond).String(), "err", err)
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
