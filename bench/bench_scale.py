@@ -2,10 +2,14 @@
 and time per stage on the five-shell Starlink (starlink-gen1, 4,408 satellites) and on
 the Starlink TLE catalogue (data/tle/starlink-2022-09-14.tle, 3,023 satellites); how
 time and memory grow with the session count; Dask with one and two workers against
-the in-process run.
+the in-process run; and the shipped `starlink-15s` scenario (15 s scheduled
+reallocation, 10,000 sessions over 24 h) beside the elevation-driven baseline on the
+same clients, whose per-strategy costs go to bench/results/ (docs/strategies.md,
+"Under 15 s reallocation").
 
     make bench-scale                              # full sizes (hours on 2 cores)
     .venv/bin/python bench/bench_scale.py --quick # minutes: small sizes, same report
+    .venv/bin/python bench/bench_scale.py --only-15s  # just starlink-15s and its baseline
 
 Every figure is one whole `satpage compare large ... --json` process (imports,
 constellation, routing, sessions, replay, costs), 1 access/s per session, five
@@ -35,9 +39,13 @@ STRATEGIES = "proactive,on-demand,hot-k,ground-store,push-ahead"
 
 FULL = {"hours": 24.0, "sizes": {"starlink-gen1": [100_000, 300_000, 1_000_000],
                                  "tle": [100_000, 300_000]},
-        "dask_sessions": 100_000, "dask_repeats": 3}
+        "dask_sessions": 100_000, "dask_repeats": 3, "reallocation_sessions": 10_000}
 QUICK = {"hours": 1.0, "sizes": {"starlink-gen1": [500, 1_500], "tle": [500, 1_500]},
-         "dask_sessions": 1_500, "dask_repeats": 1}
+         "dask_sessions": 1_500, "dask_repeats": 1, "reallocation_sessions": 300}
+RESULTS = ROOT / "bench" / "results"
+#: the headline costs per strategy compared with and without the 15 s schedule
+COSTS = ("page_moves", "page_hops", "byte_hops", "handover_transfer_bytes", "access_latency_ms_mean",
+         "stall_p99_ms", "fault_latency_p99_ms", "pages_held_max_per_satellite")
 TARGET_1M_S = 30 * 60  # issue 19: 1,000,000 sessions in under 30 minutes
 TARGET_PEAK_MB = 8 * 1024  # and under 8 GB
 
@@ -77,6 +85,82 @@ def run_compare(constellation: str, sessions: int, hours: float, dask: str | Non
             "load_average": round(os.getloadavg()[0], 1)}
 
 
+def run_reallocation(sessions: int, hours: float, baseline: bool) -> tuple[dict, dict]:
+    """One whole `satpage compare starlink-15s` process (``baseline``: the same scenario,
+    clients and step without the schedule: elevation-driven, sticky); its figures and JSON."""
+    exe = Path(sys.executable).with_name("satpage")
+    cmd = [str(exe), "compare", "starlink-15s", "--sessions", str(sessions),
+           "--set", f"time.duration_s={hours * 3600:g}", "--json"]
+    if baseline:
+        cmd += ["--set", "handover.interval_s=0", "--set", "handover.phase_s=0"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    result = json.loads(out.stdout)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"scenario": "starlink-15s" + (" baseline" if baseline else ""), "sessions": sessions,
+            "hours": hours, "wall_s": round(wall, 2), "cpu_s": round(cpu, 1),
+            "peak_rss_mb": result["memory"]["peak_rss_mb"], "stages_s": result["timing_s"],
+            "load_average": round(os.getloadavg()[0], 1)}, result
+
+
+def reallocation(sessions: int, hours: float) -> dict:
+    """starlink-15s and its elevation-driven baseline; writes
+    bench/results/reallocation-15s-<sessions>-<hours>h.json and returns it."""
+    runs, results = {}, {}
+    for key, baseline in (("15s", False), ("elevation", True)):
+        log(f"compare: starlink-15s{' baseline' if baseline else ''}, {sessions:,} sessions, "
+            f"{hours:g} h ...")
+        runs[key], results[key] = run_reallocation(sessions, hours, baseline)
+        r = runs[key]
+        log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, peak {r['peak_rss_mb']:.0f} MB "
+            f"(load {r['load_average']})")
+    a, b = results["15s"], results["elevation"]
+    report = {
+        "format": "satpage-bench-reallocation/1", "sessions": sessions, "hours": hours,
+        "version": a["version"], "runs": runs,
+        "workload": {k: {f: r["workload"][f] for f in ("visits", "handovers_per_session",
+                                                        "accesses", "uncovered_step_fraction")}
+                     for k, r in (("15s", a), ("elevation", b))},
+        "strategies": {name: {c: {"15s": a["strategies"][name].get(c),
+                                  "elevation": b["strategies"][name].get(c),
+                                  "ratio": (round(a["strategies"][name][c] / b["strategies"][name][c], 3)
+                                            if b["strategies"][name].get(c) else None)}
+                              for c in COSTS}
+                       for name in a["strategies"]}}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"reallocation-15s-{sessions}-{hours:g}h.json"
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    log(f"wrote {path}")
+    return report
+
+
+def reallocation_table(report: dict) -> str:
+    """Markdown table of the report: each strategy's costs under the schedule as a ratio
+    to the elevation-driven baseline (docs/strategies.md quotes it)."""
+    w = report["workload"]
+    lines = [f"{report['sessions']:,} sessions over {report['hours']:g} h: handovers per session "
+             f"{w['15s']['handovers_per_session']:.2f} (15 s) vs "
+             f"{w['elevation']['handovers_per_session']:.2f} (elevation-driven)", "",
+             "| strategy | page moves | page-hops | bytes x hops | mean access latency | "
+             "stall p99 |", "|---|---|---|---|---|---|"]
+    for name, c in report["strategies"].items():
+        def cell(key, fmt="{:,.0f}", c=c):
+            v = c[key]
+            if v["elevation"] is None or v["15s"] is None:
+                return "-"
+            ratio = f" ({v['ratio']:.2f}x)" if v["ratio"] is not None else ""
+            return f"{fmt.format(v['elevation'])} -> {fmt.format(v['15s'])}{ratio}"
+        lines.append(f"| {name} | {cell('page_moves')} | {cell('page_hops')} | "
+                     f"{cell('byte_hops', '{:.3g}')} | {cell('access_latency_ms_mean', '{:.3g} ms')} | "
+                     f"{cell('stall_p99_ms', '{:.3g} ms')} |")
+    return "\n".join(lines)
+
+
 def linear(xs: list[float], ys: list[float], at: float) -> float:
     """The least-squares line through (xs, ys), evaluated at ``at``."""
     n = len(xs)
@@ -106,6 +190,11 @@ def main() -> int:
     ap.add_argument("--skip-dask", action="store_true", help="no Dask comparison")
     ap.add_argument("--skip-sizes", action="store_true",
                     help="only the Dask comparison")
+    ap.add_argument("--only-15s", action="store_true",
+                    help="only starlink-15s (15 s reallocation) and its elevation-driven baseline")
+    ap.add_argument("--reallocation-sessions", type=int, default=None,
+                    help="session count of the starlink-15s runs (full plan: 10,000)")
+    ap.add_argument("--skip-15s", action="store_true", help="no starlink-15s runs")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args()
     plan = dict(QUICK if args.quick else FULL)
@@ -117,8 +206,12 @@ def main() -> int:
         plan["dask_sessions"] = args.dask_sessions
     if args.dask_repeats:
         plan["dask_repeats"] = max(1, args.dask_repeats)
-    if args.skip_sizes:
+    if args.skip_sizes or args.only_15s:
         plan["sizes"] = {}
+    if args.only_15s:
+        args.skip_dask = True
+    if args.reallocation_sessions:
+        plan["reallocation_sessions"] = args.reallocation_sessions
     if not TLE.exists():
         raise SystemExit(f"the TLE catalogue {TLE} is missing (data/README.md)")
     log(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
@@ -199,8 +292,10 @@ def main() -> int:
             median_ratio(f"cpu_overhead_local1_vs_in_process{suffix}",
                          lambda g, b=base: g["local:1"]["cpu_s"] / g[b]["cpu_s"] - 1)
 
+    realloc = {} if args.skip_15s else reallocation(plan["reallocation_sessions"], hours)
+
     report = {"plan": "quick" if args.quick else "full", "hours": hours, "runs": runs,
-              "growth": growth, "dask": dask,
+              "growth": growth, "dask": dask, "reallocation": realloc,
               "targets": {"1m_wall_s": TARGET_1M_S, "1m_peak_mb": TARGET_PEAK_MB,
                           "growth_within": 0.15, "speedup_1_to_2": 1.7, "dask_overhead": 0.10}}
     if args.json:
@@ -237,6 +332,13 @@ def main() -> int:
               f"(target < 10 %); against the default in-process run (numba on every core) "
               f"{dask['overhead_local1_vs_in_process'] * 100:+.1f} % wall, "
               f"{dask['cpu_overhead_local1_vs_in_process'] * 100:+.1f} % CPU")
+    if realloc:
+        for key, r in realloc["runs"].items():
+            print(f"starlink-15s ({key}): {r['sessions']:,} sessions over {r['hours']:g} h in "
+                  f"{r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} CPU-s, peak {r['peak_rss_mb']:.0f} MB "
+                  f"(schedule {r['stages_s']['schedule']:.1f} s, replay "
+                  f"{r['stages_s']['replay']:.1f} s; load {r['load_average']})")
+        print(reallocation_table(realloc))
     return 0
 
 

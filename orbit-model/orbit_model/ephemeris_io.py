@@ -11,7 +11,8 @@ satellites in index order, x y z each). Knot k is at ``t0_ns + k * knot_ns``
 nanoseconds from ``epoch``. The frame is the one the handover kernel uses:
 TEME rotated about z by GMST-1982 (``orbit_model.itrs_positions_km``).
 The header also carries the handover policy the gateway applies, so a file
-names everything a live schedule depends on.
+names everything a live schedule depends on; under scheduled reallocation also
+``interval_ns`` and ``phase_ns`` (absent: none; orbit_model.handover).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from orbit_model.constellation import Constellation
-from orbit_model.handover import POLICIES
+from orbit_model.handover import POLICIES, reallocation_steps
 from orbit_model.propagate import itrs_positions_km
 from orbit_model.timebase import NS_PER_S
 
@@ -47,6 +48,8 @@ class EphemerisFile:
     sticky: bool
     min_elevation_deg: float
     step_ns: int
+    interval_ns: int = 0
+    phase_ns: int = 0
 
     @property
     def end_ns(self) -> int:
@@ -57,12 +60,15 @@ class EphemerisFile:
 def write_ephemeris(path: str | Path, constellation: Constellation, duration_ns: int, *,
                     t0_ns: int = 0, knot_ns: int = 60 * NS_PER_S, policy: str = "highest",
                     sticky: bool = True, min_elevation_deg: float = 10.0,
-                    step_ns: int = 10 * NS_PER_S) -> EphemerisFile:
+                    step_ns: int = 10 * NS_PER_S, interval_ns: int = 0,
+                    phase_ns: int = 0) -> EphemerisFile:
     """Write positions at ``t0_ns, t0_ns + knot_ns, ...`` covering ``duration_ns``, atomically
     (a temporary file renamed over ``path``, so a gateway reloading it never sees half a file).
 
     ``step_ns`` is the handover step (``satpage orbit handovers --step-s``); it must divide
-    ``knot_ns``. Size: 12 bytes per satellite per knot (docs/live.md)."""
+    ``knot_ns``. ``interval_ns`` > 0: the gateway reallocates at ``phase_ns + k *
+    interval_ns`` (both multiples of ``step_ns``). Size: 12 bytes per satellite per knot
+    (docs/live.md)."""
     if policy not in POLICIES:
         raise ValueError(f"live handover policy {policy!r} is not one of {', '.join(POLICIES)}")
     if knot_ns <= 0 or step_ns <= 0 or knot_ns % step_ns:
@@ -73,6 +79,10 @@ def write_ephemeris(path: str | Path, constellation: Constellation, duration_ns:
         raise ValueError(f"t0 {t0_ns} ns must be a non-negative multiple of the knot step {knot_ns} ns")
     if not -90.0 <= min_elevation_deg < 90.0:
         raise ValueError(f"minimum elevation {min_elevation_deg} deg is outside -90..90")
+    reallocation_steps(np.array([0, step_ns], np.int64), interval_ns, phase_ns)  # the ranges
+    if interval_ns % step_ns or phase_ns % step_ns:
+        raise ValueError(f"reallocation interval {interval_ns} ns and phase {phase_ns} ns must be "
+                         f"multiples of the handover step {step_ns} ns")
     n = -(-int(duration_ns) // int(knot_ns)) + 1
     t = t0_ns + np.arange(n, dtype=np.int64) * knot_ns
     position = itrs_positions_km(constellation, t, knot_ns=None)  # SGP4 at every knot
@@ -86,6 +96,8 @@ def write_ephemeris(path: str | Path, constellation: Constellation, duration_ns:
               "satellites": constellation.n_satellites, "frame": "teme-rotated-by-gmst1982",
               "dtype": "<f4", "policy": policy, "sticky": bool(sticky),
               "min_elevation_deg": float(min_elevation_deg), "step_ns": int(step_ns)}
+    if interval_ns:
+        header |= {"interval_ns": int(interval_ns), "phase_ns": int(phase_ns)}
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
@@ -93,7 +105,8 @@ def write_ephemeris(path: str | Path, constellation: Constellation, duration_ns:
         f.write(data.tobytes())
     os.replace(tmp, path)
     return EphemerisFile(constellation.spec, epoch, int(t0_ns), int(knot_ns), data, policy,
-                         bool(sticky), float(min_elevation_deg), int(step_ns))
+                         bool(sticky), float(min_elevation_deg), int(step_ns), int(interval_ns),
+                         int(phase_ns))
 
 
 def read_ephemeris(path: str | Path) -> EphemerisFile:
@@ -114,4 +127,5 @@ def read_ephemeris(path: str | Path) -> EphemerisFile:
     data = np.frombuffer(body, _DTYPE).reshape(n, s, 3)
     return EphemerisFile(header["constellation"], header["epoch"], int(header["t0_ns"]),
                          int(header["knot_ns"]), data, header["policy"], bool(header["sticky"]),
-                         float(header["min_elevation_deg"]), int(header["step_ns"]))
+                         float(header["min_elevation_deg"]), int(header["step_ns"]),
+                         int(header.get("interval_ns", 0)), int(header.get("phase_ns", 0)))

@@ -47,8 +47,21 @@ def test_an_ephemeris_holds_orbit_models_positions_at_its_knots(tmp_path):
     np.testing.assert_array_equal(back.position_km, e.position_km)
 
 
+def test_an_ephemeris_carries_a_reallocation_schedule_only_when_given(tmp_path):
+    const = Constellation.from_spec("walker:24/4/1:700:55", epoch=parse_epoch("2026-03-01T00:00:00Z"))
+    write_ephemeris(tmp_path / "a.bin", const, 600 * 10**9)
+    write_ephemeris(tmp_path / "b.bin", const, 600 * 10**9, step_ns=3 * 10**9,
+                    interval_ns=15 * 10**9, phase_ns=12 * 10**9)
+    assert b"interval_ns" not in (tmp_path / "a.bin").read_bytes().split(b"\n")[0]
+    a, b = read_ephemeris(tmp_path / "a.bin"), read_ephemeris(tmp_path / "b.bin")
+    assert (a.interval_ns, a.phase_ns) == (0, 0)
+    assert (b.interval_ns, b.phase_ns, b.step_ns) == (15 * 10**9, 12 * 10**9, 3 * 10**9)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"policy": "trail"}, "trail"),
+    ({"interval_ns": 15 * 10**9, "phase_ns": 12 * 10**9}, "multiples of the handover step"),
+    ({"interval_ns": 15 * 10**9, "phase_ns": 15 * 10**9}, "phase 15000000000 ns must be in"),
     ({"knot_ns": 25 * 10**9}, "multiple of the handover step"),
     ({"t0_ns": 7}, "t0 7 ns"),
     ({"min_elevation_deg": 95.0}, "95.0"),

@@ -121,14 +121,26 @@ def ephemeris(
     policy: Annotated[str, typer.Option("--policy", help="highest | nearest | longest")] = "highest",
     sticky: Annotated[bool, typer.Option("--sticky/--no-sticky")] = True,
     min_elevation: Annotated[float, typer.Option("--min-elevation")] = 10.0,
+    interval_s: Annotated[float, typer.Option(
+        "--interval-s", help="Scheduled reallocation every this many seconds (Starlink: 15; 0: "
+        "handovers follow the geometry); the gateway applies it as orbit_model does.")] = 0.0,
+    phase_s: Annotated[float, typer.Option("--phase-s", help="Instants at phase + k x interval "
+                                           "from the epoch (Starlink: 12).")] = 0.0,
+    step_s: Annotated[float | None, typer.Option(
+        "--step-s", help="Handover step, s (default 10; with --interval-s the largest whole "
+        "second up to 10 that divides the interval and the phase).")] = None,
 ) -> None:
     """Write (or refresh, keeping the epoch) a gateway's ephemeris file."""
+    from satpage.commands.orbit import _reallocation_step_s
     from satpage.live import write_live_ephemeris
 
     _check(1.0, hours, policy, min_elevation)
+    if step_s is None:
+        step_s = _reallocation_step_s(interval_s, phase_s)
     try:
         size = write_live_ephemeris(out, constellation, _epoch(epoch), hours, policy=policy, sticky=sticky,
-                                    min_elevation_deg=min_elevation)
+                                    min_elevation_deg=min_elevation, step_s=step_s,
+                                    interval_s=interval_s, phase_s=phase_s)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     stdout.print(f"wrote {out}: {hours:g} h of {constellation}, {size} bytes")
