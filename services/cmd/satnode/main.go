@@ -19,6 +19,7 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/podkeys"
+	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -89,15 +90,15 @@ func run() error {
 // restart satnodes in a loop on a loaded host, which slowed everything more.
 func waitRedis(ctx context.Context, addr string, wait time.Duration, log *slog.Logger) (*store.Redis, error) {
 	deadline := time.Now().Add(wait)
-	for backoff := time.Second; ; backoff = min(2*backoff, 10*time.Second) {
+	bo := retry.Backoff{First: time.Second, Max: 10 * time.Second, Jitter: 0.2}
+	for try := 0; ; try++ {
 		st, err := store.NewRedis(ctx, addr)
+		backoff := bo.Delay(try)
 		if err == nil || time.Now().Add(backoff).After(deadline) {
 			return st, err
 		}
 		log.Warn("redis does not answer yet; trying again", "redis", addr, "in", backoff, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
+		if !retry.Sleep(ctx, backoff) {
 			return nil, ctx.Err()
 		}
 	}

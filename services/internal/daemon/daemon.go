@@ -54,6 +54,10 @@ type Options struct {
 	Start func(ctx context.Context) error
 }
 
+// LivenessService is the health service entry a liveness probe asks
+// (grpc.health.v1 with service "liveness"): SERVING while the process serves.
+const LivenessService = "liveness"
+
 // Run serves until ctx is done, then stops: health turns NOT_SERVING, the
 // server drains in-flight RPCs for up to StopTimeout, then is stopped hard;
 // Close then gets what is left of StopTimeout.
@@ -99,6 +103,11 @@ func Run(ctx context.Context, o Options) error {
 	} else {
 		serving(healthpb.HealthCheckResponse_NOT_SERVING)
 	}
+	// LivenessService is SERVING from now until the stop, whatever Start does:
+	// the cheap local check for a liveness probe, which must not restart a
+	// satellite that is still taking its state back (the overall "" entry and
+	// the API services say NOT_SERVING then: readiness and start-up probes).
+	hs.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
 
 	var metricsSrv *http.Server
 	errc := make(chan error, 2)

@@ -179,3 +179,57 @@ func TestCloseRunsAfterTheServerStopsWithinTheStopTimeout(t *testing.T) {
 		t.Error("Close was not called")
 	}
 }
+
+// While Start runs (a satellite taking its state back), the liveness entry is
+// SERVING and the overall entry NOT_SERVING, on the plain-text health port the
+// kubelet asks: a liveness probe never restarts a satellite for being slow to
+// restore, a start-up or readiness probe waits for it.
+func TestLivenessServesWhileStartRunsAndReadinessWaitsForIt(t *testing.T) {
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthAddr := hl.Addr().String()
+	hl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Listen: "127.0.0.1:0", StopTimeout: time.Second, HealthListen: healthAddr,
+			Register: func(grpc.ServiceRegistrar) {},
+			Start:    func(ctx context.Context) error { <-release; return nil }})
+	}()
+	conn, err := grpc.NewClient(healthAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	status := func(svc string) healthpb.HealthCheckResponse_ServingStatus {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: svc})
+			if err == nil {
+				return r.Status
+			}
+		}
+		t.Fatalf("health port %s does not answer for %q", healthAddr, svc)
+		return 0
+	}
+	if got := status(LivenessService); got != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("liveness while Start runs: got %v, want SERVING", got)
+	}
+	if got := status(""); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("overall health while Start runs: got %v, want NOT_SERVING", got)
+	}
+	close(release)
+	for deadline := time.Now().Add(5 * time.Second); status("") != healthpb.HealthCheckResponse_SERVING; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("overall health not SERVING 5 s after Start returned")
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

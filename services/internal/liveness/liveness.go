@@ -370,6 +370,23 @@ func Silent(err error) bool {
 		strings.Contains(msg, "timed out")
 }
 
+// Absent reports whether a call's error says that nothing runs at the
+// satellite's address: the connection was refused, or its name or address is
+// unknown (no pod or task yet, or no longer). Unlike a timeout, that is no slow
+// satellite: a satellite whose process does not run holds no state in it.
+func Absent(err error) bool {
+	if err == nil || Silent(err) {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "no such host", "no route to host", "network is unreachable"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // SetCut replaces the set of cut ISLs.
 func (d *Detector) SetCut(links [][2]uint32) {
 	cut := make(map[[2]uint32]bool, len(links))

@@ -20,12 +20,18 @@ import (
 	"github.com/satpage/satpage/services/internal/liveness"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/replica"
+	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
 // maintainInterval is how often a primary checks that its replicas hold an
 // in-sync copy (a replica that restarted empty gets a snapshot within it).
 const maintainInterval = time.Second
+
+// restoreRetry spaces the tries of a restore that failed (the replica holding
+// the copy did not send it): jittered, so satellites that failed together do
+// not all ask again together.
+var restoreRetry = retry.Backoff{First: 500 * time.Millisecond, Max: 8 * time.Second, Jitter: 0.2}
 
 // healthDialer is a Dialer that also gives the standard health client (peers.Pool).
 type healthDialer interface {
@@ -103,16 +109,15 @@ func (n *Node) Ready() bool { return n.primary == nil || n.primary.Ready() }
 func (n *Node) Start(ctx context.Context) error {
 	go n.faults.Run(ctx, 0)
 	if n.primary != nil {
-		for {
+		for try := 0; ; try++ {
 			err := n.primary.Restore(ctx)
 			if err == nil {
 				break
 			}
-			n.log.WarnContext(ctx, "restore failed; trying again", "err", err)
-			select {
-			case <-ctx.Done():
+			wait := restoreRetry.Delay(try)
+			n.log.WarnContext(ctx, "restore failed; trying again", "err", err, "in", wait)
+			if !retry.Sleep(ctx, wait) {
 				return ctx.Err()
-			case <-time.After(500 * time.Millisecond):
 			}
 		}
 		go n.primary.Maintain(ctx, maintainInterval)

@@ -15,6 +15,7 @@ import (
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/retry"
 )
 
 // originate sends a routed request from this satellite to dest: straight to
@@ -34,8 +35,8 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 	if dest == n.self {
 		return call(localClient{n}, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs})
 	}
-	backoff := retryBackoff
 	var avoid []uint32 // first hops this request found unreachable (relay)
+	n.retries.Attempt()
 	for attempt := 1; ; attempt++ {
 		// The first hop on the live graph, again at each attempt: a failed
 		// attempt may have taught the detector that a satellite on the path is dead.
@@ -61,13 +62,21 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 		if n.faults.SatelliteDown(dest) {
 			return err // fail fast: the caller may turn to a replica
 		}
-		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
+		// The destination itself unreachable from here: its connection is down
+		// and gRPC reconnects on its own backoff; an attempt now would fail the
+		// same way at once. The caller backs off instead (replication's
+		// per-replica backoff, the gateway's failover).
+		if next == dest && n.unreachable(dest) {
 			return err
 		}
-		backoff *= 2
+		if !n.retries.Retry() {
+			n.log.DebugContext(ctx, "routed request failed; retry budget spent, not sending it again", "rpc", rpc, "to", dest, "err", err)
+			return err
+		}
+		n.log.InfoContext(ctx, "routed request failed, sending it again", "rpc", rpc, "to", dest, "attempt", attempt, "err", err)
+		if !retry.Sleep(ctx, retryBackoff.Delay(attempt-1)) {
+			return err
+		}
 	}
 }
 
@@ -80,10 +89,12 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 var idempotent = map[string]bool{"FetchPages": true, "ReleasePages": true, "AcceptTable": true, "DropSession": true,
 	"Replicate": true, "InstallSnapshot": true}
 
-const (
-	retryAttempts = 4
-	retryBackoff  = 50 * time.Millisecond // doubled after each attempt
-)
+// Origin retries: at most retryAttempts tries, apart by retryBackoff (jittered,
+// so satellites that failed together do not resend together), and only while
+// the node's retry budget (Node.retries) allows.
+const retryAttempts = 4
+
+var retryBackoff = retry.Backoff{First: 50 * time.Millisecond, Max: 400 * time.Millisecond, Jitter: 0.5}
 
 // checkRoute validates a routed request arriving here.
 func (n *Node) checkRoute(r *satpagev1.Route) error {

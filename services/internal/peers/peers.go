@@ -21,24 +21,19 @@ import (
 	"github.com/satpage/satpage/services/internal/errs"
 )
 
-// resolver looks peers' names up, at every connection attempt (a variable for
-// tests). gRPC's own DNS resolver keeps the addresses it found and looks again
-// only when a connection fails, at most every 30 s; a satellite back in a new
-// pod or task has a new address under its old name, so the first request after
-// its return went to the dead address and failed (make e2e-k8s: "dial tcp
-// 10.244.0.138:7000: i/o timeout" 5 s after the new pod was Ready), and the
-// peers' failure detectors kept the live satellite marked dead meanwhile.
-// Peers are dialled "passthrough" with this dialer instead: connections are
-// made on demand and kept, so a lookup costs once per (re)connection.
-var resolver = net.DefaultResolver
+// resolver looks peers' names up (a variable for tests), through each pool's
+// cache (names.go). gRPC's own DNS resolver keeps the addresses it found and
+// looks again only when a connection fails, at most every 30 s; a satellite
+// back in a new pod or task has a new address under its old name, so the first
+// request after its return went to the dead address and failed (make e2e-k8s:
+// "dial tcp 10.244.0.138:7000: i/o timeout" 5 s after the new pod was Ready).
+// Peers are dialled "passthrough" with the cache's dialer instead: connections
+// are made on demand and kept, a name is looked up again when its answer is
+// older than NameTTL or a connection to it failed, and no more often than
+// NameRetry allows.
+var resolver hostResolver = net.DefaultResolver
 
-// dialFresh connects to addr (host:port), looking host up now.
-func dialFresh(ctx context.Context, addr string) (net.Conn, error) {
-	d := net.Dialer{Resolver: resolver}
-	return d.DialContext(ctx, "tcp", addr)
-}
-
-// target is addr for grpc.NewClient: passthrough (dialFresh resolves) unless
+// target is addr for grpc.NewClient: passthrough (the name cache resolves) unless
 // it names a resolver scheme itself.
 func target(addr string) string {
 	if strings.Contains(addr, "://") || strings.HasPrefix(addr, "unix:") {
@@ -143,8 +138,9 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
-	// dialFresh first: a caller's own dialer (in-process tests) comes later and wins.
-	opts = append([]grpc.DialOption{grpc.WithContextDialer(dialFresh)}, opts...)
+	// The name cache's dialer first: a caller's own dialer (in-process tests) comes later and wins.
+	nc := newNames(resolver, NameTTL, NameRetry)
+	opts = append([]grpc.DialOption{grpc.WithContextDialer(nc.dial)}, opts...)
 	// Fail fast (docs/faults.md): no wait-for-ready, so a request to a satellite
 	// whose connection is down fails at once with Unavailable instead of waiting
 	// out its deadline; reconnection is retried every 0.1 to 1 s and a connection

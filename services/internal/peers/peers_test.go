@@ -76,7 +76,8 @@ func serveHealth(t *testing.T, addr string) *grpc.Server {
 
 // A satellite that comes back at a new address under its old name (a new pod)
 // is reached at the first request after its return: the pool looks the name up
-// at every connection attempt, where gRPC's DNS resolver kept the old address.
+// again when a connection to the kept address fails, where gRPC's DNS resolver
+// kept the old address.
 func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -94,7 +95,7 @@ func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 
 	z.set("127.0.0.1")
 	old := serveHealth(t, "127.0.0.1:"+port)
-	defer func(r *net.Resolver) { resolver = r }(resolver)
+	defer func(r hostResolver) { resolver = r }(resolver)
 	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", pc.LocalAddr().String())

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/satpage/satpage/services/internal/retry"
 )
 
 // Per-replica backoff of failed copies (docs/faults.md, "Under load"): after a
@@ -17,30 +19,34 @@ import (
 const (
 	retryFirst = time.Second
 	retryMax   = 8 * time.Second
+	// retryJitter spreads the next tries of primaries whose replica failed for
+	// all of them at once (a loaded machine), so they do not try again together.
+	retryJitter = 0.2
 )
 
 // backoff is the retry state of every replica. Safe for concurrent use.
 type backoff struct {
 	first, most time.Duration
+	jitter      float64 // retryJitter (tests: 0, exact)
 	log         *slog.Logger
 	mu          sync.Mutex // guards at
-	at          map[uint32]*retry
+	at          map[uint32]*tries
 }
 
-type retry struct {
+type tries struct {
 	failures int
 	next     time.Time
 	acked    time.Time // last copy the replica stored
 }
 
 func newBackoff(log *slog.Logger) *backoff {
-	return &backoff{first: retryFirst, most: retryMax, log: log, at: map[uint32]*retry{}}
+	return &backoff{first: retryFirst, most: retryMax, jitter: retryJitter, log: log, at: map[uint32]*tries{}}
 }
 
-func (b *backoff) get(m uint32) *retry {
+func (b *backoff) get(m uint32) *tries {
 	r := b.at[m]
 	if r == nil {
-		r = &retry{}
+		r = &tries{}
 		b.at[m] = r
 	}
 	return r
@@ -62,11 +68,7 @@ func (b *backoff) failed(ctx context.Context, m uint32, what string, err error) 
 	b.mu.Lock()
 	r := b.get(m)
 	r.failures++
-	wait := b.first
-	for i := 1; i < r.failures && wait < b.most; i++ {
-		wait *= 2
-	}
-	wait = min(wait, b.most)
+	wait := retry.Backoff{First: b.first, Max: b.most, Jitter: b.jitter}.Delay(r.failures - 1)
 	r.next = time.Now().Add(wait)
 	first := r.failures == 1
 	b.mu.Unlock()
@@ -92,7 +94,9 @@ func (b *backoff) ok(ctx context.Context, m uint32) {
 
 // shortWait is the longest backoff a change waits out rather than failing at
 // once: the first two steps (a replica that just started failing).
-func (b *backoff) shortWait() time.Duration { return 2 * b.first }
+func (b *backoff) shortWait() time.Duration {
+	return time.Duration(float64(2*b.first) * (1 + b.jitter))
+}
 
 // reset ends m's backoff (it answered: it asked for a snapshot).
 func (b *backoff) reset(m uint32) {

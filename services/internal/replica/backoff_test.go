@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -22,7 +23,8 @@ func TestSnapshotsToAnUnreachableReplicaBackOff(t *testing.T) {
 	s := newSky(t, 2)
 	p := s.prims[3]
 	const first, most, tick = 20 * time.Millisecond, 160 * time.Millisecond, 5 * time.Millisecond
-	p.retry.first, p.retry.most = first, most
+	p.retry.first, p.retry.most, p.retry.jitter = first, most, 0
+	p.idle = 0 // ping at every tick, as a replica that just stopped answering needs
 	work(t, p, "a", 2)
 	s.setUnreachable(2, true)
 	before := s.snapshotsTo(2)
@@ -96,9 +98,9 @@ func TestAnIdlePrimaryPingsOncePerIntervalAndNotAfterTraffic(t *testing.T) {
 // again for RestoreWait, with rounds backing off, not every 200 ms.
 func TestARestoreWaitingForSilentHoldersBacksOff(t *testing.T) {
 	const first, most = 10 * time.Millisecond, 80 * time.Millisecond
-	was, wasMost := restorePollFirst, restorePollMax
-	restorePollFirst, restorePollMax = first, most
-	defer func() { restorePollFirst, restorePollMax = was, wasMost }()
+	was := restorePoll
+	restorePoll = retry.Backoff{First: first, Max: most}
+	defer func() { restorePoll = was }()
 	s := newSky(t, 2)
 	s.setUnreachable(2, true) // 3's replica: silent while 3 restarts
 	s.mu.Lock()
@@ -129,6 +131,63 @@ func TestARestoreWaitingForSilentHoldersBacksOff(t *testing.T) {
 	}
 }
 
+// An idle primary pings its in-sync replica once per idle period, not at every
+// upkeep check: 150 idle satellites pinged 150 times a second before.
+func TestAnIdlePrimaryPingsItsReplicaRarely(t *testing.T) {
+	s := newSky(t, 2)
+	p := s.prims[3]
+	p.idle = 200 * time.Millisecond
+	work(t, p, "a", 2)
+	s.mu.Lock()
+	s.replicates[2] = 0
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Maintain(ctx, 5*time.Millisecond); close(done) }()
+	time.Sleep(time.Second)
+	cancel()
+	<-done
+	s.mu.Lock()
+	got := s.replicates[2]
+	s.mu.Unlock()
+	// One per 200 ms (+ a tick each): 5, where every check's ping would be 100+.
+	if got < 3 || got > 6 {
+		t.Errorf("%d pings to the in-sync replica in 1 s of idle upkeep (checks every 5 ms), want about 5", got)
+	}
+}
+
+// A satellite starting while the one that would hold its copy is not running
+// (its dial refused, as in the first start of a whole constellation) does not
+// wait for it: a satellite that does not run holds no copy. It asks once.
+func TestAFirstStartDoesNotWaitOnASatelliteThatIsNotRunning(t *testing.T) {
+	s := newSky(t, 2)
+	s.mu.Lock()
+	delete(s.holders, 2) // 3's replica has not started
+	s.questions[2] = 0
+	s.mu.Unlock()
+	p, err := NewPrimary(Options{Self: 3, Spec: s.spec, Replicas: 2, Local: store.NewMemory(),
+		Transport: skyLink{s, 3}, Liveness: skyLive{s}, RestoreWait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("restore took %v with its replica not running, want no wait (RestoreWait 10 s)", took)
+	}
+	s.mu.Lock()
+	got := s.questions[2]
+	s.mu.Unlock()
+	if got != 1 {
+		t.Errorf("the satellite that is not running was asked %d times, want once", got)
+	}
+	if !p.Ready() {
+		t.Error("not ready after its restore")
+	}
+}
+
 // A replica that failed its first snapshot a moment ago (a satellite back from a
 // restart that could not take its copy yet) does not fail the next change at
 // once: the change waits out the short backoff and the snapshot then succeeds
@@ -138,7 +197,7 @@ func TestAChangeWaitsOutAShortBackoffOfItsReplica(t *testing.T) {
 	s := newSky(t, 2)
 	p := s.prims[3]
 	const first = 200 * time.Millisecond
-	p.retry.first, p.retry.most = first, 8*first
+	p.retry.first, p.retry.most, p.retry.jitter = first, 8*first, 0
 	work(t, p, "a", 2)
 	s.setUnreachable(2, true)
 	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}}); !errors.Is(err, errs.ErrUnavailable) {

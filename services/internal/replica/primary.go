@@ -17,6 +17,8 @@ import (
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/liveness"
+	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -92,7 +94,8 @@ type Primary struct {
 	syncedAt map[uint32]uint64 // replica -> seq its snapshot contains
 	nextSync uint64
 
-	retry *backoff // per replica: failed snapshots wait before the next (backoff.go)
+	retry *backoff      // per replica: failed snapshots wait before the next (backoff.go)
+	idle  time.Duration // idlePing (tests shorten it)
 }
 
 var _ store.PageStore = (*Primary)(nil)
@@ -116,7 +119,7 @@ func NewPrimary(o Options) (*Primary, error) {
 		o.RestoreWait = restoreWait
 	}
 	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{},
-		retry: newBackoff(o.Logger)}
+		retry: newBackoff(o.Logger), idle: idlePing}
 	p.inc.Store(uint64(time.Now().UnixNano()))
 	if o.Replicas == 1 {
 		p.ready.Store(true) // nothing to restore from
@@ -254,7 +257,7 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 		if len(missing)+len(waiting) == 0 {
 			return nil
 		}
-		if len(missing) == 0 && attempt < 3 && wait <= p.retry.shortWait() && sleep(ctx, wait) {
+		if len(missing) == 0 && attempt < 3 && wait <= p.retry.shortWait() && retry.Sleep(ctx, wait) {
 			// A replica that failed its first snapshot or two a moment ago (a
 			// satellite back from a restart that could not take its copy yet)
 			// gets the rest of that short wait and another try, instead of the
@@ -285,24 +288,12 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 	}
 }
 
-// sleep waits d unless ctx ends first; it reports whether it waited d.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // restoreWait bounds how long a restarting satellite waits for the
 // satellites that would hold its copy to answer.
 const restoreWait = 30 * time.Second
 
-// The pause between two rounds of a restore's questions (variables: tests shorten them).
-var restorePollFirst, restorePollMax = 200 * time.Millisecond, 2 * time.Second
+// The pause between two rounds of a restore's questions (a variable: tests shorten it).
+var restorePoll = retry.Backoff{First: 200 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
 
 // snapshotChunkBytes bounds one InstallSnapshot message (gRPC allows 32 MiB here).
 const snapshotChunkBytes = 8 << 20
@@ -354,48 +345,66 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 }
 
 // BestCopy finds the newest in-sync copy of owner's state among the
-// satellites of its plane (asked at once, 1 s each): the current replicas hold
+// satellites of its plane (asked at once, 2 s each): the current replicas hold
 // every acknowledged change, so the newest version is theirs, and a satellite
 // that left the replica set holds an older one (or the same, when nothing
 // changed since). nil when no satellite holds one.
 func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse) {
-	at, best, _ := bestCopy(ctx, t, spec, owner)
-	return at, best
+	c := bestCopy(ctx, t, spec, owner, nil)
+	return c.at, c.best
 }
 
-// bestCopy is BestCopy, and also the slots behind the owner (1, 2, ...) whose
-// satellite did not answer.
-func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse, []int) {
-	var silent []int
-	var best *satpagev1.ReplicaStateResponse
-	bestAt, bestJ := uint32(0), 0
+// copyFound is what a round of questions found: the newest copy (best, at
+// slot j behind the owner) and the slots whose satellite did not answer but
+// may be running (silent: a timeout, not a refusal).
+type copyFound struct {
+	at     uint32
+	j      int
+	best   *satpagev1.ReplicaStateResponse
+	silent []int
+}
+
+// take keeps r, at slot j (satellite at), when it is newer than the copy
+// found so far; among equals the nearest behind the owner.
+func (c *copyFound) take(r *satpagev1.ReplicaStateResponse, at uint32, j int) {
+	if c.best == nil || newer(r.Version, c.best.Version) || (!newer(c.best.Version, r.Version) && j < c.j) {
+		c.best, c.at, c.j = r, at, j
+	}
+}
+
+// bestCopy asks the satellites in the given slots behind owner (nil: the whole
+// plane). A satellite that refuses the connection or whose name does not
+// resolve is not running: copies live in the satnode process (Holder), so it
+// holds none, and it is not counted silent (a first start must not wait on
+// peers that have not started).
+func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32, slots []int) copyFound {
+	if slots == nil {
+		for j := 1; j < spec.PerPlane(); j++ {
+			slots = append(slots, j)
+		}
+	}
+	var found copyFound
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for j := 1; j < spec.PerPlane(); j++ {
+	for _, j := range slots {
 		at := Behind(spec, owner, j)
 		wg.Go(func() {
 			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			r, err := t.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: owner})
-			if err != nil {
-				mu.Lock()
-				silent = append(silent, j)
-				mu.Unlock()
-				return
-			}
-			if !r.Synced {
-				return
-			}
 			mu.Lock()
-			// Newest first; among equals the nearest behind the owner.
-			if best == nil || newer(r.Version, best.Version) || (!newer(best.Version, r.Version) && j < bestJ) {
-				best, bestAt, bestJ = r, at, j
+			defer mu.Unlock()
+			switch {
+			case err != nil && !liveness.Absent(err):
+				found.silent = append(found.silent, j)
+			case err == nil && r.Synced:
+				found.take(r, at, j)
 			}
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return bestAt, best, silent
+	slices.Sort(found.silent)
+	return found
 }
 
 // SyncReplica sends replica a snapshot now (it asked: it restarted empty).
@@ -432,25 +441,33 @@ func (p *Primary) Restore(ctx context.Context) error {
 		return nil
 	}
 	// No copy found while one of the satellites that would hold it did not
-	// answer (still starting, or the machine is loaded) is no proof there is
-	// none: ask again, for up to restoreWait, before serving the local store.
-	var bestAt uint32
-	var best *satpagev1.ReplicaStateResponse
-	// Each round asks every satellite of the plane: the rounds back off
-	// (restorePollFirst doubling to restorePollMax) so that a whole
-	// constellation starting at once on a loaded machine does not flood it.
-	wait := restorePollFirst
-	for start := time.Now(); ; wait = min(2*wait, restorePollMax) {
-		var silent []int
-		bestAt, best, silent = bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self)
-		near := slices.ContainsFunc(silent, func(j int) bool { return j < p.o.Replicas })
-		if best != nil || !near || time.Since(start) > p.o.RestoreWait {
+	// answer (the machine is loaded) is no proof there is none: ask it again,
+	// for up to restoreWait, before serving the local store. A satellite that
+	// is not running (refused, its name unknown) holds nothing and is not
+	// waited for. The rounds back off (restorePoll, jittered) and ask only the
+	// near slots still silent: the others' answers cannot change, since a
+	// copy of this satellite is made only by this satellite.
+	found := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, nil)
+	for n, start := 0, time.Now(); found.best == nil; n++ {
+		var near []int
+		for _, j := range found.silent {
+			if j < p.o.Replicas {
+				near = append(near, j)
+			}
+		}
+		if len(near) == 0 || time.Since(start) > p.o.RestoreWait {
 			break
 		}
-		if !sleep(ctx, wait) {
+		if !retry.Sleep(ctx, restorePoll.Delay(n)) {
 			return ctx.Err()
 		}
+		again := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, near)
+		found.silent = again.silent
+		if again.best != nil {
+			found.take(again.best, again.at, again.j)
+		}
 	}
+	bestAt, best := found.at, found.best
 	if best != nil {
 		r, err := p.o.Transport.ReplicaState(ctx, bestAt, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self, Snapshot: true})
 		if err != nil {
@@ -486,12 +503,13 @@ func (p *Primary) Restore(ctx context.Context) error {
 	return nil
 }
 
-// Maintain pings the replicas every interval until ctx ends: a replica that
-// lost its copy (restarted empty) or a new one (the one before it died) gets
-// a snapshot, so R copies exist again within about one interval (or, for a
-// replica whose snapshots fail, at its next try after the backoff). The ping
-// is one small Replicate per replica, sent only to replicas that stored no
-// change in the last half interval, and none while a replica backs off.
+// Maintain checks the replicas every interval until ctx ends: a replica not
+// known in sync (a new one: the one before it died) gets a snapshot within
+// about one interval (or, for a replica whose snapshots fail, at its next try
+// after the backoff). A replica in sync is pinged (one small Replicate) only
+// when it stored no change for idlePing: that catches one that lost its copy
+// (restarted empty) without asking for it (its RequestSync failed). None is
+// pinged while it backs off.
 func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 	if p.o.Replicas == 1 {
 		return
@@ -504,7 +522,7 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if !p.ready.Load() || !p.needsPing(interval/2) {
+		if !p.ready.Load() || !p.needsPing(max(interval/2, p.idle)) {
 			continue
 		}
 		if err := p.mutate(ctx, func() error { return nil }, &satpagev1.StoreOp{Kind: satpagev1.StoreOp_KIND_PING}, 0); err != nil {
@@ -513,6 +531,12 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// idlePing: an idle primary pings an in-sync replica this often. At every
+// second (the upkeep's interval), 150 idle satellites at R = 2 sent 150 pings a
+// second, each a TLS-framed RPC at both ends; a replica that restarts asks its
+// primaries for their copies itself (Restore), so the ping is only the backstop.
+const idlePing = 5 * time.Second
 
 // needsPing reports whether a replica is due a ping or a snapshot: one not
 // known in sync and not backing off, or one in sync that stored nothing within quiet.

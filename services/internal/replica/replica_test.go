@@ -35,6 +35,7 @@ type sky struct {
 	unreachable map[uint32]bool
 	snapshots   map[uint32]int
 	questions   map[uint32]int // ReplicaState calls to each satellite
+	replicates  map[uint32]int // Replicate calls to each satellite
 }
 
 type skyLink struct {
@@ -57,12 +58,16 @@ func (l skyLink) reach(to uint32) (*Holder, *Primary, error) {
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
 	if l.s.holders[to] == nil {
-		return nil, nil, status.Errorf(codes.Unavailable, "satellite %d not started", to)
+		// Not started: nothing listens at its address (what a dial says then).
+		return nil, nil, status.Errorf(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: dial tcp 10.0.0.%d:7000: connect: connection refused\"", to)
 	}
 	return l.s.holders[to], l.s.prims[to], nil
 }
 
 func (l skyLink) Replicate(ctx context.Context, to uint32, req *satpagev1.ReplicateRequest) (uint32, error) {
+	l.s.mu.Lock()
+	l.s.replicates[to]++
+	l.s.mu.Unlock()
 	h, _, err := l.reach(to)
 	if err != nil {
 		return 0, err
@@ -129,7 +134,7 @@ func newSky(t *testing.T, r int) *sky {
 	}
 	s := &sky{t: t, spec: sp, r: r, dead: map[uint32]bool{}, holders: map[uint32]*Holder{},
 		prims: map[uint32]*Primary{}, locals: map[uint32]*store.Memory{}, copies: map[uint32]int{}, hops: map[uint32]int{},
-		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}, questions: map[uint32]int{}}
+		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}, questions: map[uint32]int{}, replicates: map[uint32]int{}}
 	for i := range uint32(30) {
 		s.start(i, false)
 	}

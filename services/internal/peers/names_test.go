@@ -1,0 +1,204 @@
+package peers
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/satpage/satpage/services/internal/retry"
+)
+
+// fakeDNS answers from a table and counts the questions.
+type fakeDNS struct {
+	mu    sync.Mutex
+	addr  map[string][]string
+	asked atomic.Int64
+	delay time.Duration
+}
+
+func (f *fakeDNS) LookupHost(ctx context.Context, host string) ([]string, error) {
+	f.asked.Add(1)
+	if f.delay > 0 {
+		time.Sleep(f.delay)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if a, ok := f.addr[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func (f *fakeDNS) set(host string, addrs ...string) {
+	f.mu.Lock()
+	f.addr[host] = addrs
+	f.mu.Unlock()
+}
+
+// clock is a fake time for the cache.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time      { return c.t }
+func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
+func newFake() (*fakeDNS, *clock) {
+	return &fakeDNS{addr: map[string][]string{}}, &clock{t: time.Unix(1e9, 0)}
+}
+
+var exact = retry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Second}
+
+// Reconnecting to a peer every 100 ms for a whole TTL asks DNS once, not at
+// every attempt (the per-attempt lookups were a DNS storm), and again once
+// the answer is older than the TTL.
+func TestANameIsLookedUpOncePerTTLNotPerAttempt(t *testing.T) {
+	dns, clk := newFake()
+	dns.set("sat-7", "10.0.0.7")
+	c := newNames(dns, 5*time.Second, exact)
+	c.now = clk.now
+	for range 49 {
+		a, err := c.addrs(context.Background(), "sat-7")
+		if err != nil || len(a) != 1 || a[0] != "10.0.0.7" {
+			t.Fatalf("addrs: got %v, %v", a, err)
+		}
+		clk.add(100 * time.Millisecond)
+	}
+	if got := dns.asked.Load(); got != 1 {
+		t.Errorf("%d lookups in 4.9 s of attempts, want 1", got)
+	}
+	clk.add(200 * time.Millisecond)
+	if _, err := c.addrs(context.Background(), "sat-7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := dns.asked.Load(); got != 2 {
+		t.Errorf("%d lookups after the TTL, want 2", got)
+	}
+}
+
+// A name that does not resolve (a peer not started yet) is asked again after
+// a growing backoff, not at every attempt, and its error is given meanwhile.
+func TestAFailedLookupIsAskedAgainOnlyAfterItsBackoff(t *testing.T) {
+	dns, clk := newFake()
+	c := newNames(dns, 5*time.Second, exact)
+	c.now = clk.now
+	for range 200 { // an attempt every 10 ms for 2 s
+		if _, err := c.addrs(context.Background(), "sat-9"); err == nil {
+			t.Fatal("a name with no record resolved")
+		}
+		clk.add(10 * time.Millisecond)
+	}
+	// Asked at 0, 0.25, 0.75 and 1.75 s (250 ms doubling).
+	if got := dns.asked.Load(); got != 4 {
+		t.Errorf("%d lookups for 200 attempts in 2 s, want 4", got)
+	}
+	dns.set("sat-9", "10.0.0.9")
+	clk.add(5 * time.Second)
+	if a, err := c.addrs(context.Background(), "sat-9"); err != nil || a[0] != "10.0.0.9" {
+		t.Errorf("once it resolves: got %v, %v", a, err)
+	}
+}
+
+// Callers asking for the same name at once share one lookup.
+func TestConcurrentCallersShareOneLookup(t *testing.T) {
+	dns, _ := newFake()
+	dns.set("sat-3", "10.0.0.3")
+	dns.delay = 20 * time.Millisecond
+	c := newNames(dns, 5*time.Second, exact)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if _, err := c.addrs(context.Background(), "sat-3"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := dns.asked.Load(); got != 1 {
+		t.Errorf("%d lookups for 50 concurrent callers, want 1", got)
+	}
+}
+
+// A connection that fails at the kept address (the peer is back elsewhere)
+// looks the name up again: at once after a success, so the first attempt
+// reaches the new address; after failures in a row, not before the backoff.
+func TestAFailedConnectionLooksTheNameUpAgainWithBackoff(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	dns, clk := newFake()
+	dns.set("sat-5", "127.0.0.1") // the old address: nothing listens on that port there
+	c := newNames(dns, 5*time.Second, exact)
+	c.now = clk.now
+	ctx := context.Background()
+
+	if _, err := c.dial(ctx, "sat-5:"+port); err == nil {
+		t.Fatal("dialled the old address with nothing listening")
+	}
+	// The first failure looks the name up again at once (same answer).
+	if got := dns.asked.Load(); got != 2 {
+		t.Fatalf("%d lookups after one failed dial, want 2", got)
+	}
+	dns.set("sat-5", "127.0.0.2") // the peer is back at a new address
+	for range 5 {
+		clk.add(40 * time.Millisecond)
+		if _, err := c.dial(ctx, "sat-5:"+port); err == nil {
+			t.Fatal("reached the new address before the backoff passed: looked up per attempt")
+		}
+	}
+	if got := dns.asked.Load(); got != 2 {
+		t.Errorf("%d lookups within the backoff, want 2", got)
+	}
+	clk.add(100 * time.Millisecond)
+	conn, err := c.dial(ctx, "sat-5:"+port)
+	if err != nil {
+		t.Fatalf("after the backoff: %v", err)
+	}
+	conn.Close()
+	if got := dns.asked.Load(); got != 3 {
+		t.Errorf("%d lookups, want 3", got)
+	}
+
+	// Later, connected for a while, the peer moves again: the first failed
+	// attempt looks the name up at once and connects to the new address.
+	clk.add(3 * time.Second)
+	dns.set("sat-5", "127.0.0.1", "127.0.0.2")
+	lis2, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Skipf("port %s taken on 127.0.0.1: %v", port, err)
+	}
+	lis2.Close()
+	dns.set("sat-5", "127.0.0.2")
+	c.m["sat-5"].addrs = []string{"127.0.0.1"} // the kept answer is the old address
+	conn, err = c.dial(ctx, "sat-5:"+port)
+	if err != nil {
+		t.Fatalf("first attempt after a move: %v", err)
+	}
+	conn.Close()
+}
+
+func TestAnIPAddressIsNotLookedUp(t *testing.T) {
+	dns, _ := newFake()
+	c := newNames(dns, 5*time.Second, exact)
+	a, err := c.addrs(context.Background(), "10.1.2.3")
+	if err != nil || a[0] != "10.1.2.3" || dns.asked.Load() != 0 {
+		t.Errorf("got %v, %v after %d lookups", a, err, dns.asked.Load())
+	}
+	var dnsErr *net.DNSError
+	if _, err := c.addrs(context.Background(), "nowhere"); !errors.As(err, &dnsErr) {
+		t.Errorf("unknown name: got %v, want the resolver's DNSError", err)
+	}
+}
