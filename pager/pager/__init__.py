@@ -25,7 +25,20 @@ from pager.paper import (
     paper_summary,
     table_movements,
 )
-from pager.strategies_extra import STRATEGY_NAMES, GroundStore, HotK, PushAhead, make_strategy
+from pager.registry import (
+    BUILTIN_STRATEGIES,
+    ENTRY_POINT_GROUP,
+    STRATEGY_NAMES,
+    StrategyError,
+    check_handover_rule,
+    check_strategy,
+    make_strategy,
+    plugin_module,
+    strategy_class,
+    strategy_settings,
+    strategy_summary,
+)
+from pager.strategies_extra import GroundStore, HotK, PushAhead
 from pager.strategies_related import (
     ContainerMigration,
     Custody,
@@ -40,6 +53,7 @@ from pager.strategy import (
     GROUND,
     NOWHERE,
     PAGING,
+    RULE_PARAMETERS,
     SELECT_SIGNATURE,
     EventKind,
     NetworkUse,
@@ -80,6 +94,7 @@ __all__ = [
     "Multipath",
     "NetworkUse",
     "PAGING",
+    "RULE_PARAMETERS",
     "ReplicateNext",
     "replicate_next_log",
     "EVENT_DTYPE",
@@ -94,6 +109,15 @@ __all__ = [
     "PushAhead",
     "STRATEGY_NAMES",
     "make_strategy",
+    "BUILTIN_STRATEGIES",
+    "ENTRY_POINT_GROUP",
+    "StrategyError",
+    "check_handover_rule",
+    "check_strategy",
+    "plugin_module",
+    "strategy_class",
+    "strategy_settings",
+    "strategy_summary",
     "Moments",
     "OnDemand",
     "PaperCounts",

@@ -26,13 +26,11 @@ from pager.strategy import (
     PAGING,
     EventKind,
     NetworkUse,
-    OnDemand,
-    Proactive,
     handover_rule,
     select_none,
 )
 
-__all__ = ["HotK", "GroundStore", "PushAhead", "STRATEGY_NAMES", "make_strategy"]
+__all__ = ["HotK", "GroundStore", "PushAhead"]
 
 
 @handover_rule
@@ -65,7 +63,7 @@ def _recently_used(owner, uses, last_use, new_pos, params, out):
 
 @dataclass(frozen=True)
 class HotK:
-    """On-demand plus the ``k`` most used pages moved at every handover."""
+    """On-demand, plus the k most used pages moved at each handover."""
 
     k: int = 32
     name: ClassVar[str] = "hot-k"
@@ -86,7 +84,7 @@ class HotK:
 
 @dataclass(frozen=True)
 class GroundStore:
-    """The session object stays on the ground; every access crosses to it."""
+    """Session object kept on the ground; every access crosses to it."""
 
     name: ClassVar[str] = "ground-store"
     move_on_fault: ClassVar[bool] = False
@@ -102,8 +100,10 @@ class GroundStore:
 
 @dataclass(frozen=True)
 class PushAhead:
-    """Pages used in the last ``recent_visits`` visits pushed to the predicted next
-    server ``lead_ns`` before the handover; on-demand for the rest.
+    """Recently used pages pushed to the next server before handover.
+
+    The pages used in the last ``recent_visits`` visits go to the predicted next server
+    ``lead_ns`` before the handover; on-demand for the rest.
 
     ``staged`` False (the default, the comparison's model): the pages move once, logged
     ``lead_ns`` before the handover but chosen after every access of the ending visit,
@@ -133,37 +133,3 @@ class PushAhead:
 
     def params(self) -> np.ndarray:
         return np.array([self.recent_visits], dtype=np.int64)
-
-
-#: Strategy names ``make_strategy`` knows, in the order reports list them.
-STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead",
-                  "container-migration", "replicate-next", "multipath", "custody", "idle-link")
-
-
-def make_strategy(name: str, *, hot_k: int = 32, push_recent_visits: int = 1,
-                  push_lead_ns: int = 10_000_000_000, custody_pages: int = 64,
-                  idle_threshold: float = 0.5):
-    """The Strategy object for a strategy name (scenario files and the CLI name them)."""
-    from pager import strategies_related as rel  # it imports this module
-    if name == "proactive":
-        return Proactive()
-    if name == "on-demand":
-        return OnDemand()
-    if name == "hot-k":
-        return HotK(k=int(hot_k))
-    if name == "ground-store":
-        return GroundStore()
-    if name == "push-ahead":
-        return PushAhead(recent_visits=int(push_recent_visits), lead_ns=int(push_lead_ns))
-    if name == "container-migration":
-        return rel.ContainerMigration()
-    if name == "replicate-next":
-        return rel.ReplicateNext()
-    if name == "multipath":
-        return rel.Multipath()
-    if name == "custody":
-        return rel.Custody(cache_pages=int(custody_pages))
-    if name == "idle-link":
-        return rel.IdleLink(recent_visits=int(push_recent_visits), lead_ns=int(push_lead_ns),
-                            threshold=float(idle_threshold))
-    raise ValueError(f"unknown strategy {name!r} (known: {', '.join(STRATEGY_NAMES)})")

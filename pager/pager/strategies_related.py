@@ -102,8 +102,10 @@ class MigrationModel:
 
 @dataclass(frozen=True)
 class ContainerMigration:
-    """The whole container (all pages that exist) moves at every handover, as one
-    checkpoint; the service is down for ``model.downtime_ms(state)``."""
+    """Container migrates at each handover; the service waits.
+
+    A CRIU checkpoint, the service down meanwhile.
+    All pages that exist move; the downtime is ``model.downtime_ms(state)``."""
 
     model: MigrationModel = field(default_factory=MigrationModel.default)
     name: ClassVar[str] = "container-migration"
@@ -120,7 +122,10 @@ class ContainerMigration:
 
 @dataclass(frozen=True)
 class ReplicateNext:
-    """Every page on the serving satellite and a replica on the next one: the page
+    """Accesses copied to the next server; handovers move nothing.
+
+    Komet's replication.
+    Every page on the serving satellite and a replica on the next one: the page
     table is proactive's (every page local at every access), the traffic is
     ``replicate_next_log``'s (a seed copy of the object when a visit starts, then
     each access's page to the next server), and a handover moves nothing."""
@@ -139,7 +144,7 @@ class ReplicateNext:
 
 @dataclass(frozen=True)
 class Multipath:
-    """On-demand paging; each fault's page comes over two link-disjoint paths."""
+    """On-demand, each fault fetched over two link-disjoint ISL paths."""
 
     name: ClassVar[str] = "multipath"
     move_on_fault: ClassVar[bool] = True
@@ -155,8 +160,9 @@ class Multipath:
 
 @dataclass(frozen=True)
 class Custody:
-    """On-demand paging; relays keep custody copies (``cache_pages`` per satellite and
-    session, oldest evicted first) and serve later faults when nearer."""
+    """On-demand; relays keep copies and serve later faults when nearer.
+
+    ``cache_pages`` copies per satellite and session, oldest evicted first."""
 
     cache_pages: int = 64
     name: ClassVar[str] = "custody"
@@ -180,9 +186,11 @@ class Custody:
 
 @dataclass(frozen=True)
 class IdleLink(PushAhead):
-    """Push-ahead (pages used in the last ``recent_visits`` visits) whose pushes start
-    ``lead_ns`` before the handover at the earliest and wait for their path's links
-    to fall below ``threshold`` utilisation, going at the handover at the latest."""
+    """Push-ahead whose pushes wait for idle links or the handover.
+
+    Pages used in the last ``recent_visits`` visits; a push starts ``lead_ns`` before
+    the handover at the earliest and waits for its path's links to fall below
+    ``threshold`` utilisation."""
 
     threshold: float = 0.5
     name: ClassVar[str] = "idle-link"

@@ -48,11 +48,13 @@ used pages moved at each handover)::
 from __future__ import annotations
 
 import enum
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaError
 
 from pager import _kernels as K
 
@@ -61,6 +63,7 @@ __all__ = [
     "GROUND",
     "NOWHERE",
     "PAGING",
+    "RULE_PARAMETERS",
     "SELECT_SIGNATURE",
     "EventKind",
     "NetworkUse",
@@ -143,11 +146,37 @@ maps both visits to satellites (``trace.visit_satellite``) and prices the ISL pa
 at ``time_ns``."""
 
 
+#: The parameters of a handover rule, in order (SELECT_SIGNATURE gives their types).
+RULE_PARAMETERS = ("owner", "uses", "last_use", "new_pos", "params", "out")
+
+
 def handover_rule(func):
     """Compile a handover rule for the engine: ``func(owner, uses, last_use, new_pos,
     params, out) -> n`` writes the pages to move into ``out[:n]`` (see SELECT_SIGNATURE;
-    pages never created or already local are skipped by the engine)."""
-    return njit(SELECT_SIGNATURE, cache=True)(func)
+    pages never created or already local are skipped by the engine).
+
+    TypeError, naming the function, when it does not take those six parameters or does
+    not compile for their types (Numba's own message follows)."""
+    params = list(inspect.signature(func).parameters.values())
+    if len(params) != len(RULE_PARAMETERS) or any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise TypeError(f"handover rule {func.__qualname__!r} takes "
+                        f"({', '.join(p.name for p in params)}); a handover rule takes six "
+                        f"positional parameters ({', '.join(RULE_PARAMETERS)}) and returns "
+                        "how many pages it wrote to out")
+    try:
+        try:
+            return njit(SELECT_SIGNATURE, cache=True)(func)
+        except RuntimeError as exc:
+            # a module that is no plain file (a plugin shipped to Dask workers as a zip):
+            # Numba has nowhere to cache it, so compile it in every process
+            if "cannot cache" not in str(exc):
+                raise
+            return njit(SELECT_SIGNATURE)(func)
+    except NumbaError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TypeError(f"handover rule {func.__qualname__!r} does not compile for "
+                        f"pager.SELECT_SIGNATURE: {first}") from exc
 
 
 @runtime_checkable
@@ -198,8 +227,10 @@ _NO_PARAMS = np.zeros(0, dtype=np.int64)
 
 @dataclass(frozen=True)
 class OnDemand:
-    """The paper's on-demand paging: the new satellite inherits the page table, not
-    the frames; a page moves when it is accessed (one movement per fault)."""
+    """A page moves when accessed; a handover moves only the page table.
+
+    The paper's on-demand paging: the new satellite inherits the page table, not the
+    frames; one movement per fault."""
 
     name: ClassVar[str] = "on-demand"
     move_on_fault: ClassVar[bool] = True
@@ -215,8 +246,9 @@ class OnDemand:
 
 @dataclass(frozen=True)
 class Proactive:
-    """The paper's proactive baseline: the whole session object moves to the new
-    serving satellite at every handover (one hop along the trail for each page)."""
+    """The whole session object moves at each handover (the paper's).
+
+    To the new serving satellite, one hop along the trail for each page."""
 
     name: ClassVar[str] = "proactive"
     move_on_fault: ClassVar[bool] = True

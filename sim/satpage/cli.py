@@ -6,13 +6,14 @@ registered here; a new command is a new module plus one line below.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
 
 from satpage import __version__
 from satpage.commands import cluster, compare, deploy, live, orbit, paper, population, sweep, view
-from satpage.console import stderr
+from satpage.console import reflow, stderr
 
 app = typer.Typer(
     name="satpage",
@@ -23,7 +24,7 @@ app = typer.Typer(
 )
 
 app.command("paper")(paper.paper)
-app.command("compare")(compare.compare)
+app.command("compare", help=compare.help_text())(compare.compare)
 app.command("sweep")(sweep.sweep)
 app.command("view")(view.view)
 app.add_typer(orbit.app, name="orbit")
@@ -32,6 +33,23 @@ app.add_typer(cluster.app, name="cluster")
 app.add_typer(deploy.app, name="deploy")
 live.app.command("view")(view.live_view)
 app.add_typer(live.app, name="live")
+
+
+def _reflow_help(t: typer.Typer) -> None:
+    """Every command's and group's help as reflowed paragraphs (satpage.console.reflow),
+    so that help ends lines at the terminal's width, not at the docstring's."""
+    for cmd in t.registered_commands:
+        cmd.help = reflow(cmd.help or inspect.getdoc(cmd.callback) or "")
+    for group in t.registered_groups:
+        sub = group.typer_instance
+        if group.help:
+            group.help = reflow(group.help)
+        elif isinstance(sub.info.help, str):
+            sub.info.help = reflow(sub.info.help)
+        _reflow_help(sub)
+
+
+_reflow_help(app)
 
 
 def _version(value: bool) -> None:

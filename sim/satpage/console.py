@@ -20,7 +20,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["stdout", "stderr", "fail", "print_json", "progress", "setup_logging", "to_jsonable"]
+__all__ = ["stdout", "stderr", "fail", "print_json", "progress", "setup_logging", "to_jsonable",
+           "reflow"]
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -41,6 +42,25 @@ def fail(message: str, code: int = 2) -> NoReturn:
     # soft_wrap: an error names a path or value that scripts grep for; never break it.
     stderr.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def reflow(text: str) -> str:
+    """Help text as paragraphs for rich to wrap at the terminal's width: the line breaks
+    of a docstring's source are joined (rich would keep them and break sentences), blank
+    lines between paragraphs and lines starting a list item (``- ``) kept."""
+    import inspect
+
+    paragraphs = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines: list[str] = []
+        for line in para.splitlines():
+            line = line.strip()
+            if lines and not line.startswith("- "):
+                lines[-1] += " " + line
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -15,15 +15,27 @@ per worker from the scenario (``_world``), not shipped per task, and each worker
 propagates only the time blocks of its own chunks (satpage.geometry.PositionCache):
 they are derived deterministically from the scenario and its seed, so every worker
 builds the same World as the client would.
+
+Plugin strategies (``module:Class``, docs/strategies.md) are code the workers must
+import too: ``ship_plugins`` sends each plugin's top-level module (a ``.py`` file, or
+its package folder as a zip) to every worker, present and future, as a Dask worker
+plugin before any task runs, so a ``tcp://`` cluster on other hosts runs them as a
+LocalCluster does. Entry-point plugins are installed packages: install them on the
+workers as satpage itself is.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
 import os
 import re
 import resource
+import sys
+import sysconfig
+import tempfile
+import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,7 +49,8 @@ if TYPE_CHECKING:
     from satpage.simulate import ChunkResult, World
 
 __all__ = ["DaskTarget", "DaskUnreachable", "parse_dask", "dask_client", "chunk_groups",
-           "run_chunks", "map_ordered", "peak_rss_mb", "workers_peak_rss_mb"]
+           "run_chunks", "map_ordered", "peak_rss_mb", "workers_peak_rss_mb", "ship_plugins",
+           "plugin_files"]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +121,58 @@ def dask_client(target: DaskTarget) -> Iterator[Client]:
         yield client
 
 
+# -- plugin strategies on the workers ---------------------------------------------------------
+def plugin_files(sc: Scenario, folder: str) -> list[str]:
+    """The files that carry the scenario's ``module:Class`` plugins: each plugin's top-level
+    module as its ``.py`` file, or its package folder zipped into ``folder``. Modules
+    installed in site-packages are left out (the workers install them as satpage)."""
+    import pager
+
+    installed = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
+    out: list[str] = []
+    for spec in sc.strategies.compare:
+        name = pager.plugin_module(spec)
+        if name is None:
+            continue
+        top = name.split(".")[0]
+        pager.strategy_class(spec)               # imported (a bad plugin fails here)
+        module = sys.modules.get(top) or importlib.import_module(top)
+        file = getattr(module, "__file__", None)
+        if file is None:
+            continue
+        path = os.path.realpath(file)
+        if any(path.startswith(d + os.sep) for d in installed):
+            continue
+        if os.path.basename(path) == "__init__.py":
+            package = os.path.dirname(path)
+            zpath = os.path.join(folder, f"{top}.zip")
+            with zipfile.ZipFile(zpath, "w") as z:
+                for root, dirs, files in os.walk(package):
+                    dirs[:] = [d for d in dirs if d != "__pycache__"]
+                    for f in files:
+                        full = os.path.join(root, f)
+                        z.write(full, os.path.relpath(full, os.path.dirname(package)))
+            path = zpath
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def ship_plugins(client: Client, sc: Scenario) -> int:
+    """Send the scenario's ``module:Class`` plugins to every worker (``plugin_files``),
+    imported there before any task: workers on other hosts have no copy of a module in
+    the client's working directory. Worker plugins only: the scheduler never imports
+    them (in a LocalCluster it runs in this process). Returns the number of files."""
+    from distributed.diagnostics.plugin import UploadFile
+
+    with tempfile.TemporaryDirectory(prefix="satpage-plugins-") as tmp:
+        files = plugin_files(sc, tmp)
+        for path in files:
+            client.register_plugin(UploadFile(path, load=True),
+                                   name=f"satpage-plugin-{os.path.basename(path)}")
+    return len(files)
+
+
 # -- per-worker state ----------------------------------------------------------------------------
 _WORLDS: dict[str, World] = {}
 
@@ -144,7 +209,7 @@ def _chunk_group(sc: Scenario, start: int, stop: int,
     from satpage.simulate import STAGES, ChunkResult, _new_acc, run_chunk
 
     w = _world(sc)
-    into = {name: _new_acc(w) for name in sc.strategies.compare}
+    into = {name: _new_acc(w) for name in w.strategies()}
     total = ChunkResult(start, into, dict.fromkeys(STAGES, 0.0), 0, 0)
     for i in range(start, stop):
         r = run_chunk(w, i, into, waits)
@@ -181,6 +246,7 @@ def run_chunks(client: Client, sc: Scenario, n_chunks: int,
     from distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+    ship_plugins(client, sc)
     groups = chunk_groups(n_chunks, n_workers)
     shared = client.scatter(waits, broadcast=True) if waits is not None else None
     futures = [client.submit(_chunk_group, sc, a, b, shared, pure=False)

@@ -29,7 +29,8 @@ from satpage.console import to_jsonable
 from satpage.costs import SUMMARY_KEYS
 from satpage.version import code_version
 
-__all__ = ["result_dict", "write_reports", "TABLE_COLUMNS"]
+__all__ = ["result_dict", "write_reports", "TABLE_COLUMNS", "HEADLINE_COLUMNS", "headline_columns",
+           "summary_paragraph"]
 
 #: (key, header, format) of the terminal and Markdown tables.
 TABLE_COLUMNS = (
@@ -63,6 +64,109 @@ TABLE_COLUMNS = (
     ("replication_page_hops", "replication page-hops", "{:,.0f}"),
     ("replication_bytes", "replication bytes", "{:.3g}"),
 )
+
+
+#: (key, header, format) of the terminal table's columns, most telling first: it shows as
+#: many as the terminal's width holds (five at 80 columns), the report all of TABLE_COLUMNS.
+HEADLINE_COLUMNS = (
+    ("page_moves", "moves", "{:,.0f}"),
+    ("page_hops", "page-hops", "{:,.0f}"),
+    ("access_latency_ms_mean", "ms/access", "{:.3f}"),
+    ("fault_latency_p99_ms", "fault p99 ms", "{:.2f}"),
+    ("pages_held_max_per_satellite", "held max/sat", "{:,.0f}"),
+    ("stall_p99_ms", "stall p99 ms", "{:.3g}"),
+    ("handover_transfer_bytes", "handover bytes", "{:.3g}"),
+    ("pages_left_behind", "left behind", "{:,.0f}"),
+    ("fault_latency_ms", "fault ms mean", "{:.2f}"),
+    ("handover_downtime_p99_ms", "downtime p99 ms", "{:.4g}"),
+    ("isl_utilisation_max", "ISL util max", "{:.3g}"),
+    ("isl_load_max_bytes", "ISL max bytes", "{:.3g}"),
+)
+
+#: Headline columns of a run with failures or replicas, after moves and page-hops.
+FAULT_COLUMNS = (
+    ("pages_lost", "pages lost", "{:,.0f}"),
+    ("sessions_hit", "sessions hit", "{:,.0f}"),
+    ("replication_page_hops", "replication page-hops", "{:,.0f}"),
+)
+
+
+def _faults_active(result: dict) -> bool:
+    f = result.get("faults") or {}
+    return bool(f) and (f["failures"] > 0 or f["replicas"] > 1)
+
+
+def headline_columns(result: dict) -> tuple[tuple[str, str, str], ...]:
+    """The terminal table's columns for this result, in order of importance."""
+    if not _faults_active(result):
+        return HEADLINE_COLUMNS
+    return HEADLINE_COLUMNS[:2] + FAULT_COLUMNS + HEADLINE_COLUMNS[2:]
+
+
+#: (key, what the best strategy does, format, the cost's noun) of the summary; lower is
+#: better for all.
+_SUMMARY_CRITERIA = (
+    ("page_hops", "moves the least over the ISLs", "{:,.0f} page-hops", "ISL traffic"),
+    ("access_latency_ms_mean", "makes an access wait least", "{:.3f} ms on average",
+     "waits"),
+    ("fault_latency_p99_ms", "has the shortest p99 page fault of those that fault",
+     "{:.1f} ms", "p99 fault latency"),
+    ("pages_held_max_per_satellite", "holds the fewest pages on the busiest satellite",
+     "{:,.0f}", "pages held"),
+    ("pages_left_behind", "leaves the fewest pages behind at session ends", "{:,.0f}",
+     "pages left behind"),
+)
+_FAULT_CRITERIA = (
+    ("pages_lost", "loses the fewest pages to failures", "{:,.0f}", "pages lost"),
+    ("replication_page_hops", "spends the least on replication", "{:,.0f} page-hops",
+     "replication traffic"),
+)
+_PLURAL = {"moves": "move", "makes": "make", "has": "have", "holds": "hold", "leaves": "leave",
+           "loses": "lose", "spends": "spend"}
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _extreme(pool: dict[str, float], lowest: bool) -> tuple[float, list[str]]:
+    v = min(pool.values()) if lowest else max(pool.values())
+    return v, [n for n, x in pool.items() if abs(x - v) <= 1e-9 * abs(v)]
+
+
+def summary_paragraph(result: dict) -> str:
+    """One paragraph: which strategy wins what (the lowest value of each headline cost,
+    ties named together), and which pays most in ISL traffic and in waits."""
+    st = result["strategies"]
+    criteria = _SUMMARY_CRITERIA + (_FAULT_CRITERIA if _faults_active(result) else ())
+    parts = []
+    for key, what, fmt, noun in criteria:
+        pool = {n: float(s[key]) for n, s in st.items()
+                if key != "fault_latency_p99_ms" or s.get("faults", 0) > 0}
+        if not pool:
+            continue
+        best, won = _extreme(pool, lowest=True)
+        if len(won) == len(st) and len(st) > 1:
+            parts.append(f"all tie on {noun} ({fmt.format(best)})")
+            continue
+        verb = what if len(won) == 1 else " ".join(_PLURAL.get(w, w) for w in what.split(" "))
+        parts.append(f"{_names(won)} {verb} ({fmt.format(best)})")
+    wl = result["workload"]
+    text = (f"Of {len(st)} strategies over {wl['sessions']:,} sessions (seed "
+            f"{result['seed']}): " + "; ".join(parts) + ".")
+    if len(st) > 2:
+        hops, most_hops = _extreme({n: float(s["page_hops"]) for n, s in st.items()}, False)
+        wait, most_wait = _extreme({n: float(s["access_latency_ms_mean"])
+                                    for n, s in st.items()}, False)
+        def verb(names: list[str], singular: str) -> str:
+            return singular if len(names) == 1 else _PLURAL[singular]
+
+        second = (verb(most_hops, "makes") if most_wait == most_hops
+                  else f"{_names(most_wait)} {verb(most_wait, 'makes')}")
+        text += (f" At the other end, {_names(most_hops)} {verb(most_hops, 'moves')} the most "
+                 f"({hops:,.0f} page-hops) and {second} accesses wait longest ({wait:.3f} ms "
+                 "on average). Every cost is in the full table (report.md, costs.csv, --json).")
+    return text
 
 
 def result_dict(res) -> dict[str, Any]:
@@ -197,6 +301,12 @@ def _markdown(result: dict, charts: list[Path]) -> str:
         f"Zipf s = {cfg['workload']['zipf_s']}",
         *_faults_lines(result),
         "",
+        "## Summary",
+        "",
+        summary_paragraph(result),
+        "",
+        "## Costs",
+        "",
         "Movements are priced in ISL shortest-path hops between the two satellites at the "
         "time of the transfer; fault latency is the path's propagation delay plus per-hop "
         "processing, there and back, plus the page's transmission and M/D/1 queueing on each "
@@ -257,6 +367,8 @@ orbits {e(result['orbit_backend'])})</li>
 <li>sessions {wl['sessions']:,}; visits {wl['visits']:,}; accesses {wl['accesses']:,}
 ({wl['accesses_per_visit']:.1f} per serving satellite)</li>
 {''.join(f"<li>{e(x[2:])}</li>" for x in _faults_lines(result))}</ul>
+<h2>Summary</h2><p>{e(summary_paragraph(result))}</p>
+<h2>Costs</h2>
 {table}
 {''.join(imgs)}
 <h2>Scenario</h2><pre>{e(json.dumps(result['config'], indent=2))}</pre>

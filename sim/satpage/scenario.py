@@ -8,13 +8,17 @@ errors that name the key and the file, so a typo never silently falls back to
 a default.
 
 Keys are addressed as ``section.key`` (``workload.zipf_s``) by ``--set`` and by
-``satpage sweep --vary``; top-level keys by their bare name (``seed``).
+``satpage sweep --vary``; top-level keys by their bare name (``seed``). A plugin
+strategy's settings are the table ``[strategies.params.NAME]`` (its keys are the
+class's: pager.make_strategy checks them), addressed as
+``strategies.params.NAME.KEY``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
@@ -43,9 +47,13 @@ __all__ = [
     "scenario_keys",
     "with_overrides",
     "parse_override",
+    "compared_strategies",
 ]
 
-#: Strategies known to `satpage compare` (docs/strategies.md describes each one).
+log = logging.getLogger(__name__)
+
+#: The built-in strategies, in report order (pager.STRATEGY_NAMES; docs/strategies.md
+#: describes each one). Plugins add more: pager.strategy_class.
 STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead",
                   "container-migration", "replicate-next", "multipath", "custody", "idle-link")
 BACKGROUND_PROFILES = ("constant", "population")
@@ -171,8 +179,10 @@ class NetworkSection:
 @dataclass(frozen=True)
 class StrategiesSection:
     compare: tuple[str, ...] = _doc("strategies to compare, in report order: "
-                                    + ", ".join(f"`{s}`" for s in STRATEGY_NAMES),
-                                    default=STRATEGY_NAMES)
+                                    + ", ".join(f"`{s}`" for s in STRATEGY_NAMES)
+                                    + "; a plugin as `module:Class` or by the name of an "
+                                    "installed `satpage.strategies` entry point "
+                                    "(docs/strategies.md)", default=STRATEGY_NAMES)
     hot_k: int = _doc("`hot-k`: the K most used pages moved at every handover", default=32)
     push_recent_visits: int = _doc("`push-ahead`: pages used during the last this-many visits "
                                    "are pushed to the next satellite before the handover",
@@ -185,6 +195,11 @@ class StrategiesSection:
     idle_threshold: float = _doc("`idle-link`: a push waits until every link of its path is "
                                  "below this utilisation by other traffic (or goes at the "
                                  "handover)", default=0.5)
+    params: dict = _doc("plugin strategies' settings: one table per strategy, "
+                        "`[strategies.params.NAME]`, NAME its class name, its name or its "
+                        "`module:Class` (quoted); the keys are the class's settings and the "
+                        "class validates them. Built-in strategies take the keys above",
+                        default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -288,6 +303,8 @@ class Scenario:
             # no scheduled reallocation: the record (and so a report) is what it was
             # before the keys existed
             del out["handover"]["interval_s"], out["handover"]["phase_s"]
+        if not self.strategies.params:
+            del out["strategies"]["params"]     # a table only when a plugin has settings
         return out
 
     def get(self, key: str) -> Any:
@@ -378,7 +395,8 @@ def _build_section(name: str, table: dict[str, Any], source: str) -> Any:
         if key not in known:
             raise ValueError(f"{source}: unknown key {name}.{key!r} "
                              f"(known in [{name}]: {', '.join(known)})")
-        default = known[key].default
+        f = known[key]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         kwargs[key] = _coerce(f"{name}.{key}", value, type(default), source)
     return cls(**kwargs)
 
@@ -397,6 +415,13 @@ def _coerce(key: str, value: Any, want: type, source: str) -> Any:
         ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
         if ok:
             value = tuple(value)
+    elif want is dict:
+        # strategies.params: tables of scalars, one per strategy
+        ok = isinstance(value, dict) and all(
+            isinstance(t, dict) and all(isinstance(v, bool | int | float | str)
+                                        for v in t.values()) for t in value.values())
+        if ok:
+            value = {str(k): dict(t) for k, t in value.items()}
     else:
         ok = isinstance(value, want)
     if not ok:
@@ -406,7 +431,9 @@ def _coerce(key: str, value: Any, want: type, source: str) -> Any:
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-               tuple: "a list of strings"}
+               tuple: "a list of strings",
+               dict: "tables of settings ([strategies.params.NAME] with numbers, strings, "
+                     "true or false)"}
 
 
 def _parse_epoch(text: str, source: str) -> dt.datetime:
@@ -477,12 +504,9 @@ def _validate(sc: Scenario) -> None:
             raise bad(key, sc.get(key), f"must be one of {', '.join(allowed)}")
     if not sc.strategies.compare:
         raise bad("strategies.compare", [], "name at least one strategy")
-    for name in sc.strategies.compare:
-        if name not in STRATEGY_NAMES:
-            raise bad("strategies.compare", name,
-                      f"unknown strategy (known: {', '.join(STRATEGY_NAMES)})")
     if len(set(sc.strategies.compare)) != len(sc.strategies.compare):
         raise bad("strategies.compare", list(sc.strategies.compare), "names a strategy twice")
+    compared_strategies(sc)
     f = sc.faults
     if f.count < 0:
         raise bad("faults.count", f.count, "must not be negative")
@@ -531,6 +555,60 @@ def _validate_reallocation(sc: Scenario) -> None:
                              f"time.step_s = {sc.time.step_s!r} (reallocation happens at steps)")
 
 
+# -- strategies ----------------------------------------------------------------------------
+
+def _builtin_settings(sc: Scenario, name: str) -> dict[str, Any]:
+    """A built-in strategy's settings from the [strategies] keys, as its class names them."""
+    st = sc.strategies
+    lead_ns = int(round(st.push_lead_s * 1e9))
+    return {"hot-k": {"k": st.hot_k},
+            "push-ahead": {"recent_visits": st.push_recent_visits, "lead_ns": lead_ns},
+            "custody": {"cache_pages": st.custody_pages},
+            "idle-link": {"recent_visits": st.push_recent_visits, "lead_ns": lead_ns,
+                          "threshold": st.idle_threshold}}.get(name, {})
+
+
+def compared_strategies(sc: Scenario) -> dict[str, Any]:
+    """The pager Strategy object of each entry of ``strategies.compare``, by the name it
+    reports under (a plugin's ``name``), built from its settings: a built-in's from the
+    [strategies] keys, a plugin's from its ``[strategies.params.NAME]`` table (NAME: the
+    entry as written, its class name, or its name). ValueError names the entry."""
+    import pager
+
+    src = sc.source
+    tables = dict(sc.strategies.params)
+    out: dict[str, Any] = {}
+    for spec in sc.strategies.compare:
+        try:
+            cls = pager.strategy_class(spec)
+        except pager.StrategyError as exc:
+            raise ValueError(f"{src}: strategies.compare: {exc}") from None
+        if spec in pager.STRATEGY_NAMES:
+            settings = _builtin_settings(sc, spec)
+        else:
+            keys = [k for k in dict.fromkeys((spec, cls.__name__, getattr(cls, "name", None)))
+                    if k in tables]
+            if len(keys) > 1:
+                raise ValueError(f"{src}: strategies.params: tables {', '.join(keys)} all "
+                                 f"address {spec!r}; give one")
+            settings = tables.pop(keys[0]) if keys else {}
+        try:
+            obj = pager.make_strategy(spec, settings)
+        except pager.StrategyError as exc:
+            raise ValueError(f"{src}: strategies.compare: {exc}") from None
+        if obj.name in out:
+            raise ValueError(f"{src}: strategies.compare: {spec!r} reports as {obj.name!r}, "
+                             "as another entry does: a strategy is compared once")
+        out[obj.name] = obj
+    for key in tables:
+        if key in pager.STRATEGY_NAMES:
+            raise ValueError(f"{src}: strategies.params.{key}: a built-in strategy takes its "
+                             "settings from the [strategies] keys (sim/README.md)")
+        log.warning("%s: strategies.params.%s: no compared strategy has this name; its "
+                    "settings are not used", src, key)
+    return out
+
+
 # -- overrides (--set and sweeps) -----------------------------------------------------------
 
 def _check_key(key: str, section: str, source: str) -> None:
@@ -557,12 +635,22 @@ def _parse_value(raw: str) -> Any:
         return raw
 
 
+_PARAMS_PREFIX = "strategies.params."
+
+
 def with_overrides(sc: Scenario, overrides: dict[str, Any] | list[tuple[str, Any]]) -> Scenario:
-    """A new validated scenario with ``section.key`` values replaced."""
+    """A new validated scenario with ``section.key`` values replaced (a plugin's setting:
+    ``strategies.params.NAME.KEY``)."""
     items = overrides.items() if isinstance(overrides, dict) else overrides
     data = sc.to_dict()
     for key, value in items:
-        if "." in key:
+        if key.startswith(_PARAMS_PREFIX):
+            name, _, k = key[len(_PARAMS_PREFIX):].rpartition(".")
+            if not name or not k:
+                raise ValueError(f"override key {key!r} must look like "
+                                 f"{_PARAMS_PREFIX}NAME.KEY")
+            data["strategies"].setdefault("params", {}).setdefault(name, {})[k] = value
+        elif "." in key:
             sec, k = key.split(".", 1)
             _check_key(k, sec, "--set")
             data[sec][k] = value

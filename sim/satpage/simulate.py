@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ from pager import Trace
 from satpage.costs import CostAccumulator
 from satpage.geometry import PositionCache, SatelliteSet
 from satpage.linkmodel import LinkModel, background_utilisation
-from satpage.scenario import Scenario
+from satpage.scenario import Scenario, compared_strategies
 from satpage.workload import ChunkTrace, build_trace, make_sessions
 
 __all__ = ["World", "RunResult", "prepare", "routing_snapshots", "run_scenario", "chunk_traces",
@@ -64,10 +65,14 @@ class World:
     failures: pager.FailureSchedule = field(default_factory=pager.FailureSchedule.none)
     ring: pager.ReplicaRing | None = None
 
-    def strategies(self) -> dict:
-        """The pager Strategy object of each compared strategy, by name."""
-        return {name: strategy_for(self.scenario, name)
-                for name in self.scenario.strategies.compare}
+    @functools.cached_property
+    def _strategies(self) -> dict[str, pager.Strategy]:
+        return compared_strategies(self.scenario)
+
+    def strategies(self) -> dict[str, pager.Strategy]:
+        """The pager Strategy object of each compared strategy, by the name it reports
+        under (built-in or plugin: satpage.scenario.compared_strategies)."""
+        return dict(self._strategies)
 
     @property
     def topology(self) -> RoutingSnapshots:
@@ -182,11 +187,13 @@ def chunk_traces(w: World) -> Iterator[Trace]:
 
 
 def strategy_for(sc: Scenario, name: str) -> pager.Strategy:
-    """pager's Strategy for a strategy name of the scenario, with its parameters."""
-    st = sc.strategies
-    return pager.make_strategy(name, hot_k=st.hot_k, push_recent_visits=st.push_recent_visits,
-                               push_lead_ns=int(round(st.push_lead_s * 1e9)),
-                               custody_pages=st.custody_pages, idle_threshold=st.idle_threshold)
+    """pager's Strategy for a name the scenario's run reports (a compared strategy, plugins
+    included) or a built-in name, with the scenario's settings."""
+    compared = compared_strategies(sc)
+    if name in compared:
+        return compared[name]
+    return compared_strategies(dataclasses.replace(
+        sc, strategies=dataclasses.replace(sc.strategies, compare=(name,), params={})))[name]
 
 
 def replay_strategy(trace: Trace, strategy: pager.Strategy) -> pager.Replay:
@@ -293,7 +300,7 @@ def _run_pass(w: World, client: Any, waits: dict[str, np.ndarray] | None,
     costs, stage times and (uncovered, all) client steps."""
     sc = w.scenario
     n = w.n_chunks
-    costs = {name: _new_acc(w) for name in sc.strategies.compare}
+    costs = {name: _new_acc(w) for name in w.strategies()}
     stage = dict.fromkeys(STAGES, 0.0)
     steps = [0, 0]
 

@@ -86,9 +86,16 @@ def run_sweep(base: Scenario, vary: list[tuple[str, list[Any]]], processes: int 
             if on_point:
                 on_point(i + 1, len(points))
     else:
-        from satpage.parallel import dask_client, map_ordered, parse_dask, workers_peak_rss_mb
+        from satpage.parallel import (
+            dask_client,
+            map_ordered,
+            parse_dask,
+            ship_plugins,
+            workers_peak_rss_mb,
+        )
 
         with dask_client(parse_dask(dask)) as client:
+            ship_plugins(client, base)
             results = map_ordered(client, partial(_run_point_on_worker, base), points, on_point)
             workers = workers_peak_rss_mb(client)
     if memory is not None:

@@ -98,3 +98,50 @@ def test_sweep_writes_a_csv_row_per_point_and_strategy_and_charts(tmp_path):
     assert od[1] < od[0]
     assert (tmp_path / "sweep.csv").read_text().count("\n") == 5
     assert (tmp_path / "sweep_page_hops.png").stat().st_size > 0
+
+
+def test_compare_at_80_columns_prints_every_strategy_and_number_whole(compared):
+    """The terminal table: strategies as rows, the headline columns that fit, no name or
+    number cut to an ellipsis; wider terminals show more columns."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from satpage.commands.compare import _table
+
+    exe = Path(sys.executable).with_name("satpage")
+    r = subprocess.run([str(exe), "compare", *TINY], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "80"}, timeout=600, check=True)
+    out = r.stdout
+    assert "…" not in out and "..." not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    result, _ = compared
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert [row.split("│")[1].strip() for row in rows] == list(result["strategies"])
+    for row, s in zip(rows, result["strategies"].values(), strict=True):
+        assert row.split("│")[2].strip() == f"{s['page_moves']:,}"
+    head = {80: 0, 160: 0}
+    for width in head:
+        c = Console(width=width, record=True)
+        c.print(_table(result, width))
+        text = c.export_text()
+        assert "…" not in text and max(len(x) for x in text.splitlines()) <= width
+        head[width] = text.splitlines()[1].count("┳")
+    assert 5 <= head[80] < head[160]
+
+
+def test_the_summary_names_the_winner_of_each_headline_cost(compared):
+    from satpage.report import summary_paragraph
+
+    result, out = compared
+    st = result["strategies"]
+    text = summary_paragraph(result)
+    least = min(st, key=lambda n: st[n]["page_hops"])
+    assert f"{least} moves the least over the ISLs ({st[least]['page_hops']:,} page-hops)" \
+        in text
+    wait = min(st, key=lambda n: st[n]["access_latency_ms_mean"])
+    assert text.count("\n") == 0 and wait in text
+    assert text in (out / "report.md").read_text()

@@ -17,8 +17,9 @@ FAULT, HANDOVER, PUSH, REMOTE, CREATE = (int(EventKind.FAULT), int(EventKind.HAN
 
 
 def replay(tr, name, hot_k=32, push_recent_visits=1, push_lead_ns=10**10):
-    st = pager.make_strategy(name, hot_k=hot_k, push_recent_visits=push_recent_visits,
-                             push_lead_ns=push_lead_ns)
+    settings = {"hot-k": {"k": hot_k},
+                "push-ahead": {"recent_visits": push_recent_visits, "lead_ns": push_lead_ns}}
+    st = pager.make_strategy(name, settings.get(name))
     return replay_strategy(tr, st)
 
 

@@ -139,9 +139,14 @@ def _reap(pid: int) -> None:
 
 
 def _port_free(port: int) -> bool:
+    """A daemon could listen on the loopback port now. SO_REUSEADDR as the daemons bind
+    (Go's net.Listen and redis-server set it): a socket of a stopped cluster in
+    TIME_WAIT does not hold the port, a listener does (listen() fails beside it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
+            s.listen(1)
         except OSError:
             return False
     return True

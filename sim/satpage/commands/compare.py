@@ -18,9 +18,29 @@ from rich.table import Table
 
 from satpage.console import fail, print_json, progress, setup_logging, stderr, stdout
 
-__all__ = ["compare", "resolve_scenario"]
+__all__ = ["compare", "resolve_scenario", "help_text", "STRATEGIES_HELP"]
 
 log = logging.getLogger(__name__)
+
+
+#: --strategies of compare and sweep
+STRATEGIES_HELP = ("Comma-separated strategies to compare: built-in names (satpage compare "
+                   "--help lists them), "
+                   "module:Class (a class importable from the working directory or "
+                   "PYTHONPATH), or the name of an installed plugin (docs/strategies.md).")
+
+
+def help_text() -> str:
+    """compare's help: its docstring and one line on each built-in strategy."""
+    import inspect
+
+    import pager
+
+    items = "\n".join(f"- {n}: {pager.strategy_summary(n)}" for n in pager.STRATEGY_NAMES)
+    return (f"{inspect.getdoc(compare)}\n\nThe built-in strategies, all compared by "
+            f"default:\n\n{items}\n\nA plugin strategy is one class (docs/strategies.md): "
+            "--strategies on-demand,mymod:Lazy, its settings in the scenario table "
+            "strategies.params.Lazy.")
 
 
 def resolve_scenario(scenario: str | None, sets: list[str], seed: int | None = None,
@@ -56,22 +76,42 @@ def resolve_scenario(scenario: str | None, sets: list[str], seed: int | None = N
     return with_overrides(sc, overrides) if overrides else sc
 
 
-def _table(result: dict) -> Table:
-    from satpage.report import TABLE_COLUMNS
+def _table(result: dict, width: int) -> Table:
+    """Strategies as rows, the headline costs as columns: as many as ``width`` holds (five
+    at 80), most telling first (satpage.report.headline_columns), headers wrapped at
+    spaces and never a number cut; every cost is in the report and the JSON."""
+    from satpage.report import headline_columns
 
+    st = result["strategies"]
+    names = list(st)
+    # widths fixed here, rich shrinks every column alike when a table is too wide: a
+    # column's narrowest is its longest header word or value (headers wrap at spaces),
+    # plus two of padding and a rule
+    first = max(len("strategy"), *(len(n) for n in names))
+    used = 1 + 3 + first
+    cols = []
+    for key, head, fmt in headline_columns(result):
+        cells = [fmt.format(st[n][key]) for n in names]
+        narrow = max(max(len(w) for w in head.split()), *(len(c) for c in cells))
+        if used + 3 + narrow > width and cols:
+            break
+        used += 3 + narrow
+        cols.append([head, cells, narrow])
+    for col in cols:  # room left: headers on one line, most telling first
+        wide = max(len(col[0]), *(len(c) for c in col[1]))
+        if used + wide - col[2] <= width:
+            used += wide - col[2]
+            col[2] = wide
     wl = result["workload"]
-    t = Table(title=f"satpage compare: {result['scenario']} - seed {result['seed']}, "
-                    f"{wl['sessions']:,} sessions, {wl['accesses_per_visit']:.0f} accesses per "
-                    f"serving satellite, {wl['satellites']} satellites",
-              caption=f"version {result['version']}; movements priced in ISL hops at the "
-                      "time of transfer; latency = round trip over the ISL path")
-    # one row per cost, one column per strategy: fits a terminal with five strategies
-    names = list(result["strategies"])
-    t.add_column("cost", style="bold")
-    for name in names:
-        t.add_column(name, justify="right")
-    for key, head, fmt in TABLE_COLUMNS:
-        t.add_row(head, *[fmt.format(result["strategies"][n][key]) for n in names])
+    t = Table(title=f"satpage compare: {result['scenario']}, seed {result['seed']}, "
+                    f"{wl['sessions']:,} sessions, {wl['satellites']} satellites",
+              caption=f"version {result['version']}; latency = round trip over the ISL "
+                      "path; every cost: --json, or --out DIR (report.md)")
+    t.add_column("strategy", style="bold", no_wrap=True, width=first)
+    for head, _, w in cols:
+        t.add_column(head, justify="right", width=w)
+    for i, n in enumerate(names):
+        t.add_row(n, *[cells[i] for _, cells, _ in cols])
     return t
 
 
@@ -194,7 +234,7 @@ def compare(
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario seed.")] = None,
     sessions: Annotated[int | None, typer.Option("--sessions", help="Override sessions.count.")] = None,
     strategies: Annotated[str | None, typer.Option("--strategies",
-                                   help="Comma-separated strategies to compare.")] = None,
+                                   help=STRATEGIES_HELP)] = None,
     processes: Annotated[int | None, typer.Option("--processes", "-j",
                                   help="Worker processes: N > 1 means --dask local:N "
                                        "(results do not depend on it).")] = None,
@@ -271,7 +311,10 @@ def compare(
     if as_json:
         print_json(result)
     else:
-        stdout.print(_table(result))
+        from satpage.report import summary_paragraph
+
+        stdout.print(_table(result, stdout.width))
+        stdout.print(summary_paragraph(result), highlight=False)
         if out is not None:
             stdout.print(f"report: {out / 'report.html'}")
     if out is not None and as_json:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from satpage.commands.compare import STRATEGIES_HELP
 from satpage.console import fail, print_json, progress, setup_logging, stdout
 
 __all__ = ["sweep"]
@@ -28,7 +29,7 @@ def sweep(
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario seed.")] = None,
     sessions: Annotated[int | None, typer.Option("--sessions", help="Override sessions.count.")] = None,
     strategies: Annotated[str | None, typer.Option("--strategies",
-                                   help="Comma-separated strategies to compare.")] = None,
+                                   help=STRATEGIES_HELP)] = None,
     processes: Annotated[int, typer.Option("--processes", "-j",
                                   help="Worker processes: N > 1 means --dask local:N "
                                        "(results do not depend on it).")] = 1,
