@@ -34,6 +34,7 @@ from orbit_model.footprint import (
 from orbit_model.handover import (
     HandoverSchedule,
     handover_schedule,
+    reallocation_step_ns,
     reallocation_steps,
     session_schedule,
     step_times_ns,
@@ -95,7 +96,7 @@ __all__ = [
     "write_isl_test_vectors",
     "GroundPoints", "elevations_deg", "find_passes", "PASS_DTYPE",
     "HandoverSchedule", "handover_schedule", "session_schedule", "step_times_ns",
-    "reallocation_steps",
+    "reallocation_steps", "reallocation_step_ns",
     # live service (issue 17)
     "EPHEMERIS_FORMAT", "EphemerisFile", "write_ephemeris", "read_ephemeris",
     # named multi-shell constellations (issue 19)

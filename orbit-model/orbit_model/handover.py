@@ -42,7 +42,7 @@ from orbit_model.timebase import NS_PER_S
 from orbit_model.visibility import GroundPoints
 
 __all__ = ["HandoverSchedule", "handover_schedule", "session_schedule", "POLICIES",
-           "STEP_PASS_DTYPE", "reallocation_steps"]
+           "STEP_PASS_DTYPE", "reallocation_steps", "reallocation_step_ns"]
 
 log = logging.getLogger(__name__)
 
@@ -513,6 +513,19 @@ def reallocation_steps(t_ns, interval_ns: int, phase_ns: int = 0) -> np.ndarray:
                          f"{interval_ns / NS_PER_S:g} s are not all on the step grid (step "
                          f"{step / NS_PER_S:g} s): use a step that divides both")
     return at
+
+
+def reallocation_step_ns(interval_ns: int, phase_ns: int = 0, max_step_ns: int = 10 * NS_PER_S) -> int:
+    """The default handover step: ``max_step_ns`` (10 s), or under scheduled reallocation
+    the largest whole second up to it on which every instant lies (3 s for 15 s at phase
+    12 s; 5 s for 15 s at phase 0). ``ValueError`` when the instants are not whole seconds."""
+    if not interval_ns:
+        return int(max_step_ns)
+    if interval_ns % NS_PER_S or phase_ns % NS_PER_S:
+        raise ValueError(f"reallocation interval {interval_ns} ns and phase {phase_ns} ns are "
+                         "not whole seconds: give the step")
+    g = math.gcd(int(interval_ns) // NS_PER_S, int(phase_ns) // NS_PER_S)
+    return max(d for d in range(1, max(1, int(max_step_ns) // NS_PER_S) + 1) if g % d == 0) * NS_PER_S
 
 
 def _check_times(t_ns) -> np.ndarray:

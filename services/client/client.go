@@ -157,6 +157,10 @@ type Clock struct {
 	Policy          string
 	Sticky          bool
 	MinElevationDeg float64
+	// Scheduled reallocation at ReallocationPhaseNs + k*ReallocationIntervalNs
+	// (0: none).
+	ReallocationIntervalNs int64
+	ReallocationPhaseNs    int64
 }
 
 // Clock asks the gateway for its clock.
@@ -169,7 +173,8 @@ func (g *Gateway) Clock(ctx context.Context) (Clock, error) {
 	}
 	epoch, _ := time.Parse(time.RFC3339Nano, c.Epoch)
 	return Clock{Epoch: epoch, Speed: c.Speed, NowNs: c.NowNs, Constellation: c.Constellation, EphemerisEndNs: c.EphemerisEndNs,
-		StepNs: c.StepNs, Policy: c.Policy, Sticky: c.Sticky, MinElevationDeg: c.MinElevationDeg}, nil
+		StepNs: c.StepNs, Policy: c.Policy, Sticky: c.Sticky, MinElevationDeg: c.MinElevationDeg,
+		ReallocationIntervalNs: c.ReallocationIntervalNs, ReallocationPhaseNs: c.ReallocationPhaseNs}, nil
 }
 
 // Session is a live session. Its methods may be called from one goroutine at a

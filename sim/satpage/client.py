@@ -133,6 +133,8 @@ class ClockInfo:
     sticky: bool
     min_elevation_deg: float
     push_lead_ns: int = 0  # push-ahead copies this long before the handover (docs/live.md)
+    reallocation_interval_ns: int = 0  # scheduled reallocation (0: none; orbit_model.handover)
+    reallocation_phase_ns: int = 0
 
 
 class Gateway:
@@ -162,7 +164,8 @@ class Gateway:
         except Exception as exc:  # grpc.RpcError
             raise _translate(exc, f"clock of {self.target}") from None
         return ClockInfo(c.epoch, c.speed, c.now_ns, c.constellation, c.ephemeris_end_ns, c.step_ns,
-                         c.policy, c.sticky, c.min_elevation_deg, c.push_lead_ns)
+                         c.policy, c.sticky, c.min_elevation_deg, c.push_lead_ns,
+                         c.reallocation_interval_ns, c.reallocation_phase_ns)
 
     def close(self) -> None:
         self._channel.close()

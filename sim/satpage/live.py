@@ -51,14 +51,18 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
             epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
             idle_timeout_s: float = 3600.0, insecure: bool = False,
-            isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0, push_lead_s: float = 10.0):
+            isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0, push_lead_s: float = 10.0,
+            interval_s: float = 0.0, phase_s: float = 0.0):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
     ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
     With a latitude cut-off below 90 deg the satnodes route on an ISL schedule of the same
     ``hours`` (``write_live_isl_schedule``), as ``compare --backend cluster`` gives them.
     ``push_lead_s`` (constellation seconds, the gateway's ``--push-lead``): push-ahead copies a
-    visit's pages to the next serving satellite this long before the handover (0: at it)."""
+    visit's pages to the next serving satellite this long before the handover (0: at it).
+    ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s`` (handover step
+    ``orbit_model.reallocation_step_ns``: 3 s for 15 s at phase 12 s; else 10 s)."""
+    from orbit_model import reallocation_step_ns
     from satpage.cluster import cluster_up, default_state_dir
 
     if not 0 < speed <= 1e6:
@@ -76,14 +80,19 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     if epoch is None:
         epoch = dt.datetime.now(dt.UTC).replace(microsecond=0)
     path = sdir / EPHEMERIS_FILE
+    step_s = reallocation_step_ns(int(round(interval_s * NS_PER_S)),
+                                  int(round(phase_s * NS_PER_S))) / NS_PER_S
     size = write_live_ephemeris(path, constellation, epoch, hours, policy=policy, sticky=sticky,
-                                min_elevation_deg=min_elevation_deg)
+                                min_elevation_deg=min_elevation_deg, step_s=step_s,
+                                interval_s=interval_s, phase_s=phase_s)
     log.info("ephemeris: %s, %.1f h from %s, %d bytes", path, hours, epoch.isoformat(), size)
     live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "speed": float(speed),
             "idle_timeout_s": float(idle_timeout_s), "hours": float(hours), "policy": policy,
             "sticky": bool(sticky), "min_elevation_deg": float(min_elevation_deg),
             "isl_latitude_cutoff_deg": float(isl_latitude_cutoff_deg), "routing_step_s": float(routing_step_s),
             "push_lead_s": float(push_lead_s)}
+    if interval_s:
+        live |= {"step_s": step_s, "interval_s": float(interval_s), "phase_s": float(phase_s)}
     isl = None
     if isl_latitude_cutoff_deg < 90:
         isl = sdir / ISL_SCHEDULE_FILE
@@ -162,7 +171,9 @@ def refresh_once(constellation: str, live: dict, now: dt.datetime | None = None)
             return None
     write_live_ephemeris(Path(live["ephemeris"]), constellation, parse_epoch(live["epoch"]), hours,
                          policy=live.get("policy", "highest"), sticky=live.get("sticky", True),
-                         min_elevation_deg=live.get("min_elevation_deg", 10.0))
+                         min_elevation_deg=live.get("min_elevation_deg", 10.0),
+                         step_s=live.get("step_s", 10.0), interval_s=live.get("interval_s", 0.0),
+                         phase_s=live.get("phase_s", 0.0))
     return float(hours)
 
 
@@ -292,12 +303,16 @@ def run_demo(target: str, places: list[tuple[float, float]], *, minutes: float, 
             "sticky": clock.sticky, "min_elevation_deg": clock.min_elevation_deg, "speed": clock.speed,
             "step_s": clock.step_ns / NS_PER_S, "push_lead_s": clock.push_lead_ns / NS_PER_S, "minutes": minutes, "strategy": strategy, "seed": seed,
             "n_pages": n_pages}
+    if clock.reallocation_interval_ns:
+        head |= {"interval_s": clock.reallocation_interval_ns / NS_PER_S,
+                 "phase_s": clock.reallocation_phase_ns / NS_PER_S}
     return head, clients
 
 
 def reference_schedule(constellation: str, epoch: str | dt.datetime, lat_deg: float, lon_deg: float,
                        end_ns: int, *, policy: str, sticky: bool, min_elevation_deg: float,
-                       step_ns: int = 10 * NS_PER_S) -> list[tuple[int, int]]:
+                       step_ns: int = 10 * NS_PER_S, interval_ns: int = 0,
+                       phase_ns: int = 0) -> list[tuple[int, int]]:
     """orbit_model's schedule for a place from the epoch to ``end_ns`` (what ``satpage orbit
     handovers --start EPOCH --json`` prints), as (time_ns, satellite) pairs."""
     from orbit_model import (
@@ -312,7 +327,8 @@ def reference_schedule(constellation: str, epoch: str | dt.datetime, lat_deg: fl
     end_ns = -(-int(end_ns) // step_ns) * step_ns
     sched = handover_schedule(const, GroundPoints.from_degrees(lat_deg, lon_deg),
                               step_times_ns(max(end_ns, step_ns), step_ns),
-                              min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky)
+                              min_elevation_deg=min_elevation_deg, policy=policy, sticky=sticky,
+                              interval_ns=interval_ns, phase_ns=phase_ns)
     times, sats = sched.for_client(0)
     return [(int(t), int(s)) for t, s in zip(times, sats, strict=True)]
 

@@ -74,7 +74,9 @@ def _check_against_the_models(head, clients, strategy):
         # orbit_model's schedule for the place from the epoch, cut to the session's window
         ref = reference_schedule(head["constellation"], head["epoch"], c.lat_deg, c.lon_deg,
                                  c.stats.scenario_time_ns, policy=head["policy"], sticky=head["sticky"],
-                                 min_elevation_deg=head["min_elevation_deg"])
+                                 min_elevation_deg=head["min_elevation_deg"], step_ns=int(head["step_s"] * NS),
+                                 interval_ns=int(head.get("interval_s", 0) * NS),
+                                 phase_ns=int(head.get("phase_s", 0) * NS))
         opened = c.stats.schedule[0].time_ns
         want = [(t, s) for t, s in ref if opened <= t <= c.stats.scenario_time_ns]
         got = [(h.time_ns, h.satellite) for h in c.stats.schedule]
@@ -179,6 +181,26 @@ def test_the_refresher_extends_the_ephemeris_once_the_clock_passes_half_of_it(tm
     after = read_ephemeris(path)
     assert after.end_ns == 2 * 3600 * NS and after.epoch == before.epoch and after.knot_ns == before.knot_ns
     assert (after.position_km[: before.position_km.shape[0]] == before.position_km).all()
+
+
+def test_the_refresher_keeps_the_reallocation_schedule(tmp_path):
+    """A refreshed ephemeris that dropped it would be refused by the gateway (it changes
+    what live schedules depend on), so the live state records it and the refresher
+    writes it again."""
+    import datetime as dt
+
+    from orbit_model import read_ephemeris
+    from satpage.live import refresh_once, write_live_ephemeris
+
+    epoch = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    path = tmp_path / "ephemeris.bin"
+    write_live_ephemeris(path, SPEC, epoch, 1.0, step_s=3.0, interval_s=15.0, phase_s=12.0)
+    live = {"ephemeris": str(path), "epoch": epoch.isoformat(), "clock_start": "2026-01-01T00:00:10Z",
+            "speed": 60.0, "hours": 1.0, "step_s": 3.0, "interval_s": 15.0, "phase_s": 12.0}
+    assert refresh_once(SPEC, live, epoch + dt.timedelta(seconds=40)) == 2.0
+    after = read_ephemeris(path)
+    assert after.end_ns == 2 * 3600 * NS
+    assert (after.step_ns, after.interval_ns, after.phase_ns) == (3 * NS, 15 * NS, 12 * NS)
 
 
 def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_knows(gateway):

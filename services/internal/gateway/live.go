@@ -321,7 +321,7 @@ func (g *Gateway) Clock(_ context.Context, _ *satpagev1.ClockRequest) (*satpagev
 	return &satpagev1.ClockResponse{Epoch: g.live.clock.Epoch.UTC().Format(time.RFC3339Nano), Speed: g.live.clock.Speed,
 		NowNs: g.live.clock.NowNs(), Constellation: e.Constellation, EphemerisEndNs: e.EndNs(), StepNs: e.StepNs,
 		Policy: e.Policy, Sticky: e.Sticky, MinElevationDeg: e.MinElevationDeg,
-		PushLeadNs: g.live.lead}, nil
+		PushLeadNs: g.live.lead, ReallocationIntervalNs: e.IntervalNs, ReallocationPhaseNs: e.PhaseNs}, nil
 }
 
 // RunLive performs live sessions' handovers when they are due and re-reads

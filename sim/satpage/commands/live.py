@@ -68,6 +68,11 @@ def up(
                                           "seconds; 0: at the handover).")] = 10.0,
     idle_timeout_s: Annotated[float, typer.Option("--idle-timeout-s", help="End sessions idle this long "
                                                   "(wall seconds; the gateway's --session-idle).")] = 3600.0,
+    interval_s: Annotated[float, typer.Option(
+        "--interval-s", help="Scheduled reallocation every this many constellation seconds "
+        "(Starlink: 15; 0: handovers follow the geometry).")] = 0.0,
+    phase_s: Annotated[float, typer.Option("--phase-s", help="Reallocation instants at phase + k x "
+                                           "interval from the epoch (Starlink: 12).")] = 0.0,
     insecure: Annotated[bool, typer.Option("--insecure", help="Plain text, no access control "
                                            "(debugging only).")] = False,
     port_base: Annotated[int, typer.Option("--port-base")] = DEFAULT_PORT_BASE,
@@ -89,7 +94,8 @@ def up(
         st = live_up(constellation, state_dir=state_dir, port_base=port_base, speed=speed, epoch=_epoch(epoch),
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
                      idle_timeout_s=idle_timeout_s, insecure=insecure,
-                     isl_latitude_cutoff_deg=isl_latitude_cutoff, push_lead_s=lead_s)
+                     isl_latitude_cutoff_deg=isl_latitude_cutoff, push_lead_s=lead_s,
+                     interval_s=interval_s, phase_s=phase_s)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
@@ -167,6 +173,11 @@ def demo(
     tls_dir: Annotated[str | None, typer.Option("--tls-dir", help="TLS material for --gateway (default "
                                                 "$SATPAGE_TLS_DIR or the recorded cluster's).")] = None,
     store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
+    interval_s: Annotated[float, typer.Option(
+        "--interval-s", help="Scheduled reallocation every this many constellation seconds "
+        "(Starlink: 15; 0: handovers follow the geometry).")] = 0.0,
+    phase_s: Annotated[float, typer.Option("--phase-s", help="Reallocation instants at phase + k x "
+                                           "interval from the epoch (Starlink: 12).")] = 0.0,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -198,7 +209,7 @@ def demo(
                 base = port_base or _free_port_base(constellation)
                 hours = max(1.0, minutes / 60 + 0.5)
                 live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store,
-                        push_lead_s=lead_s)
+                        push_lead_s=lead_s, interval_s=interval_s, phase_s=phase_s)
                 try:
                     st = load_state(Path(tmp))
                     head, clients = run_demo(st.gateway, places, minutes=minutes, strategy=strategy,

@@ -12,7 +12,6 @@ output are seconds from it.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -162,13 +161,14 @@ def _reallocation_step_s(interval_s: float, phase_s: float) -> float:
     """10 s, or under scheduled reallocation the largest whole second up to 10 that
     divides both the interval and the phase (3 s for 15 s at phase 12 s), so that every
     instant is a step."""
-    if not interval_s:
-        return 10.0
-    if interval_s != int(interval_s) or phase_s != int(phase_s):
+    from orbit_model import reallocation_step_ns
+
+    try:
+        return reallocation_step_ns(int(round(interval_s * NS_PER_S)),
+                                    int(round(phase_s * NS_PER_S))) / NS_PER_S
+    except ValueError:
         fail(f"--interval-s {interval_s:g} and --phase-s {phase_s:g} are not whole seconds: "
              "give --step-s")
-    g = math.gcd(int(interval_s), int(phase_s))
-    return float(max(d for d in range(1, 11) if g % d == 0))
 
 
 @app.command("isl")

@@ -230,7 +230,7 @@ class ClockRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ClockResponse(_message.Message):
-    __slots__ = ("epoch", "speed", "now_ns", "constellation", "ephemeris_end_ns", "step_ns", "policy", "sticky", "min_elevation_deg", "push_lead_ns")
+    __slots__ = ("epoch", "speed", "now_ns", "constellation", "ephemeris_end_ns", "step_ns", "policy", "sticky", "min_elevation_deg", "push_lead_ns", "reallocation_interval_ns", "reallocation_phase_ns")
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     SPEED_FIELD_NUMBER: _ClassVar[int]
     NOW_NS_FIELD_NUMBER: _ClassVar[int]
@@ -241,6 +241,8 @@ class ClockResponse(_message.Message):
     STICKY_FIELD_NUMBER: _ClassVar[int]
     MIN_ELEVATION_DEG_FIELD_NUMBER: _ClassVar[int]
     PUSH_LEAD_NS_FIELD_NUMBER: _ClassVar[int]
+    REALLOCATION_INTERVAL_NS_FIELD_NUMBER: _ClassVar[int]
+    REALLOCATION_PHASE_NS_FIELD_NUMBER: _ClassVar[int]
     epoch: str
     speed: float
     now_ns: int
@@ -251,7 +253,9 @@ class ClockResponse(_message.Message):
     sticky: bool
     min_elevation_deg: float
     push_lead_ns: int
-    def __init__(self, epoch: _Optional[str] = ..., speed: _Optional[float] = ..., now_ns: _Optional[int] = ..., constellation: _Optional[str] = ..., ephemeris_end_ns: _Optional[int] = ..., step_ns: _Optional[int] = ..., policy: _Optional[str] = ..., sticky: _Optional[bool] = ..., min_elevation_deg: _Optional[float] = ..., push_lead_ns: _Optional[int] = ...) -> None: ...
+    reallocation_interval_ns: int
+    reallocation_phase_ns: int
+    def __init__(self, epoch: _Optional[str] = ..., speed: _Optional[float] = ..., now_ns: _Optional[int] = ..., constellation: _Optional[str] = ..., ephemeris_end_ns: _Optional[int] = ..., step_ns: _Optional[int] = ..., policy: _Optional[str] = ..., sticky: _Optional[bool] = ..., min_elevation_deg: _Optional[float] = ..., push_lead_ns: _Optional[int] = ..., reallocation_interval_ns: _Optional[int] = ..., reallocation_phase_ns: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -60,7 +60,9 @@ def live_view(clock, places: list[tuple[float, float]], minutes: float | None = 
     for lat, lon in places:
         sched = reference_schedule(clock.constellation, epoch, lat, lon, int(frames[-1]),
                                    policy=clock.policy, sticky=clock.sticky,
-                                   min_elevation_deg=clock.min_elevation_deg, step_ns=step)
+                                   min_elevation_deg=clock.min_elevation_deg, step_ns=step,
+                                   interval_ns=clock.reallocation_interval_ns,
+                                   phase_ns=clock.reallocation_phase_ns)
         t = np.array([s[0] for s in sched], np.int64)
         sats = np.array([s[1] for s in sched], np.int64)
         first = max(int(np.searchsorted(t, now, side="right")) - 1, 0)

@@ -1446,9 +1446,14 @@ type ClockResponse struct {
 	MinElevationDeg float64 `protobuf:"fixed64,9,opt,name=min_elevation_deg,json=minElevationDeg,proto3" json:"min_elevation_deg,omitempty"`
 	// Push-ahead copies pages to the next serving satellite this long before
 	// the handover (scenario ns; 0: at the handover; docs/live.md).
-	PushLeadNs    int64 `protobuf:"varint,10,opt,name=push_lead_ns,json=pushLeadNs,proto3" json:"push_lead_ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PushLeadNs int64 `protobuf:"varint,10,opt,name=push_lead_ns,json=pushLeadNs,proto3" json:"push_lead_ns,omitempty"`
+	// Scheduled reallocation (docs/orbit-model.md, section 5): the policy picks
+	// afresh at phase + k * interval ns from the epoch and in between only when
+	// the serving satellite sets. 0: none (handovers follow the geometry).
+	ReallocationIntervalNs int64 `protobuf:"varint,11,opt,name=reallocation_interval_ns,json=reallocationIntervalNs,proto3" json:"reallocation_interval_ns,omitempty"`
+	ReallocationPhaseNs    int64 `protobuf:"varint,12,opt,name=reallocation_phase_ns,json=reallocationPhaseNs,proto3" json:"reallocation_phase_ns,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *ClockResponse) Reset() {
@@ -1547,6 +1552,20 @@ func (x *ClockResponse) GetMinElevationDeg() float64 {
 func (x *ClockResponse) GetPushLeadNs() int64 {
 	if x != nil {
 		return x.PushLeadNs
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetReallocationIntervalNs() int64 {
+	if x != nil {
+		return x.ReallocationIntervalNs
+	}
+	return 0
+}
+
+func (x *ClockResponse) GetReallocationPhaseNs() int64 {
+	if x != nil {
+		return x.ReallocationPhaseNs
 	}
 	return 0
 }
@@ -4064,7 +4083,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12/\n" +
 	"\x14token_expires_unix_s\x18\x05 \x01(\x03R\x11tokenExpiresUnixS\"\x0e\n" +
-	"\fClockRequest\"\xb9\x02\n" +
+	"\fClockRequest\"\xa7\x03\n" +
 	"\rClockResponse\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\tR\x05epoch\x12\x14\n" +
 	"\x05speed\x18\x02 \x01(\x01R\x05speed\x12\x15\n" +
@@ -4077,7 +4096,9 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x11min_elevation_deg\x18\t \x01(\x01R\x0fminElevationDeg\x12 \n" +
 	"\fpush_lead_ns\x18\n" +
 	" \x01(\x03R\n" +
-	"pushLeadNs\"3\n" +
+	"pushLeadNs\x128\n" +
+	"\x18reallocation_interval_ns\x18\v \x01(\x03R\x16reallocationIntervalNs\x122\n" +
+	"\x15reallocation_phase_ns\x18\f \x01(\x03R\x13reallocationPhaseNs\"3\n" +
 	"\x12OpenSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x15\n" +
