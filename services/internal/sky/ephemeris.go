@@ -134,6 +134,37 @@ func ParseEphemeris(raw []byte, spec constellation.Spec) (*Ephemeris, error) {
 // EndNs is the last time the file covers (its last knot).
 func (e *Ephemeris) EndNs() int64 { return e.T0Ns + int64(e.Knots-1)*e.KnotNs }
 
+// Position is satellite sat's position (km) at tNs, interpolated as Positions
+// does, for one satellite only (the link emulator asks two per message).
+func (e *Ephemeris) Position(sat int, tNs int64) ([3]float64, error) {
+	var out [3]float64
+	if tNs < e.T0Ns || tNs > e.EndNs() {
+		return out, fmt.Errorf("scenario time %d ns is outside the ephemeris [%d, %d] ns: %w", tNs, e.T0Ns, e.EndNs(), errs.ErrOutOfRange)
+	}
+	if sat < 0 || sat >= e.Satellites {
+		return out, fmt.Errorf("satellite %d is outside 0..%d: %w", sat, e.Satellites-1, errs.ErrInvalid)
+	}
+	k0, l := e.lagrange(tNs)
+	n := 3 * e.Satellites
+	for d := range out {
+		for j := range l {
+			out[d] += l[j] * float64(e.pos[(k0+j)*n+3*sat+d])
+		}
+	}
+	return out, nil
+}
+
+// lagrange is the first of the 4 knots around tNs and their weights.
+func (e *Ephemeris) lagrange(tNs int64) (int, [4]float64) {
+	rel := tNs - e.T0Ns
+	k := int(rel / e.KnotNs) // knot at or before t
+	k0 := min(max(k-1, 0), e.Knots-4)
+	s := float64(rel-int64(k0)*e.KnotNs) / float64(e.KnotNs) // position in knots from k0
+	// Lagrange basis on nodes 0, 1, 2, 3
+	return k0, [4]float64{-(s - 1) * (s - 2) * (s - 3) / 6, s * (s - 2) * (s - 3) / 2,
+		-s * (s - 1) * (s - 3) / 2, s * (s - 1) * (s - 2) / 6}
+}
+
 // Positions fills out (satellites x 3, km) with the positions at tNs, by
 // 4-point Lagrange interpolation over the knots around it (within 3.2 m of
 // orbit_model's positions at 60 s knots for 500 km orbits; docs/live.md).
@@ -144,15 +175,8 @@ func (e *Ephemeris) Positions(tNs int64, out []float64) error {
 	if len(out) != 3*e.Satellites {
 		return fmt.Errorf("out holds %d values, want %d: %w", len(out), 3*e.Satellites, errs.ErrInvalid)
 	}
-	rel := tNs - e.T0Ns
-	k := int(rel / e.KnotNs) // knot at or before t
-	k0 := min(max(k-1, 0), e.Knots-4)
-	s := float64(rel-int64(k0)*e.KnotNs) / float64(e.KnotNs) // position in knots from k0
-	// Lagrange basis on nodes 0, 1, 2, 3
-	l0 := -(s - 1) * (s - 2) * (s - 3) / 6
-	l1 := s * (s - 2) * (s - 3) / 2
-	l2 := -s * (s - 1) * (s - 3) / 2
-	l3 := s * (s - 1) * (s - 2) / 6
+	k0, l := e.lagrange(tNs)
+	l0, l1, l2, l3 := l[0], l[1], l[2], l[3]
 	n := 3 * e.Satellites
 	p0, p1, p2, p3 := e.pos[k0*n:(k0+1)*n], e.pos[(k0+1)*n:(k0+2)*n], e.pos[(k0+2)*n:(k0+3)*n], e.pos[(k0+3)*n:(k0+4)*n]
 	for i := range out {

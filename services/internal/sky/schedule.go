@@ -62,6 +62,9 @@ func NewPlace(latDeg, lonDeg float64) (*Place, error) {
 	return p, nil
 }
 
+// GroundKm is the place's Earth-fixed position (km): the ground end of its link.
+func (p *Place) GroundKm() [3]float64 { return p.g }
+
 // Advance decides every step up to tNs (the steps are T0Ns + k*StepNs) and
 // returns the satellite serving at tNs (-1: none visible). Steps already
 // decided are not revisited, so a place's schedule only grows.

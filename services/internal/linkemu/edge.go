@@ -1,0 +1,179 @@
+package linkemu
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+)
+
+// origin is the zero of the now axis every Model call of this process uses.
+var origin = time.Now()
+
+// Now is the instant on the axis Serialise and Wait take.
+func Now() time.Duration { return time.Since(origin) }
+
+// Sleep waits d on a timer (not the CPU) unless ctx ends first (false). How
+// late the timer fires is smoothed into Lateness, which the next waits subtract.
+func (m *Model) Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	start := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	over := min(max(time.Since(start)-d, 0), maxLate)
+	old := m.late.Load() // a lost update between two sleeps only delays the average by one sample
+	m.late.Store(old + (int64(over)-old)/8)
+	return true
+}
+
+// maxLate bounds one timer's lateness sample: a descheduled process must not
+// make the next waits vanish.
+const maxLate = 2 * time.Millisecond
+
+// routed is a satellite-to-satellite request that travels hop by hop.
+type routed interface{ GetRoute() *satpagev1.Route }
+
+// sender is the satellite that sends a routed request over its current hop:
+// the last of its path (the origin and every relay add themselves before
+// sending).
+func sender(req any) (uint32, int64, bool) {
+	r, ok := req.(routed)
+	if !ok {
+		return 0, 0, false
+	}
+	route := r.GetRoute()
+	if route == nil || len(route.Path) == 0 {
+		return 0, 0, false
+	}
+	return route.Path[len(route.Path)-1], route.ScenarioTimeNs, true
+}
+
+func size(m any) int {
+	if p, ok := m.(proto.Message); ok && p != nil {
+		return proto.Size(p)
+	}
+	return 0
+}
+
+// ClientInterceptor is the interceptor of a connection to satellite to: a
+// routed request waits its ISL (propagation at its scenario time, its place
+// in the link's queue) before it is sent. Its reply waits on the way back at
+// the replier (ServerInterceptor), so each directed link is queued by its
+// sending end only. Other requests pass untouched.
+func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		from, tNs, ok := sender(req)
+		if ok && from != to {
+			if !m.wait(ctx, from, to, tNs, size(req)) {
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
+// ServerInterceptor is satellite self's server interceptor: the reply to a
+// routed request waits the ISL back to the satellite that sent it, at the
+// request's scenario time plus the time it spent here (the reply's own time).
+func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		from, tNs, ok := sender(req) // before the handler: a relay appends itself to the path
+		if !ok || from == self {
+			return handler(ctx, req)
+		}
+		arrived := time.Now()
+		resp, err := handler(ctx, req)
+		if !m.wait(ctx, self, from, tNs+int64(time.Since(arrived)), size(resp)) && err == nil {
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return resp, err
+	}
+}
+
+// wait sleeps what a message of bytes from -> to at tNs waits (false: ctx ended).
+// A time the ephemeris does not cover is not emulated (counted in Unemulated).
+func (m *Model) wait(ctx context.Context, from, to uint32, tNs int64, bytes int) bool {
+	d, err := m.Wait(from, to, tNs, bytes, Now())
+	if err != nil {
+		m.unemulated.Add(1)
+		return ctx.Err() == nil
+	}
+	return m.Sleep(ctx, d)
+}
+
+// Unemulated counts the messages that crossed without waiting: their time is
+// outside the ephemeris.
+func (m *Model) Unemulated() int64 { return m.unemulated.Load() }
+
+// GroundTrip runs call (a request from the gateway to satellite sat and its
+// reply) between the two waits of the ground link from groundKm (a session's
+// place, sky.Place.GroundKm) at tNs: the slant range / c up, then down at the
+// reply's own time. Beam capacity is not emulated: no queue on this link.
+func (m *Model) GroundTrip(ctx context.Context, groundKm [3]float64, sat uint32, tNs int64, call func() error) error {
+	if up, err := m.GroundNs(groundKm, sat, tNs); err == nil {
+		if !m.Sleep(ctx, m.Less(time.Duration(up))) {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	} else {
+		m.unemulated.Add(1)
+	}
+	start := time.Now()
+	err := call()
+	if down, gerr := m.GroundNs(groundKm, sat, tNs+int64(time.Since(start))); gerr == nil {
+		if !m.Sleep(ctx, m.Less(time.Duration(down))) && err == nil {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	return err
+}
+
+// Measure sets the substrate, what the machine adds to one hop one way, from
+// round trips of probe (a health check over a connection that relayed
+// requests use too): at once, then every `every`, until ctx ends. A round is
+// the median of probeRounds probes; one way is half of it. The waits are
+// short (a health check), so the round trips measure the machine, not the
+// emulated sky (health checks are not routed: they never wait).
+func (m *Model) Measure(ctx context.Context, probe func(context.Context) error, every time.Duration, log *slog.Logger) {
+	for first := true; ; first = false {
+		var rtt []time.Duration
+		for range probeRounds {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			start := time.Now()
+			err := probe(pctx)
+			cancel()
+			if err == nil {
+				rtt = append(rtt, time.Since(start))
+			}
+		}
+		if len(rtt) > 0 {
+			slices.Sort(rtt)
+			m.SetSubstrate(rtt[len(rtt)/2] / 2)
+			if first {
+				log.Info("link emulation: substrate measured", "one_way", m.Substrate(), "probes", len(rtt))
+			}
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// probeRounds is the probes of one substrate measurement.
+const probeRounds = 9

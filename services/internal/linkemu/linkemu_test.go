@@ -1,0 +1,205 @@
+package linkemu
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/sky"
+)
+
+// linkVectors is services/testdata/link_vectors.json (make_link_vectors.py):
+// delays orbit_model computes from SGP4 positions at each message's time.
+type linkVectors struct {
+	Format        string       `json:"format"`
+	Constellation string       `json:"constellation"`
+	Ephemeris     string       `json:"ephemeris"`
+	SpeedOfLight  float64      `json:"speed_of_light_km_s"`
+	ISL           [][4]float64 `json:"isl"`
+	Ground        [][5]float64 `json:"ground"`
+}
+
+// interpolationNs bounds the ephemeris' interpolation error as a delay: 3.2 m
+// at 60 s knots (docs/live.md) is 11 ns; two ends of a link, doubled for margin.
+const interpolationNs = 45.0
+
+func load(t *testing.T) (*sky.Ephemeris, linkVectors) {
+	t.Helper()
+	raw, err := os.ReadFile("../../testdata/link_vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v linkVectors
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Format != "satpage-link-vectors/1" || v.SpeedOfLight != SpeedOfLightKmS {
+		t.Fatalf("vectors format %q, c %v km/s; want satpage-link-vectors/1 and %v", v.Format, v.SpeedOfLight, SpeedOfLightKmS)
+	}
+	spec, err := constellation.ParseSpec(v.Constellation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := sky.ReadEphemeris("../../testdata/"+v.Ephemeris, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, v
+}
+
+func TestAHopWaitsDistanceOverCAtTheMessagesTime(t *testing.T) {
+	e, v := load(t)
+	m, err := New(e, DefaultCapacityGbps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.ISL {
+		a, b, tNs, want := uint32(c[0]), uint32(c[1]), int64(c[2]), c[3]
+		got, err := m.PropagationNs(a, b, tNs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-want) > interpolationNs {
+			t.Errorf("ISL %d->%d at %d ns: got %.1f ns, want %.1f ns (orbit_model)", a, b, tNs, got, want)
+		}
+		// The whole wait of an idle link: propagation plus a message's serialisation.
+		const bytes = 4096
+		w, err := m.Wait(a, b, tNs, bytes, time.Duration(tNs)) // a fresh instant: the link is idle
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := bytes * 8 / DefaultCapacityGbps
+		if math.Abs(float64(w)-want-tx) > interpolationNs+1 {
+			t.Errorf("wait %d->%d at %d ns: got %v, want %.1f ns + %.1f ns serialisation", a, b, tNs, w, want, tx)
+		}
+	}
+	if len(v.ISL) < 20 {
+		t.Fatalf("only %d ISL vectors", len(v.ISL))
+	}
+}
+
+func TestTheGroundLinkWaitsTheSlantRangeOverC(t *testing.T) {
+	e, v := load(t)
+	m, err := New(e, DefaultCapacityGbps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Ground {
+		p, err := sky.NewPlace(c[0], c[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.GroundNs(p.GroundKm(), uint32(c[2]), int64(c[3]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-c[4]) > interpolationNs {
+			t.Errorf("ground (%v, %v) to %d at %d ns: got %.1f ns, want %.1f ns (orbit_model)", c[0], c[1], int(c[2]), int64(c[3]), got, c[4])
+		}
+	}
+}
+
+// still is a constellation that does not move: satellite i at (1000 i, 0, 0) km.
+type still struct{}
+
+func (still) Position(sat int, _ int64) ([3]float64, error) {
+	return [3]float64{1000 * float64(sat), 0, 0}, nil
+}
+
+func TestASaturatedLinkQueuesInFIFOOrderAtItsCapacity(t *testing.T) {
+	m, err := New(still{}, 1) // 1 Gbit/s: 1250 bytes take 10 us
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 5 * time.Second
+	for k := 1; k <= 5; k++ {
+		if got, want := m.Serialise(1, 2, 1250, at), time.Duration(k)*10*time.Microsecond; got != want {
+			t.Errorf("message %d sent at once on a busy link: got %v, want %v (FIFO behind %d)", k, got, want, k-1)
+		}
+	}
+	// The other direction and another link have queues of their own.
+	if got, want := m.Serialise(2, 1, 1250, at), 10*time.Microsecond; got != want {
+		t.Errorf("reverse direction: got %v, want %v", got, want)
+	}
+	// 20 us later the link still holds 30 us of the first five.
+	if got, want := m.Serialise(1, 2, 1250, at+20*time.Microsecond), 40*time.Microsecond; got != want {
+		t.Errorf("message 6, 20 us later: got %v, want %v", got, want)
+	}
+	// Once drained, a message waits only its own serialisation.
+	if got, want := m.Serialise(1, 2, 1250, at+time.Second), 10*time.Microsecond; got != want {
+		t.Errorf("drained link: got %v, want %v", got, want)
+	}
+	// Wait adds the propagation (1000 km) to the queue.
+	w, err := m.Wait(1, 2, 0, 1250, at+time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop := time.Duration(math.Round(1000 / SpeedOfLightKmS * 1e9))
+	if want := prop + 20*time.Microsecond; w != want {
+		t.Errorf("wait behind one message: got %v, want %v", w, want)
+	}
+}
+
+func TestTheSubstrateIsSubtractedNeverBelowZero(t *testing.T) {
+	m, _ := New(still{}, DefaultCapacityGbps)
+	prop := time.Duration(math.Round(1000 / SpeedOfLightKmS * 1e9)) // 3.336 ms
+	m.SetSubstrate(300 * time.Microsecond)
+	if got := m.Less(prop); got != prop-300*time.Microsecond {
+		t.Errorf("got %v, want %v", got, prop-300*time.Microsecond)
+	}
+	m.SetSubstrate(time.Hour)
+	if got := m.Less(prop); got != 0 {
+		t.Errorf("substrate above the physics: got %v, want 0", got)
+	}
+}
+
+func TestARoutedRequestWaitsItsHopThereAndItsReplyBack(t *testing.T) {
+	m, _ := New(still{}, DefaultCapacityGbps)
+	hop := time.Duration(math.Round(3000 / SpeedOfLightKmS * 1e9)) // satellites 1 and 4: 10 ms
+	req := &satpagev1.FetchPagesRequest{Route: &satpagev1.Route{Origin: 1, Destination: 4, Hops: 1, Path: []uint32{1}}}
+	start := time.Now()
+	var reached time.Duration
+	err := m.ClientInterceptor(4)(context.Background(), "/satpage.v1.SatelliteService/FetchPages", req, nil, nil,
+		func(ctx context.Context, _ string, req, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+			reached = time.Since(start)
+			_, err := m.ServerInterceptor(4)(ctx, req, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) {
+				return &satpagev1.FetchPagesResponse{}, nil
+			})
+			return err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := time.Since(start)
+	if reached < hop || reached > hop+20*time.Millisecond {
+		t.Errorf("request reached satellite 4 after %v, want %v (plus timer lateness)", reached, hop)
+	}
+	if total < 2*hop {
+		t.Errorf("round trip %v, want at least %v there and back", total, 2*hop)
+	}
+	// A request that is not routed (no path) passes at once.
+	start = time.Now()
+	_ = m.ClientInterceptor(4)(context.Background(), "/x", &satpagev1.SessionFramesRequest{}, nil, nil,
+		func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil })
+	if d := time.Since(start); d > hop/2 {
+		t.Errorf("an unrouted request waited %v", d)
+	}
+}
+
+func TestATimeOutsideTheEphemerisIsNotEmulatedAndCounted(t *testing.T) {
+	e, _ := load(t)
+	m, _ := New(e, DefaultCapacityGbps)
+	if _, err := m.Wait(1, 2, e.EndNs()+1, 100, 0); err == nil {
+		t.Fatal("a time after the ephemeris gave a wait")
+	}
+	if !m.wait(context.Background(), 1, 2, e.EndNs()+1, 100) || m.Unemulated() != 1 {
+		t.Errorf("unemulated %d, want 1", m.Unemulated())
+	}
+}
