@@ -31,6 +31,36 @@ _COLOURS = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#
             "#000000", "#994f00", "#6a3d9a"]
 
 
+_DASHES = ["-", "--", ":", "-."]
+
+
+def _style(i: int) -> dict:
+    """Colour and line style of the i-th strategy: ten colours, then the same colours
+    dashed, so an eleventh strategy (a plugin) is told apart from the first."""
+    return {"color": _COLOURS[i % len(_COLOURS)],
+            "linestyle": _DASHES[(i // len(_COLOURS)) % len(_DASHES)]}
+
+
+def _legend_outside(ax, n: int, **kw) -> None:
+    """The legend right of the axes: with ten or more entries inside it hides lines."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              fontsize=8 if n <= 12 else 7, ncol=1 if n <= 24 else 2, **kw)
+
+
+def _log_x(ax) -> None:
+    """The log x axis labelled in engineering notation (200 k, 1 M) at 1, 2 and 5 of each
+    decade when it spans up to three, at each decade otherwise: matplotlib's default
+    labels minor ticks as well, on top of each other."""
+    from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
+
+    lo, hi = ax.get_xlim()
+    decades = np.log10(max(hi, 1e-300) / max(lo, 1e-300))
+    axis = ax.xaxis
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 3 else (1.0,)))
+    axis.set_major_formatter(EngFormatter(sep=" "))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -39,44 +69,51 @@ def _save(fig, path: Path) -> Path:
 
 
 def cost_per_strategy(res, path: Path) -> Path:
-    """Bars: page movements and page-hops per strategy (log scale: ground-store dwarfs)."""
+    """Horizontal bars: page movements and page-hops per strategy (log scale: ground-store
+    dwarfs), one row per strategy in report order, so any number of names stays legible."""
     s = res.summaries()
     names = list(s)
     moves = np.array([s[n]["page_moves"] for n in names], float)
     hops = np.array([s[n]["page_hops"] for n in names], float)
-    x = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.bar(x - 0.2, moves, 0.4, label="page movements", color=_COLOURS[0])
-    ax.bar(x + 0.2, hops, 0.4, label="page-hops (ISL hops of each movement)", color=_COLOURS[1])
-    ax.set_xticks(x, names)
-    ax.set_yscale("log")
-    ax.set_ylabel("count over the run")
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.42 * len(names)))
+    # log axis: a zero count is drawn as a stub at 0.5, not left out
+    ax.barh(y - 0.2, np.maximum(moves, 0.5), 0.4, label="page movements", color=_COLOURS[0])
+    ax.barh(y + 0.2, np.maximum(hops, 0.5), 0.4, label="page-hops (ISL hops of each movement)",
+            color=_COLOURS[1])
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    _log_x(ax)
+    ax.set_xlabel("count over the run (log scale)")
     ax.set_title(f"Cost per strategy: {res.scenario.name} "
                  f"({res.scenario.sessions.count} sessions, seed {res.scenario.seed})")
-    ax.legend(loc="upper right")
-    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 - 0.6 / len(names)), ncol=2,
+              fontsize=8, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)
 
 
 def fault_latency_cdf(res, path: Path) -> Path:
     """Empirical CDF of page-fault latency (round trip) per strategy."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     for i, (name, acc) in enumerate(res.costs.items()):
         h = acc.latency_hist
         n = h.sum()
         if n == 0:
-            ax.plot([], [], label=f"{name} (no faults)", color=_COLOURS[i % len(_COLOURS)])
+            ax.plot([], [], label=f"{name} (no faults)", **_style(i))
             continue
         last = int(np.flatnonzero(h)[-1]) + 2
         x = np.arange(last) * LATENCY_BIN_MS + LATENCY_BIN_MS
-        ax.step(x, np.cumsum(h[:last]) / n, where="post", label=name, color=_COLOURS[i % len(_COLOURS)])
+        ax.step(x, np.cumsum(h[:last]) / n, where="post", label=name, **_style(i))
     ax.set_xlabel("page-fault latency, round trip (ms)")
     ax.set_ylabel("fraction of faults")
     ax.set_xscale("log")
     ax.set_xlim(left=1.0)
-    ax.set_title("Fault latency CDF (ISL path delay + per-hop processing, there and back)")
+    ax.set_title("Fault latency CDF (ISL path delay + per-hop processing, there and back)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    _legend_outside(ax, len(res.costs))
     return _save(fig, path)
 
 
@@ -85,8 +122,8 @@ def isl_load_heatmap(res, path: Path) -> Path:
     the link rate), one panel per strategy (links ordered by satellite); log colours."""
     exists = res.world.topology.link_exists()
     names = list(res.costs)
-    fig, axes = plt.subplots(len(names), 1, figsize=(9, 1.5 * len(names) + 1.2),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(names), 1, figsize=(9, 1.2 * len(names) + 1.2),
+                             sharex=True, squeeze=False, layout="constrained")
     dur_h = res.scenario.time.duration_s / 3600
     utils = {n: res.costs[n].utilisation(res.world.links, exists) for n in names}
     vmax = max(float(u.max(initial=0.0)) for u in utils.values())
@@ -185,20 +222,23 @@ def utilisation_map(res, path: Path) -> Path:
 def pages_held(res, path: Path) -> Path:
     """Pages held per satellite over time: max over satellites (solid) and mean (dashed),
     stale trail included."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
     sc = res.scenario
     bins = sc.network.load_bins
     t_h = (np.arange(bins) + 1) * sc.time.duration_s / bins / 3600
+    # two panels, busiest satellite above and the mean below, each line one strategy's
+    # style (a mean dashed beside a max of the same colour would be an eleventh's twin)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
     for i, (name, acc) in enumerate(res.costs.items()):
         held = acc.held_series()
-        c = _COLOURS[i % len(_COLOURS)]
-        ax.plot(t_h, held.max(axis=0), color=c, label=f"{name} (max)")
-        ax.plot(t_h, held.mean(axis=0), color=c, ls="--", lw=1)
-    ax.set_xlabel("time from epoch (h)")
-    ax.set_ylabel("pages held by one satellite")
-    ax.set_title("Pages held per satellite (solid: busiest satellite, dashed: mean)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+        a1.plot(t_h, held.max(axis=0), label=name, **_style(i))
+        a2.plot(t_h, held.mean(axis=0), **_style(i))
+    a1.set_ylabel("busiest satellite")
+    a2.set_ylabel("mean over satellites")
+    a2.set_xlabel("time from epoch (h)")
+    a1.set_title("Pages held per satellite, stale trail included")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+    _legend_outside(a1, len(res.costs))
     return _save(fig, path)
 
 
@@ -244,32 +284,40 @@ def write_all(res, out_dir: Path) -> list[Path]:
 
 
 def faults_chart(res, path: Path) -> Path:
-    """Bars per strategy: pages lost and sessions hit (left), replication page-hops
-    beside the primary page-hops (right): what each strategy risks and what R costs."""
+    """Horizontal bars per strategy: pages lost and sessions hit (left), replication
+    page-hops beside the primary page-hops (right): what each strategy risks and what R
+    costs. One row per strategy, names once on the left."""
     s = res.summaries()
     names = list(s)
-    x = np.arange(len(names))
+    y = np.arange(len(names))
     f = res.scenario.faults
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    a1.bar(x - 0.2, [s[n]["pages_lost"] for n in names], 0.4, label="pages lost",
-           color=_COLOURS[1])
-    a1.bar(x + 0.2, [s[n]["sessions_hit"] for n in names], 0.4,
-           label="sessions hit (a page or the page table lost)", color=_COLOURS[0])
-    a1.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    a1.set_ylabel("count over the run")
-    a1.set_title(f"Losses: {res.world.failures.n_failures} satellite failures, R = {f.replicas}")
-    a1.legend(loc="upper right", fontsize=8)
-    a1.grid(axis="y", alpha=0.3)
-    a2.bar(x - 0.2, [max(s[n]["page_hops"], 0.5) for n in names], 0.4,
-           label="primary page-hops", color=_COLOURS[2])
-    a2.bar(x + 0.2, [max(s[n]["replication_page_hops"], 0.5) for n in names], 0.4,
-           label="replication page-hops (R-1 copies of stores and writes, re-replication)",
-           color=_COLOURS[3])
-    a2.set_yscale("log")
-    a2.set_xticks(x, names, rotation=30, ha="right", fontsize=8)
-    a2.set_title("Protection cost")
-    a2.legend(loc="upper right", fontsize=7)
-    a2.grid(axis="y", alpha=0.3)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 2.0 + 0.42 * len(names)), sharey=True)
+    a1.barh(y - 0.2, [s[n]["pages_lost"] for n in names], 0.4, label="pages lost",
+            color=_COLOURS[1])
+    a1.barh(y + 0.2, [s[n]["sessions_hit"] for n in names], 0.4,
+            label="sessions hit (a page or the page table lost)", color=_COLOURS[0])
+    a1.set_yticks(y, names)
+    a1.invert_yaxis()
+    worst = max([s[n]["pages_lost"] for n in names] + [s[n]["sessions_hit"] for n in names])
+    a1.set_xlim(0, max(worst * 1.08, 1))      # nothing lost: an axis from 0, not around it
+    a1.set_xlabel("count over the run")
+    a1.set_title(f"Losses: {res.world.failures.n_failures} satellite failures, R = {f.replicas}",
+                 fontsize=10)
+    a1.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 - 0.3 / len(names)), fontsize=8,
+              frameon=False)
+    a1.grid(axis="x", alpha=0.3)
+    a2.barh(y - 0.2, [max(s[n]["page_hops"], 0.5) for n in names], 0.4,
+            label="primary page-hops", color=_COLOURS[2])
+    a2.barh(y + 0.2, [max(s[n]["replication_page_hops"], 0.5) for n in names], 0.4,
+            label="replication page-hops (R-1 copies of stores and writes, re-replication)",
+            color=_COLOURS[3])
+    a2.set_xscale("log")
+    _log_x(a2)
+    a2.set_xlabel("page-hops (log scale)")
+    a2.set_title("Protection cost", fontsize=10)
+    a2.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 - 0.3 / len(names)), fontsize=8,
+              frameon=False)
+    a2.grid(axis="x", alpha=0.3)
     return _save(fig, path)
 
 
@@ -311,7 +359,7 @@ def sweep_faults_chart(rows: list[dict], path: Path, x_key: str = "faults.rate_p
 def sweep_chart(rows: list[dict], keys: list[str], cost: str, path: Path) -> Path:
     """One cost against the first varied key, one line per strategy (and per value of the
     other varied keys)."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(10, 4.6))
     x_key = keys[0]
     groups: dict[tuple, dict[str, list]] = {}
     for r in rows:
@@ -326,12 +374,12 @@ def sweep_chart(rows: list[dict], keys: list[str], cost: str, path: Path) -> Pat
         xv = np.asarray(xs, float) if numeric else np.arange(len(xs))
         order = np.argsort(xv)
         ax.plot(xv[order], np.asarray(d["y"], float)[order], marker="o", label=label,
-                color=_COLOURS[i % len(_COLOURS)])
+                **_style(i))
         if not numeric:
             ax.set_xticks(np.arange(len(xs)), [str(v) for v in xs], rotation=20, fontsize=7)
     ax.set_xlabel(x_key)
     ax.set_ylabel(cost)
     ax.set_title(f"{cost} against {x_key}")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7)
+    _legend_outside(ax, len(groups))
     return _save(fig, path)
