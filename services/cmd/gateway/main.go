@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/daemon"
 	"github.com/satpage/satpage/services/internal/gateway"
+	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/sky"
 )
@@ -56,10 +60,33 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout,
-		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live})
+	links, eph, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
 	if err != nil {
 		return err
+	}
+	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout,
+		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live, Links: links})
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup // the substrate measurement
+	defer wg.Wait()
+	if links != nil {
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// The ground link's substrate: a health check of a satellite (the gateway talks to each directly).
+		probe := func(ctx context.Context) error {
+			h, err := pool.Health(0)
+			if err == nil {
+				_, err = h.Check(ctx, &healthpb.HealthCheckRequest{})
+			}
+			return err
+		}
+		wg.Go(func() { links.Measure(mctx, probe, cfg.SubstrateEvery, log) })
+		log.Info("link emulation on (ground links of sessions with a place)", "ephemeris", cfg.LinkPositions(),
+			"covers_ns", [2]int64{eph.T0Ns, eph.EndNs()}, "substrate_every", cfg.SubstrateEvery)
+	} else {
+		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")
 	}
 	go g.ExpireIdle(ctx)
 	if live != nil {

@@ -10,14 +10,20 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/daemon"
+	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
+	"github.com/satpage/satpage/services/internal/peers"
 	"github.com/satpage/satpage/services/internal/podkeys"
 	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
@@ -75,13 +81,50 @@ func run() error {
 	}
 	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
+	serverOpts := sec.ServerOptions()
+	links, eph, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup // the substrate measurement
+	defer wg.Wait()
+	if links != nil {
+		self := uint32(cfg.Index)
+		pool.Intercept(links.ClientInterceptor)
+		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(links.ServerInterceptor(self)))
+		mctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		nb := grid.Neighbors(self, 0)
+		wg.Go(func() { links.Measure(mctx, neighbourHealth(pool, nb), cfg.SubstrateEvery, log) })
+		log.Info("link emulation on", "ephemeris", cfg.LinkPositions(), "covers_ns", [2]int64{eph.T0Ns, eph.EndNs()},
+			"isl_capacity_gbps", cfg.ISLCapacityGbps, "substrate_every", cfg.SubstrateEvery)
+	} else {
+		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")
+	}
 	// A call that fails as unreachable makes the detector probe that satellite.
 	pool.OnUnavailable(func(ctx context.Context, i uint32) { n.Faults().Suspect(ctx, i) })
 	pool.OnAnswer(n.Faults().MarkAlive) // any answer proves a peer alive
 	return daemon.Run(ctx, daemon.Options{Start: n.Start, Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},
-		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
+		ServerOptions: serverOpts, Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
+}
+
+// neighbourHealth is a health check of an ISL neighbour over the connection
+// relayed requests take (the substrate's probe); the first that answers.
+func neighbourHealth(pool *peers.Pool, neighbours []uint32) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := errors.New("no ISL neighbour")
+		for _, i := range neighbours {
+			var h healthpb.HealthClient
+			if h, err = pool.Health(i); err == nil {
+				if _, err = h.Check(ctx, &healthpb.HealthCheckRequest{}); err == nil {
+					return nil
+				}
+			}
+		}
+		return err
+	}
 }
 
 // waitRedis connects to this satellite's Redis, trying again for up to wait:

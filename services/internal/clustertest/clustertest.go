@@ -26,6 +26,7 @@ import (
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/gateway"
+	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
@@ -76,6 +77,10 @@ type Options struct {
 	Replicas int
 	// Live, if set, puts the gateway in live mode.
 	Live *gateway.LiveOptions
+	// Links, if set, emulates the links as the daemons do (linkemu): every
+	// routed request waits its ISLs, and the gateway the ground link of a
+	// session with a place.
+	Links *linkemu.Model
 }
 
 // TB is what New needs of its caller: a testing.TB satisfies it, and so does
@@ -155,7 +160,7 @@ func (c *Cluster) AddGateway(t TB, name string, live *gateway.LiveOptions) (*gat
 	c.mu.Unlock()
 	gsec := c.security(t, config.Gateway, -1)
 	gpool := gsec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
-	g, err := gateway.New(gateway.Options{Grid: c.Grid, Peers: gpool, Issuer: gsec.Issuer, Logger: c.log, Live: live})
+	g, err := gateway.New(gateway.Options{Grid: c.Grid, Peers: gpool, Issuer: gsec.Issuer, Logger: c.log, Live: live, Links: c.o.Links})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +221,10 @@ func (c *Cluster) start(t TB, i int) {
 	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
 	pool.OnAnswer(n.Faults().MarkAlive)
 	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
+	if c.o.Links != nil {
+		pool.Intercept(c.o.Links.ClientInterceptor)
+		chain = append(chain, c.o.Links.ServerInterceptor(uint32(i)))
+	}
 	if c.o.Interceptor != nil {
 		if ic := c.o.Interceptor(i); ic != nil {
 			chain = append(chain, ic)

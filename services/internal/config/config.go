@@ -73,6 +73,24 @@ type Config struct {
 	// PushLead: push-ahead copies a visit's pages to the next serving satellite this
 	// long (constellation time) before the handover; 0: at the handover.
 	PushLead time.Duration
+
+	// Link emulation (docs/emulation.md).
+	EmulateLinks    bool          // relayed hops and the ground link wait the sky's delays
+	LinkEphemeris   string        // positions that time the links ("": Ephemeris)
+	ISLCapacityGbps float64       // capacity of every directed ISL (network.isl_capacity_gbps)
+	SubstrateEvery  time.Duration // how often the machine's own per-hop time is measured again
+}
+
+// LinkPositions is the ephemeris file that times the links ("": links are not
+// emulated: off, or no ephemeris given).
+func (c Config) LinkPositions() string {
+	switch {
+	case !c.EmulateLinks:
+		return ""
+	case c.LinkEphemeris != "":
+		return c.LinkEphemeris
+	}
+	return c.Ephemeris
 }
 
 // DefaultConfig is the documented defaults (services/README.md).
@@ -106,6 +124,9 @@ func DefaultConfig() Config {
 		StoreQuota:         0.8,
 		Speed:              1,
 		PushLead:           10 * time.Second,
+		EmulateLinks:       true,
+		ISLCapacityGbps:    100,
+		SubstrateEvery:     10 * time.Second,
 	}
 }
 
@@ -196,6 +217,12 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.PushLead < 0 || c.PushLead > time.Hour {
 		bad("--push-lead %v is outside 0..1h", c.PushLead)
+	}
+	if !(c.ISLCapacityGbps > 0 && c.ISLCapacityGbps <= 1e6) {
+		bad("--isl-capacity-gbps %v is not above 0 and at most 1e6", c.ISLCapacityGbps)
+	}
+	if c.SubstrateEvery < 100*time.Millisecond {
+		bad("--substrate-every %v is under 100ms", c.SubstrateEvery)
 	}
 	if !(c.Speed > 0 && c.Speed <= 1e6) {
 		bad("--speed %v is not above 0 and at most 1e6", c.Speed)
@@ -337,6 +364,10 @@ var settings = []setting{
 	{"clock-start", "SATPAGE_CLOCK_START", "live mode: wall instant from which the clock runs at --speed, RFC 3339 (empty: the epoch)", str(func(c *Config) *string { return &c.ClockStart })},
 	{"speed", "SATPAGE_SPEED", "live mode: constellation seconds per wall second", float(func(c *Config) *float64 { return &c.Speed })},
 	{"push-lead", "SATPAGE_PUSH_LEAD", "live mode: push-ahead copies pages to the next serving satellite this long (constellation time) before the handover (0: at the handover)", dur(func(c *Config) *time.Duration { return &c.PushLead })},
+	{"emulate-links", "SATPAGE_EMULATE_LINKS", "link emulation: relayed hops wait their ISL's delay and the gateway the ground link's, from the link ephemeris (docs/emulation.md; false: off)", boolean(func(c *Config) *bool { return &c.EmulateLinks })},
+	{"link-ephemeris", "SATPAGE_LINK_EPHEMERIS", "ephemeris whose positions time the links (satpage-ephemeris/1; empty: --ephemeris; neither: not emulated)", str(func(c *Config) *string { return &c.LinkEphemeris })},
+	{"isl-capacity-gbps", "SATPAGE_ISL_CAPACITY_GBPS", "capacity of every directed ISL, Gbit/s (a message waits its serialisation behind the others, FIFO)", float(func(c *Config) *float64 { return &c.ISLCapacityGbps })},
+	{"substrate-every", "SATPAGE_SUBSTRATE_EVERY", "how often the machine's own one-hop time is measured again (subtracted from every emulated wait)", dur(func(c *Config) *time.Duration { return &c.SubstrateEvery })},
 	{"tls-dir", "SATPAGE_TLS_DIR", "TLS material (ca.pem, satellite-<i>.pem, gateway.pem, token keys; docs/security.md)", str(func(c *Config) *string { return &c.TLSDir })},
 	{"insecure", "SATPAGE_INSECURE", "plain text and no access control: debugging only", boolean(func(c *Config) *bool { return &c.Insecure })},
 	{"reflection", "SATPAGE_REFLECTION", "serve gRPC server reflection (to callers with a certificate)", boolean(func(c *Config) *bool { return &c.Reflection })},

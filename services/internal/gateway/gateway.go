@@ -20,9 +20,11 @@ import (
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/sky"
 	"github.com/satpage/satpage/services/internal/token"
 )
 
@@ -38,7 +40,8 @@ type Gateway struct {
 	rpcTimeout time.Duration
 	sec        security
 
-	live *live // nil: replay only
+	live  *live          // nil: replay only
+	links *linkemu.Model // nil: the ground link is not emulated
 
 	mu       sync.Mutex // guards sessions (the map, not the sessions)
 	sessions map[string]*session
@@ -58,6 +61,20 @@ type session struct {
 	used     time.Time    // last request (idle expiry)
 	live     *liveSession // nil for a replay session
 	left     []uint32     // satellites the session was taken over from (failover.go)
+	place    *sky.Place   // replay: where the client is (RegisterSession's place); nil: none
+}
+
+// ground is the ground end of the session's link: the place a live session
+// opened with, or a replay session's registered place (false: none, no
+// ground-link delay).
+func (s *session) ground() ([3]float64, bool) {
+	switch {
+	case s.live != nil:
+		return s.live.place.GroundKm(), true
+	case s.place != nil:
+		return s.place.GroundKm(), true
+	}
+	return [3]float64{}, false
 }
 
 // Options are what New needs.
@@ -74,6 +91,8 @@ type Options struct {
 	// SessionIdle: ExpireIdle ends sessions idle this long (0: never).
 	SessionIdle time.Duration
 	Live        *LiveOptions // nil: replay only
+	// Links times the ground link of each session's requests (nil: not emulated).
+	Links *linkemu.Model
 }
 
 // New builds a gateway (the caller closes Peers).
@@ -95,7 +114,7 @@ func New(o Options) (*Gateway, error) {
 	}
 	g := &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
 		sec:      security{issuer: o.Issuer, maxTablePages: o.MaxTablePages, idle: o.SessionIdle},
-		sessions: map[string]*session{}}
+		sessions: map[string]*session{}, links: o.Links}
 	if o.Live != nil {
 		l, err := newLive(o.Live)
 		if err != nil {
@@ -143,6 +162,13 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, strategy, errs.ErrInvalid)
 	}
 	s := &session{id: req.SessionId, visits: req.Visits, strategy: strategy, used: time.Now()}
+	if req.Place != nil {
+		p, err := sky.NewPlace(req.Place.LatDeg, req.Place.LonDeg)
+		if err != nil {
+			return fmt.Errorf("session %q place: %w", req.SessionId, err)
+		}
+		s.place = p
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g.mu.Lock()
@@ -336,18 +362,29 @@ func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, s
 // satellite is dead the session is taken over (failover.go) and call runs
 // again at the new server: with a request id it acts once.
 func (g *Gateway) atServer(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
-	_, c, err := g.serving(ctx, s, tNs)
+	sat, c, err := g.serving(ctx, s, tNs)
 	if err != nil {
 		return err
 	}
-	err = call(c)
+	err = g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
 	if !mayBeDead(err) || !g.takeOver(ctx, s, err) {
 		return err
 	}
-	if _, c, err = g.serving(ctx, s, tNs); err != nil {
+	if sat, c, err = g.serving(ctx, s, tNs); err != nil {
 		return err
 	}
-	return call(c)
+	return g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
+}
+
+// overGround runs call (a request to the serving satellite sat and its reply)
+// over the session's ground link: with link emulation and a place, each way
+// waits the slant range / c at the request's time (docs/emulation.md).
+func (g *Gateway) overGround(ctx context.Context, s *session, sat uint32, tNs int64, call func() error) error {
+	ground, ok := s.ground()
+	if g.links == nil || !ok {
+		return call()
+	}
+	return g.links.GroundTrip(ctx, ground, sat, tNs, call)
 }
 
 // ReadPage forwards one access to the serving satellite.

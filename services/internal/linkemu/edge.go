@@ -2,6 +2,7 @@ package linkemu
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/sky"
 )
 
 // origin is the zero of the now axis every Model call of this process uses.
@@ -177,3 +180,17 @@ func (m *Model) Measure(ctx context.Context, probe func(context.Context) error, 
 
 // probeRounds is the probes of one substrate measurement.
 const probeRounds = 9
+
+// Open is the model timed by the ephemeris at path, written for spec, with
+// every directed ISL carrying capacityGbps. An empty path is no emulation: nil.
+func Open(path string, spec constellation.Spec, capacityGbps float64) (*Model, *sky.Ephemeris, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	e, err := sky.ReadEphemeris(path, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("link emulation: %w", err)
+	}
+	m, err := New(e, capacityGbps)
+	return m, e, err
+}

@@ -55,10 +55,11 @@ type Pool struct {
 	opts []grpc.DialOption
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 
-	mu            sync.Mutex // guards conns, onUnavailable and onAnswer
+	mu            sync.Mutex // guards conns, onUnavailable, onAnswer and intercept
 	conns         map[uint32]*grpc.ClientConn
 	onUnavailable func(ctx context.Context, i uint32)
 	onAnswer      func(i uint32)
+	intercept     func(i uint32) grpc.UnaryClientInterceptor
 }
 
 // OnUnavailable registers f, called (before the caller sees the error) when a
@@ -77,6 +78,16 @@ func (p *Pool) OnAnswer(f func(i uint32)) {
 	p.mu.Lock()
 	p.onAnswer = f
 	p.mu.Unlock()
+}
+
+// Intercept adds f(i)'s interceptor to the connection to satellite i (link
+// emulation, linkemu.Model.ClientInterceptor), after the pool's own: the
+// failure detector sees every call's outcome, not a wait. Call before the
+// first connection is made.
+func (p *Pool) Intercept(f func(i uint32) grpc.UnaryClientInterceptor) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.intercept = f
 }
 
 func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
@@ -187,6 +198,9 @@ func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	opts := append(append([]grpc.DialOption{}, p.opts...), grpc.WithChainUnaryInterceptor(p.report(i)))
+	if p.intercept != nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(p.intercept(i)))
+	}
 	if p.per != nil {
 		opts = append(opts, p.per(i)...)
 	}

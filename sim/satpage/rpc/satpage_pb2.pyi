@@ -140,16 +140,26 @@ class Visit(_message.Message):
     def __init__(self, satellite: _Optional[int] = ..., start_ns: _Optional[int] = ...) -> None: ...
 
 class RegisterSessionRequest(_message.Message):
-    __slots__ = ("session_id", "visits", "strategy", "table_pages")
+    __slots__ = ("session_id", "visits", "strategy", "table_pages", "place")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     VISITS_FIELD_NUMBER: _ClassVar[int]
     STRATEGY_FIELD_NUMBER: _ClassVar[int]
     TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    PLACE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     visits: _containers.RepeatedCompositeFieldContainer[Visit]
     strategy: Strategy
     table_pages: int
-    def __init__(self, session_id: _Optional[str] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., strategy: _Optional[_Union[Strategy, str]] = ..., table_pages: _Optional[int] = ...) -> None: ...
+    place: GroundPlace
+    def __init__(self, session_id: _Optional[str] = ..., visits: _Optional[_Iterable[_Union[Visit, _Mapping]]] = ..., strategy: _Optional[_Union[Strategy, str]] = ..., table_pages: _Optional[int] = ..., place: _Optional[_Union[GroundPlace, _Mapping]] = ...) -> None: ...
+
+class GroundPlace(_message.Message):
+    __slots__ = ("lat_deg", "lon_deg")
+    LAT_DEG_FIELD_NUMBER: _ClassVar[int]
+    LON_DEG_FIELD_NUMBER: _ClassVar[int]
+    lat_deg: float
+    lon_deg: float
+    def __init__(self, lat_deg: _Optional[float] = ..., lon_deg: _Optional[float] = ...) -> None: ...
 
 class RegisterSessionResponse(_message.Message):
     __slots__ = ("token", "token_expires_unix_s", "table_pages")

@@ -223,7 +223,7 @@ func (x StoreOp_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StoreOp_Kind.Descriptor instead.
 func (StoreOp_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36, 0}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37, 0}
 }
 
 // Where a satellite-to-satellite request is going and how far it has come.
@@ -905,7 +905,11 @@ type RegisterSessionRequest struct {
 	// Pages of the session's page table: accesses to pages >= table_pages are
 	// refused (OUT_OF_RANGE). 0: the gateway's --max-table-pages, which also
 	// bounds it.
-	TablePages    uint32 `protobuf:"varint,4,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
+	TablePages uint32 `protobuf:"varint,4,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
+	// Where the client is (link emulation, docs/emulation.md): the gateway makes
+	// each request and its reply wait the slant range between this place and the
+	// serving satellite / c. Absent: no ground-link delay.
+	Place         *GroundPlace `protobuf:"bytes,5,opt,name=place,proto3" json:"place,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -968,6 +972,67 @@ func (x *RegisterSessionRequest) GetTablePages() uint32 {
 	return 0
 }
 
+func (x *RegisterSessionRequest) GetPlace() *GroundPlace {
+	if x != nil {
+		return x.Place
+	}
+	return nil
+}
+
+// A point on the WGS84 ellipsoid at height 0.
+type GroundPlace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Geodetic latitude (-90..90) and longitude (-180..360), degrees.
+	LatDeg        float64 `protobuf:"fixed64,1,opt,name=lat_deg,json=latDeg,proto3" json:"lat_deg,omitempty"`
+	LonDeg        float64 `protobuf:"fixed64,2,opt,name=lon_deg,json=lonDeg,proto3" json:"lon_deg,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroundPlace) Reset() {
+	*x = GroundPlace{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroundPlace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroundPlace) ProtoMessage() {}
+
+func (x *GroundPlace) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroundPlace.ProtoReflect.Descriptor instead.
+func (*GroundPlace) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GroundPlace) GetLatDeg() float64 {
+	if x != nil {
+		return x.LatDeg
+	}
+	return 0
+}
+
+func (x *GroundPlace) GetLonDeg() float64 {
+	if x != nil {
+		return x.LonDeg
+	}
+	return 0
+}
+
 type RegisterSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The session capability (docs/security.md): every PageService request and
@@ -984,7 +1049,7 @@ type RegisterSessionResponse struct {
 
 func (x *RegisterSessionResponse) Reset() {
 	*x = RegisterSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[11]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -996,7 +1061,7 @@ func (x *RegisterSessionResponse) String() string {
 func (*RegisterSessionResponse) ProtoMessage() {}
 
 func (x *RegisterSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[11]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1009,7 +1074,7 @@ func (x *RegisterSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterSessionResponse.ProtoReflect.Descriptor instead.
 func (*RegisterSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{11}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RegisterSessionResponse) GetToken() string {
@@ -1043,7 +1108,7 @@ type SessionStatsRequest struct {
 
 func (x *SessionStatsRequest) Reset() {
 	*x = SessionStatsRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[12]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1120,7 @@ func (x *SessionStatsRequest) String() string {
 func (*SessionStatsRequest) ProtoMessage() {}
 
 func (x *SessionStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[12]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1133,7 @@ func (x *SessionStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStatsRequest.ProtoReflect.Descriptor instead.
 func (*SessionStatsRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{12}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SessionStatsRequest) GetSessionId() string {
@@ -1122,7 +1187,7 @@ type SessionStatsResponse struct {
 
 func (x *SessionStatsResponse) Reset() {
 	*x = SessionStatsResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[13]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1199,7 @@ func (x *SessionStatsResponse) String() string {
 func (*SessionStatsResponse) ProtoMessage() {}
 
 func (x *SessionStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[13]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1212,7 @@ func (x *SessionStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStatsResponse.ProtoReflect.Descriptor instead.
 func (*SessionStatsResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{13}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SessionStatsResponse) GetVisit() uint32 {
@@ -1262,7 +1327,7 @@ type OpenLiveSessionRequest struct {
 
 func (x *OpenLiveSessionRequest) Reset() {
 	*x = OpenLiveSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1339,7 @@ func (x *OpenLiveSessionRequest) String() string {
 func (*OpenLiveSessionRequest) ProtoMessage() {}
 
 func (x *OpenLiveSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[14]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1352,7 @@ func (x *OpenLiveSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenLiveSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenLiveSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{14}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *OpenLiveSessionRequest) GetLatDeg() float64 {
@@ -1330,7 +1395,7 @@ type OpenLiveSessionResponse struct {
 
 func (x *OpenLiveSessionResponse) Reset() {
 	*x = OpenLiveSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1407,7 @@ func (x *OpenLiveSessionResponse) String() string {
 func (*OpenLiveSessionResponse) ProtoMessage() {}
 
 func (x *OpenLiveSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[15]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1420,7 @@ func (x *OpenLiveSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenLiveSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenLiveSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{15}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OpenLiveSessionResponse) GetSessionId() string {
@@ -1401,7 +1466,7 @@ type ClockRequest struct {
 
 func (x *ClockRequest) Reset() {
 	*x = ClockRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1478,7 @@ func (x *ClockRequest) String() string {
 func (*ClockRequest) ProtoMessage() {}
 
 func (x *ClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[16]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1491,7 @@ func (x *ClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockRequest.ProtoReflect.Descriptor instead.
 func (*ClockRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{16}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{17}
 }
 
 type ClockResponse struct {
@@ -1458,7 +1523,7 @@ type ClockResponse struct {
 
 func (x *ClockResponse) Reset() {
 	*x = ClockResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1535,7 @@ func (x *ClockResponse) String() string {
 func (*ClockResponse) ProtoMessage() {}
 
 func (x *ClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[17]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1548,7 @@ func (x *ClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockResponse.ProtoReflect.Descriptor instead.
 func (*ClockResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{17}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ClockResponse) GetEpoch() string {
@@ -1579,7 +1644,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1656,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[18]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1669,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{18}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *OpenSessionRequest) GetSessionId() string {
@@ -1622,7 +1687,7 @@ type OpenSessionResponse struct {
 
 func (x *OpenSessionResponse) Reset() {
 	*x = OpenSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1699,7 @@ func (x *OpenSessionResponse) String() string {
 func (*OpenSessionResponse) ProtoMessage() {}
 
 func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[19]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1712,7 @@ func (x *OpenSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionResponse.ProtoReflect.Descriptor instead.
 func (*OpenSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{19}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{20}
 }
 
 type Page struct {
@@ -1660,7 +1725,7 @@ type Page struct {
 
 func (x *Page) Reset() {
 	*x = Page{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1737,7 @@ func (x *Page) String() string {
 func (*Page) ProtoMessage() {}
 
 func (x *Page) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[20]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1750,7 @@ func (x *Page) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Page.ProtoReflect.Descriptor instead.
 func (*Page) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{20}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Page) GetPage() uint32 {
@@ -1716,7 +1781,7 @@ type FetchPagesRequest struct {
 
 func (x *FetchPagesRequest) Reset() {
 	*x = FetchPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1793,7 @@ func (x *FetchPagesRequest) String() string {
 func (*FetchPagesRequest) ProtoMessage() {}
 
 func (x *FetchPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[21]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1806,7 @@ func (x *FetchPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchPagesRequest.ProtoReflect.Descriptor instead.
 func (*FetchPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{21}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FetchPagesRequest) GetRoute() *Route {
@@ -1783,7 +1848,7 @@ type FetchPagesResponse struct {
 
 func (x *FetchPagesResponse) Reset() {
 	*x = FetchPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +1860,7 @@ func (x *FetchPagesResponse) String() string {
 func (*FetchPagesResponse) ProtoMessage() {}
 
 func (x *FetchPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[22]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +1873,7 @@ func (x *FetchPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchPagesResponse.ProtoReflect.Descriptor instead.
 func (*FetchPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{22}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FetchPagesResponse) GetPages() []*Page {
@@ -1838,7 +1903,7 @@ type ReleasePagesRequest struct {
 
 func (x *ReleasePagesRequest) Reset() {
 	*x = ReleasePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1915,7 @@ func (x *ReleasePagesRequest) String() string {
 func (*ReleasePagesRequest) ProtoMessage() {}
 
 func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[23]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1928,7 @@ func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesRequest.ProtoReflect.Descriptor instead.
 func (*ReleasePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{23}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReleasePagesRequest) GetRoute() *Route {
@@ -1904,7 +1969,7 @@ type ReleasePagesResponse struct {
 
 func (x *ReleasePagesResponse) Reset() {
 	*x = ReleasePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +1981,7 @@ func (x *ReleasePagesResponse) String() string {
 func (*ReleasePagesResponse) ProtoMessage() {}
 
 func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[24]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +1994,7 @@ func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesResponse.ProtoReflect.Descriptor instead.
 func (*ReleasePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{24}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReleasePagesResponse) GetReleased() uint32 {
@@ -1958,7 +2023,7 @@ type HandOverRequest struct {
 
 func (x *HandOverRequest) Reset() {
 	*x = HandOverRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2035,7 @@ func (x *HandOverRequest) String() string {
 func (*HandOverRequest) ProtoMessage() {}
 
 func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[25]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2048,7 @@ func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverRequest.ProtoReflect.Descriptor instead.
 func (*HandOverRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{25}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HandOverRequest) GetSessionId() string {
@@ -2019,7 +2084,7 @@ type HandOverResponse struct {
 
 func (x *HandOverResponse) Reset() {
 	*x = HandOverResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2096,7 @@ func (x *HandOverResponse) String() string {
 func (*HandOverResponse) ProtoMessage() {}
 
 func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2109,7 @@ func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverResponse.ProtoReflect.Descriptor instead.
 func (*HandOverResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HandOverResponse) GetTablePages() uint32 {
@@ -2071,7 +2136,7 @@ type TableEntry struct {
 
 func (x *TableEntry) Reset() {
 	*x = TableEntry{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2148,7 @@ func (x *TableEntry) String() string {
 func (*TableEntry) ProtoMessage() {}
 
 func (x *TableEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2161,7 @@ func (x *TableEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableEntry.ProtoReflect.Descriptor instead.
 func (*TableEntry) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TableEntry) GetPage() uint32 {
@@ -2124,7 +2189,7 @@ type AcceptTableRequest struct {
 
 func (x *AcceptTableRequest) Reset() {
 	*x = AcceptTableRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2201,7 @@ func (x *AcceptTableRequest) String() string {
 func (*AcceptTableRequest) ProtoMessage() {}
 
 func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2214,7 @@ func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTableRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AcceptTableRequest) GetRoute() *Route {
@@ -2182,7 +2247,7 @@ type AcceptTableResponse struct {
 
 func (x *AcceptTableResponse) Reset() {
 	*x = AcceptTableResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2259,7 @@ func (x *AcceptTableResponse) String() string {
 func (*AcceptTableResponse) ProtoMessage() {}
 
 func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2272,7 @@ func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTableResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AcceptTableResponse) GetHops() uint32 {
@@ -2234,7 +2299,7 @@ type MovePagesRequest struct {
 
 func (x *MovePagesRequest) Reset() {
 	*x = MovePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2311,7 @@ func (x *MovePagesRequest) String() string {
 func (*MovePagesRequest) ProtoMessage() {}
 
 func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2324,7 @@ func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesRequest.ProtoReflect.Descriptor instead.
 func (*MovePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MovePagesRequest) GetSessionId() string {
@@ -2301,7 +2366,7 @@ type MovePagesResponse struct {
 
 func (x *MovePagesResponse) Reset() {
 	*x = MovePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2378,7 @@ func (x *MovePagesResponse) String() string {
 func (*MovePagesResponse) ProtoMessage() {}
 
 func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2391,7 @@ func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesResponse.ProtoReflect.Descriptor instead.
 func (*MovePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MovePagesResponse) GetMoved() uint32 {
@@ -2355,7 +2420,7 @@ type SessionFramesRequest struct {
 
 func (x *SessionFramesRequest) Reset() {
 	*x = SessionFramesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2432,7 @@ func (x *SessionFramesRequest) String() string {
 func (*SessionFramesRequest) ProtoMessage() {}
 
 func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2445,7 @@ func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesRequest.ProtoReflect.Descriptor instead.
 func (*SessionFramesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{32}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SessionFramesRequest) GetSessionId() string {
@@ -2409,7 +2474,7 @@ type SessionFramesResponse struct {
 
 func (x *SessionFramesResponse) Reset() {
 	*x = SessionFramesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2486,7 @@ func (x *SessionFramesResponse) String() string {
 func (*SessionFramesResponse) ProtoMessage() {}
 
 func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2499,7 @@ func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesResponse.ProtoReflect.Descriptor instead.
 func (*SessionFramesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{33}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SessionFramesResponse) GetFrames() uint32 {
@@ -2471,7 +2536,7 @@ type DropSessionRequest struct {
 
 func (x *DropSessionRequest) Reset() {
 	*x = DropSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2548,7 @@ func (x *DropSessionRequest) String() string {
 func (*DropSessionRequest) ProtoMessage() {}
 
 func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2561,7 @@ func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionRequest.ProtoReflect.Descriptor instead.
 func (*DropSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{34}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DropSessionRequest) GetRoute() *Route {
@@ -2530,7 +2595,7 @@ type DropSessionResponse struct {
 
 func (x *DropSessionResponse) Reset() {
 	*x = DropSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2607,7 @@ func (x *DropSessionResponse) String() string {
 func (*DropSessionResponse) ProtoMessage() {}
 
 func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2620,7 @@ func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionResponse.ProtoReflect.Descriptor instead.
 func (*DropSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{35}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DropSessionResponse) GetFramesDeleted() uint32 {
@@ -2591,7 +2656,7 @@ type StoreOp struct {
 
 func (x *StoreOp) Reset() {
 	*x = StoreOp{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2668,7 @@ func (x *StoreOp) String() string {
 func (*StoreOp) ProtoMessage() {}
 
 func (x *StoreOp) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2681,7 @@ func (x *StoreOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreOp.ProtoReflect.Descriptor instead.
 func (*StoreOp) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *StoreOp) GetKind() StoreOp_Kind {
@@ -2687,7 +2752,7 @@ type ReplicaVersion struct {
 
 func (x *ReplicaVersion) Reset() {
 	*x = ReplicaVersion{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2764,7 @@ func (x *ReplicaVersion) String() string {
 func (*ReplicaVersion) ProtoMessage() {}
 
 func (x *ReplicaVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2777,7 @@ func (x *ReplicaVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaVersion.ProtoReflect.Descriptor instead.
 func (*ReplicaVersion) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReplicaVersion) GetIncarnation() uint64 {
@@ -2744,7 +2809,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2756,7 +2821,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2769,7 +2834,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{38}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReplicateRequest) GetRoute() *Route {
@@ -2816,7 +2881,7 @@ type ReplicateResponse struct {
 
 func (x *ReplicateResponse) Reset() {
 	*x = ReplicateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2828,7 +2893,7 @@ func (x *ReplicateResponse) String() string {
 func (*ReplicateResponse) ProtoMessage() {}
 
 func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2841,7 +2906,7 @@ func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReplicateResponse) GetHops() uint32 {
@@ -2865,7 +2930,7 @@ type SessionState struct {
 
 func (x *SessionState) Reset() {
 	*x = SessionState{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2877,7 +2942,7 @@ func (x *SessionState) String() string {
 func (*SessionState) ProtoMessage() {}
 
 func (x *SessionState) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2890,7 +2955,7 @@ func (x *SessionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionState.ProtoReflect.Descriptor instead.
 func (*SessionState) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{40}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SessionState) GetSessionId() string {
@@ -2937,7 +3002,7 @@ type InstallSnapshotRequest struct {
 
 func (x *InstallSnapshotRequest) Reset() {
 	*x = InstallSnapshotRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3014,7 @@ func (x *InstallSnapshotRequest) String() string {
 func (*InstallSnapshotRequest) ProtoMessage() {}
 
 func (x *InstallSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3027,7 @@ func (x *InstallSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*InstallSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *InstallSnapshotRequest) GetRoute() *Route {
@@ -3023,7 +3088,7 @@ type InstallSnapshotResponse struct {
 
 func (x *InstallSnapshotResponse) Reset() {
 	*x = InstallSnapshotResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3100,7 @@ func (x *InstallSnapshotResponse) String() string {
 func (*InstallSnapshotResponse) ProtoMessage() {}
 
 func (x *InstallSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3113,7 @@ func (x *InstallSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*InstallSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{42}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *InstallSnapshotResponse) GetHops() uint32 {
@@ -3070,7 +3135,7 @@ type ReplicaStateRequest struct {
 
 func (x *ReplicaStateRequest) Reset() {
 	*x = ReplicaStateRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3147,7 @@ func (x *ReplicaStateRequest) String() string {
 func (*ReplicaStateRequest) ProtoMessage() {}
 
 func (x *ReplicaStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3160,7 @@ func (x *ReplicaStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStateRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{43}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReplicaStateRequest) GetNamespace() uint32 {
@@ -3131,7 +3196,7 @@ type TakeOverRequest struct {
 
 func (x *TakeOverRequest) Reset() {
 	*x = TakeOverRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3208,7 @@ func (x *TakeOverRequest) String() string {
 func (*TakeOverRequest) ProtoMessage() {}
 
 func (x *TakeOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3221,7 @@ func (x *TakeOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeOverRequest.ProtoReflect.Descriptor instead.
 func (*TakeOverRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TakeOverRequest) GetSessionId() string {
@@ -3193,7 +3258,7 @@ type TakeOverResponse struct {
 
 func (x *TakeOverResponse) Reset() {
 	*x = TakeOverResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3270,7 @@ func (x *TakeOverResponse) String() string {
 func (*TakeOverResponse) ProtoMessage() {}
 
 func (x *TakeOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3283,7 @@ func (x *TakeOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeOverResponse.ProtoReflect.Descriptor instead.
 func (*TakeOverResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TakeOverResponse) GetTablePages() uint32 {
@@ -3252,7 +3317,7 @@ type ForgetCopyRequest struct {
 
 func (x *ForgetCopyRequest) Reset() {
 	*x = ForgetCopyRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3329,7 @@ func (x *ForgetCopyRequest) String() string {
 func (*ForgetCopyRequest) ProtoMessage() {}
 
 func (x *ForgetCopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3342,7 @@ func (x *ForgetCopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetCopyRequest.ProtoReflect.Descriptor instead.
 func (*ForgetCopyRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ForgetCopyRequest) GetNamespace() uint32 {
@@ -3304,7 +3369,7 @@ type ForgetCopyResponse struct {
 
 func (x *ForgetCopyResponse) Reset() {
 	*x = ForgetCopyResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3316,7 +3381,7 @@ func (x *ForgetCopyResponse) String() string {
 func (*ForgetCopyResponse) ProtoMessage() {}
 
 func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3329,7 +3394,7 @@ func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetCopyResponse.ProtoReflect.Descriptor instead.
 func (*ForgetCopyResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ForgetCopyResponse) GetHeld() bool {
@@ -3351,7 +3416,7 @@ type ReplicaStateResponse struct {
 
 func (x *ReplicaStateResponse) Reset() {
 	*x = ReplicaStateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3363,7 +3428,7 @@ func (x *ReplicaStateResponse) String() string {
 func (*ReplicaStateResponse) ProtoMessage() {}
 
 func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3376,7 +3441,7 @@ func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplicaStateResponse) GetSynced() bool {
@@ -3409,7 +3474,7 @@ type RequestSyncRequest struct {
 
 func (x *RequestSyncRequest) Reset() {
 	*x = RequestSyncRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3486,7 @@ func (x *RequestSyncRequest) String() string {
 func (*RequestSyncRequest) ProtoMessage() {}
 
 func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3499,7 @@ func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncRequest.ProtoReflect.Descriptor instead.
 func (*RequestSyncRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RequestSyncRequest) GetReplica() uint32 {
@@ -3452,7 +3517,7 @@ type RequestSyncResponse struct {
 
 func (x *RequestSyncResponse) Reset() {
 	*x = RequestSyncResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3529,7 @@ func (x *RequestSyncResponse) String() string {
 func (*RequestSyncResponse) ProtoMessage() {}
 
 func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3542,7 @@ func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncResponse.ProtoReflect.Descriptor instead.
 func (*RequestSyncResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
 }
 
 type Link struct {
@@ -3490,7 +3555,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3567,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3580,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Link) GetA() uint32 {
@@ -3542,7 +3607,7 @@ type SetFaultsRequest struct {
 
 func (x *SetFaultsRequest) Reset() {
 	*x = SetFaultsRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3554,7 +3619,7 @@ func (x *SetFaultsRequest) String() string {
 func (*SetFaultsRequest) ProtoMessage() {}
 
 func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3567,7 +3632,7 @@ func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*SetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SetFaultsRequest) GetCut() []*Link {
@@ -3585,7 +3650,7 @@ type SetFaultsResponse struct {
 
 func (x *SetFaultsResponse) Reset() {
 	*x = SetFaultsResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3597,7 +3662,7 @@ func (x *SetFaultsResponse) String() string {
 func (*SetFaultsResponse) ProtoMessage() {}
 
 func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3610,7 +3675,7 @@ func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsResponse.ProtoReflect.Descriptor instead.
 func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
 }
 
 type CopyAheadRequest struct {
@@ -3628,7 +3693,7 @@ type CopyAheadRequest struct {
 
 func (x *CopyAheadRequest) Reset() {
 	*x = CopyAheadRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3705,7 @@ func (x *CopyAheadRequest) String() string {
 func (*CopyAheadRequest) ProtoMessage() {}
 
 func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3718,7 @@ func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadRequest.ProtoReflect.Descriptor instead.
 func (*CopyAheadRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CopyAheadRequest) GetSessionId() string {
@@ -3695,7 +3760,7 @@ type CopyAheadResponse struct {
 
 func (x *CopyAheadResponse) Reset() {
 	*x = CopyAheadResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3707,7 +3772,7 @@ func (x *CopyAheadResponse) String() string {
 func (*CopyAheadResponse) ProtoMessage() {}
 
 func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3720,7 +3785,7 @@ func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadResponse.ProtoReflect.Descriptor instead.
 func (*CopyAheadResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CopyAheadResponse) GetCopied() []uint32 {
@@ -3748,7 +3813,7 @@ type StagePagesRequest struct {
 
 func (x *StagePagesRequest) Reset() {
 	*x = StagePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +3825,7 @@ func (x *StagePagesRequest) String() string {
 func (*StagePagesRequest) ProtoMessage() {}
 
 func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +3838,7 @@ func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesRequest.ProtoReflect.Descriptor instead.
 func (*StagePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *StagePagesRequest) GetRoute() *Route {
@@ -3807,7 +3872,7 @@ type StagePagesResponse struct {
 
 func (x *StagePagesResponse) Reset() {
 	*x = StagePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3819,7 +3884,7 @@ func (x *StagePagesResponse) String() string {
 func (*StagePagesResponse) ProtoMessage() {}
 
 func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3832,7 +3897,7 @@ func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesResponse.ProtoReflect.Descriptor instead.
 func (*StagePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StagePagesResponse) GetStaged() uint32 {
@@ -3862,7 +3927,7 @@ type ClaimPagesRequest struct {
 
 func (x *ClaimPagesRequest) Reset() {
 	*x = ClaimPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3874,7 +3939,7 @@ func (x *ClaimPagesRequest) String() string {
 func (*ClaimPagesRequest) ProtoMessage() {}
 
 func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3887,7 +3952,7 @@ func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesRequest.ProtoReflect.Descriptor instead.
 func (*ClaimPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ClaimPagesRequest) GetSessionId() string {
@@ -3931,7 +3996,7 @@ type ClaimPagesResponse struct {
 
 func (x *ClaimPagesResponse) Reset() {
 	*x = ClaimPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3943,7 +4008,7 @@ func (x *ClaimPagesResponse) String() string {
 func (*ClaimPagesResponse) ProtoMessage() {}
 
 func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3956,7 +4021,7 @@ func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesResponse.ProtoReflect.Descriptor instead.
 func (*ClaimPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ClaimPagesResponse) GetClaimed() uint32 {
@@ -4037,14 +4102,18 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\rpages_deleted\x18\x01 \x01(\rR\fpagesDeleted\"@\n" +
 	"\x05Visit\x12\x1c\n" +
 	"\tsatellite\x18\x01 \x01(\rR\tsatellite\x12\x19\n" +
-	"\bstart_ns\x18\x02 \x01(\x03R\astartNs\"\xb5\x01\n" +
+	"\bstart_ns\x18\x02 \x01(\x03R\astartNs\"\xe4\x01\n" +
 	"\x16RegisterSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x06visits\x18\x02 \x03(\v2\x11.satpage.v1.VisitR\x06visits\x120\n" +
 	"\bstrategy\x18\x03 \x01(\x0e2\x14.satpage.v1.StrategyR\bstrategy\x12\x1f\n" +
 	"\vtable_pages\x18\x04 \x01(\rR\n" +
-	"tablePages\"\x81\x01\n" +
+	"tablePages\x12-\n" +
+	"\x05place\x18\x05 \x01(\v2\x17.satpage.v1.GroundPlaceR\x05place\"?\n" +
+	"\vGroundPlace\x12\x17\n" +
+	"\alat_deg\x18\x01 \x01(\x01R\x06latDeg\x12\x17\n" +
+	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\"\x81\x01\n" +
 	"\x17RegisterSessionResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12/\n" +
 	"\x14token_expires_unix_s\x18\x02 \x01(\x03R\x11tokenExpiresUnixS\x12\x1f\n" +
@@ -4344,7 +4413,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -4360,55 +4429,56 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*EndSessionResponse)(nil),      // 11: satpage.v1.EndSessionResponse
 	(*Visit)(nil),                   // 12: satpage.v1.Visit
 	(*RegisterSessionRequest)(nil),  // 13: satpage.v1.RegisterSessionRequest
-	(*RegisterSessionResponse)(nil), // 14: satpage.v1.RegisterSessionResponse
-	(*SessionStatsRequest)(nil),     // 15: satpage.v1.SessionStatsRequest
-	(*SessionStatsResponse)(nil),    // 16: satpage.v1.SessionStatsResponse
-	(*OpenLiveSessionRequest)(nil),  // 17: satpage.v1.OpenLiveSessionRequest
-	(*OpenLiveSessionResponse)(nil), // 18: satpage.v1.OpenLiveSessionResponse
-	(*ClockRequest)(nil),            // 19: satpage.v1.ClockRequest
-	(*ClockResponse)(nil),           // 20: satpage.v1.ClockResponse
-	(*OpenSessionRequest)(nil),      // 21: satpage.v1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),     // 22: satpage.v1.OpenSessionResponse
-	(*Page)(nil),                    // 23: satpage.v1.Page
-	(*FetchPagesRequest)(nil),       // 24: satpage.v1.FetchPagesRequest
-	(*FetchPagesResponse)(nil),      // 25: satpage.v1.FetchPagesResponse
-	(*ReleasePagesRequest)(nil),     // 26: satpage.v1.ReleasePagesRequest
-	(*ReleasePagesResponse)(nil),    // 27: satpage.v1.ReleasePagesResponse
-	(*HandOverRequest)(nil),         // 28: satpage.v1.HandOverRequest
-	(*HandOverResponse)(nil),        // 29: satpage.v1.HandOverResponse
-	(*TableEntry)(nil),              // 30: satpage.v1.TableEntry
-	(*AcceptTableRequest)(nil),      // 31: satpage.v1.AcceptTableRequest
-	(*AcceptTableResponse)(nil),     // 32: satpage.v1.AcceptTableResponse
-	(*MovePagesRequest)(nil),        // 33: satpage.v1.MovePagesRequest
-	(*MovePagesResponse)(nil),       // 34: satpage.v1.MovePagesResponse
-	(*SessionFramesRequest)(nil),    // 35: satpage.v1.SessionFramesRequest
-	(*SessionFramesResponse)(nil),   // 36: satpage.v1.SessionFramesResponse
-	(*DropSessionRequest)(nil),      // 37: satpage.v1.DropSessionRequest
-	(*DropSessionResponse)(nil),     // 38: satpage.v1.DropSessionResponse
-	(*StoreOp)(nil),                 // 39: satpage.v1.StoreOp
-	(*ReplicaVersion)(nil),          // 40: satpage.v1.ReplicaVersion
-	(*ReplicateRequest)(nil),        // 41: satpage.v1.ReplicateRequest
-	(*ReplicateResponse)(nil),       // 42: satpage.v1.ReplicateResponse
-	(*SessionState)(nil),            // 43: satpage.v1.SessionState
-	(*InstallSnapshotRequest)(nil),  // 44: satpage.v1.InstallSnapshotRequest
-	(*InstallSnapshotResponse)(nil), // 45: satpage.v1.InstallSnapshotResponse
-	(*ReplicaStateRequest)(nil),     // 46: satpage.v1.ReplicaStateRequest
-	(*TakeOverRequest)(nil),         // 47: satpage.v1.TakeOverRequest
-	(*TakeOverResponse)(nil),        // 48: satpage.v1.TakeOverResponse
-	(*ForgetCopyRequest)(nil),       // 49: satpage.v1.ForgetCopyRequest
-	(*ForgetCopyResponse)(nil),      // 50: satpage.v1.ForgetCopyResponse
-	(*ReplicaStateResponse)(nil),    // 51: satpage.v1.ReplicaStateResponse
-	(*RequestSyncRequest)(nil),      // 52: satpage.v1.RequestSyncRequest
-	(*RequestSyncResponse)(nil),     // 53: satpage.v1.RequestSyncResponse
-	(*Link)(nil),                    // 54: satpage.v1.Link
-	(*SetFaultsRequest)(nil),        // 55: satpage.v1.SetFaultsRequest
-	(*SetFaultsResponse)(nil),       // 56: satpage.v1.SetFaultsResponse
-	(*CopyAheadRequest)(nil),        // 57: satpage.v1.CopyAheadRequest
-	(*CopyAheadResponse)(nil),       // 58: satpage.v1.CopyAheadResponse
-	(*StagePagesRequest)(nil),       // 59: satpage.v1.StagePagesRequest
-	(*StagePagesResponse)(nil),      // 60: satpage.v1.StagePagesResponse
-	(*ClaimPagesRequest)(nil),       // 61: satpage.v1.ClaimPagesRequest
-	(*ClaimPagesResponse)(nil),      // 62: satpage.v1.ClaimPagesResponse
+	(*GroundPlace)(nil),             // 14: satpage.v1.GroundPlace
+	(*RegisterSessionResponse)(nil), // 15: satpage.v1.RegisterSessionResponse
+	(*SessionStatsRequest)(nil),     // 16: satpage.v1.SessionStatsRequest
+	(*SessionStatsResponse)(nil),    // 17: satpage.v1.SessionStatsResponse
+	(*OpenLiveSessionRequest)(nil),  // 18: satpage.v1.OpenLiveSessionRequest
+	(*OpenLiveSessionResponse)(nil), // 19: satpage.v1.OpenLiveSessionResponse
+	(*ClockRequest)(nil),            // 20: satpage.v1.ClockRequest
+	(*ClockResponse)(nil),           // 21: satpage.v1.ClockResponse
+	(*OpenSessionRequest)(nil),      // 22: satpage.v1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),     // 23: satpage.v1.OpenSessionResponse
+	(*Page)(nil),                    // 24: satpage.v1.Page
+	(*FetchPagesRequest)(nil),       // 25: satpage.v1.FetchPagesRequest
+	(*FetchPagesResponse)(nil),      // 26: satpage.v1.FetchPagesResponse
+	(*ReleasePagesRequest)(nil),     // 27: satpage.v1.ReleasePagesRequest
+	(*ReleasePagesResponse)(nil),    // 28: satpage.v1.ReleasePagesResponse
+	(*HandOverRequest)(nil),         // 29: satpage.v1.HandOverRequest
+	(*HandOverResponse)(nil),        // 30: satpage.v1.HandOverResponse
+	(*TableEntry)(nil),              // 31: satpage.v1.TableEntry
+	(*AcceptTableRequest)(nil),      // 32: satpage.v1.AcceptTableRequest
+	(*AcceptTableResponse)(nil),     // 33: satpage.v1.AcceptTableResponse
+	(*MovePagesRequest)(nil),        // 34: satpage.v1.MovePagesRequest
+	(*MovePagesResponse)(nil),       // 35: satpage.v1.MovePagesResponse
+	(*SessionFramesRequest)(nil),    // 36: satpage.v1.SessionFramesRequest
+	(*SessionFramesResponse)(nil),   // 37: satpage.v1.SessionFramesResponse
+	(*DropSessionRequest)(nil),      // 38: satpage.v1.DropSessionRequest
+	(*DropSessionResponse)(nil),     // 39: satpage.v1.DropSessionResponse
+	(*StoreOp)(nil),                 // 40: satpage.v1.StoreOp
+	(*ReplicaVersion)(nil),          // 41: satpage.v1.ReplicaVersion
+	(*ReplicateRequest)(nil),        // 42: satpage.v1.ReplicateRequest
+	(*ReplicateResponse)(nil),       // 43: satpage.v1.ReplicateResponse
+	(*SessionState)(nil),            // 44: satpage.v1.SessionState
+	(*InstallSnapshotRequest)(nil),  // 45: satpage.v1.InstallSnapshotRequest
+	(*InstallSnapshotResponse)(nil), // 46: satpage.v1.InstallSnapshotResponse
+	(*ReplicaStateRequest)(nil),     // 47: satpage.v1.ReplicaStateRequest
+	(*TakeOverRequest)(nil),         // 48: satpage.v1.TakeOverRequest
+	(*TakeOverResponse)(nil),        // 49: satpage.v1.TakeOverResponse
+	(*ForgetCopyRequest)(nil),       // 50: satpage.v1.ForgetCopyRequest
+	(*ForgetCopyResponse)(nil),      // 51: satpage.v1.ForgetCopyResponse
+	(*ReplicaStateResponse)(nil),    // 52: satpage.v1.ReplicaStateResponse
+	(*RequestSyncRequest)(nil),      // 53: satpage.v1.RequestSyncRequest
+	(*RequestSyncResponse)(nil),     // 54: satpage.v1.RequestSyncResponse
+	(*Link)(nil),                    // 55: satpage.v1.Link
+	(*SetFaultsRequest)(nil),        // 56: satpage.v1.SetFaultsRequest
+	(*SetFaultsResponse)(nil),       // 57: satpage.v1.SetFaultsResponse
+	(*CopyAheadRequest)(nil),        // 58: satpage.v1.CopyAheadRequest
+	(*CopyAheadResponse)(nil),       // 59: satpage.v1.CopyAheadResponse
+	(*StagePagesRequest)(nil),       // 60: satpage.v1.StagePagesRequest
+	(*StagePagesResponse)(nil),      // 61: satpage.v1.StagePagesResponse
+	(*ClaimPagesRequest)(nil),       // 62: satpage.v1.ClaimPagesRequest
+	(*ClaimPagesResponse)(nil),      // 63: satpage.v1.ClaimPagesResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -4416,89 +4486,90 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 2: satpage.v1.WritePageResponse.outcome:type_name -> satpage.v1.Outcome
 	12, // 3: satpage.v1.RegisterSessionRequest.visits:type_name -> satpage.v1.Visit
 	1,  // 4: satpage.v1.RegisterSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	12, // 5: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
-	12, // 6: satpage.v1.SessionStatsResponse.copied_ahead_for:type_name -> satpage.v1.Visit
-	1,  // 7: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
-	3,  // 8: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
-	23, // 9: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
-	3,  // 10: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
-	3,  // 11: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
-	30, // 12: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
-	3,  // 13: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
-	2,  // 14: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
-	23, // 15: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
-	30, // 16: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
-	23, // 17: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
-	3,  // 18: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
-	40, // 19: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
-	39, // 20: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
-	30, // 21: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
-	23, // 22: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
-	3,  // 23: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
-	40, // 24: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 25: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
-	40, // 26: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
-	43, // 27: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
-	54, // 28: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	3,  // 29: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
-	23, // 30: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
-	4,  // 31: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 32: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 33: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 34: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 35: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	15, // 36: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	17, // 37: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	19, // 38: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	21, // 39: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	24, // 40: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	26, // 41: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	28, // 42: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	31, // 43: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	33, // 44: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	35, // 45: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	37, // 46: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	41, // 47: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	44, // 48: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	46, // 49: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	52, // 50: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	55, // 51: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	57, // 52: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
-	59, // 53: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
-	61, // 54: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
-	47, // 55: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
-	49, // 56: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
-	5,  // 57: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 58: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 59: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 60: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	14, // 61: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	16, // 62: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	18, // 63: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	20, // 64: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	22, // 65: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	25, // 66: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	27, // 67: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	29, // 68: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	32, // 69: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	34, // 70: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	36, // 71: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	38, // 72: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	42, // 73: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	45, // 74: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	51, // 75: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	53, // 76: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	56, // 77: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	58, // 78: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
-	60, // 79: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
-	62, // 80: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
-	48, // 81: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
-	50, // 82: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
-	57, // [57:83] is the sub-list for method output_type
-	31, // [31:57] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	14, // 5: satpage.v1.RegisterSessionRequest.place:type_name -> satpage.v1.GroundPlace
+	12, // 6: satpage.v1.SessionStatsResponse.visits:type_name -> satpage.v1.Visit
+	12, // 7: satpage.v1.SessionStatsResponse.copied_ahead_for:type_name -> satpage.v1.Visit
+	1,  // 8: satpage.v1.OpenLiveSessionRequest.strategy:type_name -> satpage.v1.Strategy
+	3,  // 9: satpage.v1.FetchPagesRequest.route:type_name -> satpage.v1.Route
+	24, // 10: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
+	3,  // 11: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
+	3,  // 12: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
+	31, // 13: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
+	3,  // 14: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
+	2,  // 15: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
+	24, // 16: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
+	31, // 17: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
+	24, // 18: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
+	3,  // 19: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
+	41, // 20: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
+	40, // 21: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
+	31, // 22: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
+	24, // 23: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
+	3,  // 24: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
+	41, // 25: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
+	44, // 26: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
+	41, // 27: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	44, // 28: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	55, // 29: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	3,  // 30: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	24, // 31: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 32: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 33: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 34: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 35: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 36: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	16, // 37: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	18, // 38: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	20, // 39: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	22, // 40: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	25, // 41: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	27, // 42: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	29, // 43: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	32, // 44: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	34, // 45: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	36, // 46: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	38, // 47: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	42, // 48: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	45, // 49: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	47, // 50: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	53, // 51: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	56, // 52: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	58, // 53: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	60, // 54: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	62, // 55: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	48, // 56: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
+	50, // 57: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
+	5,  // 58: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 59: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 60: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 61: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	15, // 62: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	17, // 63: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	19, // 64: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	21, // 65: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	23, // 66: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	26, // 67: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	28, // 68: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	30, // 69: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	33, // 70: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	35, // 71: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	37, // 72: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	39, // 73: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	43, // 74: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	46, // 75: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	52, // 76: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	54, // 77: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	57, // 78: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	59, // 79: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	61, // 80: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	63, // 81: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	49, // 82: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
+	51, // 83: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
+	58, // [58:84] is the sub-list for method output_type
+	32, // [32:58] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -4506,15 +4577,15 @@ func file_satpage_v1_satpage_proto_init() {
 	if File_satpage_v1_satpage_proto != nil {
 		return
 	}
-	file_satpage_v1_satpage_proto_msgTypes[21].OneofWrappers = []any{}
-	file_satpage_v1_satpage_proto_msgTypes[32].OneofWrappers = []any{}
+	file_satpage_v1_satpage_proto_msgTypes[22].OneofWrappers = []any{}
+	file_satpage_v1_satpage_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
