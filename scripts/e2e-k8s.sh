@@ -133,7 +133,16 @@ mem1=$(mem_used_mb)
 pods_mem_mb=$(cat /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes 2>/dev/null | awk '{printf "%d", $1/1048576}' || echo n/a)
 restarts=$(kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite \
 	-o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' | awk '{s+=$1} END{print s+0}')
-log "all $satellites satellites Ready in $ready_s s; memory used +$((mem1 - mem0)) MB (kubepods cgroup ${pods_mem_mb} MB); container restarts during start: $restarts"
+ready_load=$(cut -d' ' -f1 /proc/loadavg)
+log "all $satellites satellites Ready in $ready_s s; memory used +$((mem1 - mem0)) MB (kubepods cgroup ${pods_mem_mb} MB); container restarts during start: $restarts; load average $ready_load"
+
+# Idle cost once settled: the CPU the release's pods (satnodes, their Redis, the
+# gateway) use over 30 s with no request, 30 s after the last became Ready.
+sleep 30
+idle=$("$PY" scripts/idle-cpu.py --k8s-namespace "$NS" --seconds 30) || die "idle CPU: $idle"
+idle_cores=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["idle_cores"])' "$idle")
+idle_load=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["load_1m"])' "$idle")
+log "idle: the release's pods used $idle_cores cores over 30 s ($idle)"
 
 # 4. helm test: gRPC health of satellites 0 and T-1 by peer name, and the gateway.
 helm test "$REL" -n "$NS" --timeout 180s >"$OUT/helm-test.txt" 2>&1 || { cat "$OUT/helm-test.txt" >&2; die "helm test failed"; }
@@ -311,7 +320,8 @@ sched_victim=$(sed -n 's/^victims=//p' "$OUT/scheduled-check.txt")
 # 10. What it cost.
 "$PY" scripts/e2e-compare.py report k8s "$OUT" \
 	"satellites=$satellites" "replicas=$REPLICAS" "pods_ready_s=$ready_s" "mem_mb=$((mem1 - mem0))" \
-	"kubepods_mb=$pods_mem_mb" "start_restarts=$restarts" "paper_s=$paper_s" "compare_s=$compare_s" \
+	"kubepods_mb=$pods_mem_mb" "start_restarts=$restarts" "idle_cores=$idle_cores" \
+	"load_at_ready=$ready_load" "load_at_idle=$idle_load" "paper_s=$paper_s" "compare_s=$compare_s" \
 	"kill_victim=$victim" "kill_restart_s=$restart_s" "kill_ready_s=$back_s" "kill_replay_s=$kill_s" \
 	"delete_victim=$dvictim" "delete_ready_s=$dback_s" "delete_replay_s=$delete_s" \
 	"pages_lost=$pages_lost" "scheduled_delete_victims=$sched_victim" "scheduled_replay_s=$sched_s" \

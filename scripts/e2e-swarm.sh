@@ -170,7 +170,18 @@ while :; do
 	sleep 2
 done
 t_healthy=$(date +%s.%N)
+healthy_load=$(cut -d' ' -f1 /proc/loadavg)
 mem1=$(mem_used_mb)
+# Containers that Swarm started again during the start (a task that exited or was
+# found unhealthy is replaced by a new one): tasks beyond one per service.
+start_restarts=$(( $("$DOCKER" ps -aq --filter "label=com.docker.stack.namespace=$STACK" | wc -l) - want - satellites ))
+log "healthy: $want/$want $(echo "$t_healthy $t0" | awk '{printf "%.1f", $1-$2}') s after the deploy; tasks started again: $start_restarts; load average $healthy_load"
+# Idle cost once settled: the CPU the stack's containers use over 30 s with no request.
+sleep 30
+idle=$("$PY" scripts/idle-cpu.py --docker-stack "$STACK" --seconds 30) || die "idle CPU: $idle"
+idle_cores=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["idle_cores"])' "$idle")
+idle_load=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["load_1m"])' "$idle")
+log "idle: the stack's containers used $idle_cores cores over 30 s ($idle)"
 # Memory charged to the containers themselves (cgroup v1, cgroupfs driver: /docker/<id>).
 ctr_mem_mb=$(cat /sys/fs/cgroup/memory/docker/memory.usage_in_bytes 2>/dev/null | awk '{printf "%d", $1/1048576}' || echo n/a)
 tasks=$("$DOCKER" ps -q --filter "label=com.docker.stack.namespace=$STACK" | wc -l)
@@ -309,6 +320,8 @@ sched_victim=$(sed -n 's/^victims=//p' "$OUT/scheduled-check.txt")
 	"satellites=$satellites" "containers=$tasks" "replicas=$REPLICAS" \
 	"deploy_s=$(echo "$t_deployed $t0" | awk '{printf "%.1f", $1-$2}')" \
 	"healthy_s=$(echo "$t_healthy $t0" | awk '{printf "%.1f", $1-$2}')" \
+	"start_restarts=$start_restarts" "idle_cores=$idle_cores" \
+	"load_at_healthy=$healthy_load" "load_at_idle=$idle_load" \
 	"mem_mb=$((mem1 - mem0))" "containers_mb=${ctr_mem_mb:-n/a}" \
 	"paper_s=$(echo "$r1 $r0" | awk '{printf "%.2f", $1-$2}')" \
 	"compare_s=$compare_s" "kill_victim=sat-$idx" "kill_back_s=$back_s" \

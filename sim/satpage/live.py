@@ -52,7 +52,7 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
             idle_timeout_s: float = 3600.0, insecure: bool = False,
             isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0, push_lead_s: float = 10.0,
-            interval_s: float = 0.0, phase_s: float = 0.0):
+            interval_s: float = 0.0, phase_s: float = 0.0, replicas: int = 2):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
     ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
@@ -61,7 +61,9 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     ``push_lead_s`` (constellation seconds, the gateway's ``--push-lead``): push-ahead copies a
     visit's pages to the next serving satellite this long before the handover (0: at it).
     ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s`` (handover step
-    ``orbit_model.reallocation_step_ns``: 3 s for 15 s at phase 12 s; else 10 s)."""
+    ``orbit_model.reallocation_step_ns``: 3 s for 15 s at phase 12 s; else 10 s).
+    ``replicas`` is R of the satnodes (the live service keeps a dead satellite's pages
+    at R > 1; at most the satellites per plane)."""
     from orbit_model import reallocation_step_ns
     from satpage.cluster import cluster_up, default_state_dir
 
@@ -102,7 +104,7 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
         write_live_isl_schedule(isl, constellation, epoch, isl_hours, isl_latitude_cutoff_deg, routing_step_s)
         live["isl_hours"] = isl_hours
     st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live,
-                    isl_schedule=isl)
+                    isl_schedule=isl, replicas=replicas)
     return _start_refresher(st)
 
 

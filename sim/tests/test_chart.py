@@ -179,9 +179,20 @@ def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
         # Kubelet's gRPC probes speak no TLS: with TLS on they ask the plain-text,
         # health-only port the daemons open for them (SATPAGE_HEALTH_LISTEN).
         health = objs["ConfigMap"][0]["data"]["SATPAGE_HEALTH_LISTEN"]
-        for probe in ("readinessProbe", "livenessProbe"):
-            assert c[probe]["grpc"] == {"port": 7001}, (name, probe)
+        assert c["readinessProbe"]["grpc"] == {"port": 7001}, name
         assert health == ":7001" and grpc_port == 7000
+        if name == "satnode":
+            # Start-up covers the restore (the overall entry); liveness asks the entry
+            # that is SERVING whenever the process serves, so a slow satellite is not
+            # restarted; it allows longer than readiness before it acts.
+            assert c["startupProbe"]["grpc"] == {"port": 7001}
+            assert c["livenessProbe"]["grpc"] == {"port": 7001, "service": "liveness"}
+            start, live, ready = c["startupProbe"], c["livenessProbe"], c["readinessProbe"]
+            assert start["periodSeconds"] * start["failureThreshold"] >= 300
+            assert live["periodSeconds"] * live["failureThreshold"] > ready["periodSeconds"] * ready["failureThreshold"]
+            assert live["timeoutSeconds"] >= ready["timeoutSeconds"]
+        else:
+            assert c["livenessProbe"]["grpc"] == {"port": 7001}
         ann = tpl["metadata"]["annotations"]
         assert ann["prometheus.io/scrape"] == "true"
         assert ann["prometheus.io/port"] == str(metrics_port)

@@ -45,7 +45,7 @@ def up(
     replicas: Annotated[int, typer.Option(
         "--replicas", help="Replication factor R: every page is also held by the R-1 satellites "
         "behind its owner in its plane; writes are acknowledged once all R hold them "
-        "(docs/faults.md).")] = 1,
+        "(docs/faults.md). 1: no replicas (a lost satellite loses its pages).")] = 2,
     tls_dir: Annotated[Path | None, typer.Option(
         "--tls-dir", help="Bring your own TLS material (layout: docs/security.md) instead of "
         "a fresh CA.")] = None,

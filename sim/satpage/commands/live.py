@@ -77,6 +77,10 @@ def up(
                                            "(debugging only).")] = False,
     port_base: Annotated[int, typer.Option("--port-base")] = DEFAULT_PORT_BASE,
     store: Annotated[str, typer.Option("--store", help="redis or memory")] = "redis",
+    replicas: Annotated[int, typer.Option(
+        "--replicas", help="Replication factor R: every page is also held by the R-1 satellites behind "
+        "its owner in its plane, so a satellite that dies loses none (docs/faults.md). 1: no "
+        "replicas.")] = 2,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -95,17 +99,18 @@ def up(
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
                      idle_timeout_s=idle_timeout_s, insecure=insecure,
                      isl_latitude_cutoff_deg=isl_latitude_cutoff, push_lead_s=lead_s,
-                     interval_s=interval_s, phase_s=phase_s)
+                     interval_s=interval_s, phase_s=phase_s, replicas=replicas)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(str(exc), 1)
     if json_out:
         print_json({"gateway": st.gateway, "satellites": st.satellites, "state_dir": st.state_dir,
-                    "tls_dir": st.tls_dir, "insecure": st.tls_dir is None, **st.live})
+                    "tls_dir": st.tls_dir, "insecure": st.tls_dir is None, "replicas": st.replicas, **st.live})
     else:
         stdout.print(f"live cluster up: {st.satellites} satellites ({st.constellation}), gateway "
-                     f"[bold]{st.gateway}[/], epoch {st.live['epoch']}, speed {st.live['speed']:g}x; "
+                     f"[bold]{st.gateway}[/], epoch {st.live['epoch']}, speed {st.live['speed']:g}x, "
+                     f"R = {st.replicas}; "
                      f"state in {st.state_dir}")
 
 
