@@ -252,6 +252,36 @@ def test_a_restarted_gateway_carries_on_with_the_live_sessions_it_no_longer_know
     s.close()
 
 
+def test_a_live_session_reads_back_every_page_after_its_satellite_dies(gateway):
+    """Real processes, `live up`'s default R = 2: the satellite that stored a session's pages
+    loses its satnode and its Redis (SIGKILL, not started again); every page still reads back,
+    and a write after it is kept (the gateway fails over to the satellite behind, which
+    holds the copy)."""
+    import os
+    import signal
+    import time
+
+    target, tls_dir, sdir = gateway
+    st = load_state(sdir)
+    assert st.replicas == 2
+    s = Session.open(target, lat_deg=-33.9, lon_deg=18.4, tls_dir=tls_dir)
+    data = {page: bytes([page, 29]) * 64 for page in range(12)}
+    stored = [s.write(page, d).satellite for page, d in data.items()]
+    victim = max(set(stored), key=stored.count)  # where most of the pages are (a handover may fall between)
+    dead = [p for p in st.processes if p.index == victim and p.role in ("satnode", "redis")]
+    assert len(dead) == 2, dead
+    for p in dead:
+        os.kill(p.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in dead) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for page, d in data.items():
+        assert s.read(page) == d, f"page {page} after satellite {victim} died"
+    s.write(12, b"after")
+    assert s.read(12) == b"after"
+    s.close()
+
+
 @pytest.mark.parametrize("args, named", [
     (["live", "demo", "--lat", "95", "--lon", "0"], "95.0"),
     (["live", "demo", "--lat", "1", "--lat", "2", "--lon", "0"], "2 --lat but 1 --lon"),
