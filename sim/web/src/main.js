@@ -10,8 +10,9 @@ import { loadView } from './data.js';
 
 const $ = (id) => document.getElementById(id);
 const LOAD_COLOURS = ['#3b528b', '#21918c', '#5ec962', '#b5de2b', '#fde725', '#ff7f0e', '#d62728'];
+// twelve: the ten built-in strategies and plugins beside them keep distinct swatches
 const STRATEGY_COLOURS = ['#e377c2', '#17becf', '#ff7f0e', '#9467bd', '#2ca02c', '#8c564b',
-  '#bcbd22', '#1f77b4'];
+  '#bcbd22', '#1f77b4', '#d62728', '#7f7f7f', '#aec7e8', '#98df8a'];
 const GROUND = -2;
 
 const hook = { ready: false, error: null, drawMs: [], frame: 0 };
@@ -574,7 +575,7 @@ function updatePanels(w) {
       if (h > hmax) hmax = h;
     }
     const sm = k >= 0 ? a.sess_window_moves[(s * K + k) * Wn + w] : null;
-    rows += `<tr class="${s === st.strategy ? 'sel' : ''}" data-s="${s}"><td><span class="sw" style="background:${STRATEGY_COLOURS[s % 8]}"></span>${n}</td>`
+    rows += `<tr class="${s === st.strategy ? 'sel' : ''}" data-s="${s}"><td><span class="sw" style="background:${STRATEGY_COLOURS[s % STRATEGY_COLOURS.length]}"></span>${n}</td>`
       + `<td>${fmt(hops)}</td><td>${fmt(peak)}</td><td>${fmt(held)}</td><td>${fmt(hmax)}</td>`
       + `<td>${sm === null ? '–' : fmt(sm)}</td></tr>`;
   });
@@ -600,7 +601,7 @@ function updatePanels(w) {
     const total = info.holders.reduce((x, h) => x + h.pages, 0);
     const c = (name) => a.sess_counters[(s * K + k) * C + counters.indexOf(name)];
     const moves = c('fault_moves') + c('handover_moves') + c('push_moves');
-    html += `<div class="col${s === st.strategy ? ' sel' : ''}" data-s="${s}"><div class="sn" style="border-color:${STRATEGY_COLOURS[s % 8]}">${n}</div>`
+    html += `<div class="col${s === st.strategy ? ' sel' : ''}" data-s="${s}"><div class="sn" style="border-color:${STRATEGY_COLOURS[s % STRATEGY_COLOURS.length]}">${n}</div>`
       + `<canvas class="mini" width="${MINI_W}" height="${MINI_H}"></canvas>`
       + `<div class="small">${info.serving >= 0 ? 'serving #' + info.serving : ''} (${info.phase})<br>trail ${[...new Set(info.trail)].map((x) => '#' + x).join(' → ')}</div>`;
     for (const h of info.holders) {
