@@ -69,6 +69,7 @@ var rules = map[string]rule{
 	// replica tells the other holders of the dead satellite's copy.
 	"/satpage.v1.SatelliteService/TakeOver":   peerOrGateway,
 	"/satpage.v1.SatelliteService/ForgetCopy": satellite,
+	"/satpage.v1.SatelliteService/FenceCopy":  satellite,
 	"/grpc.health.v1.Health/Check":            public,
 	"/grpc.health.v1.Health/List":             public,
 	"/grpc.health.v1.Health/Watch":            public,

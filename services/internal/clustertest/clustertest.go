@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -45,8 +47,10 @@ type Cluster struct {
 	// GatewayImpl is the gateway behind Gateway and Control (live-mode tests drive its ticks).
 	GatewayImpl *gateway.Gateway
 
-	mu     sync.Mutex // guards down, lis and silent (gateways are added while running)
+	mu     sync.Mutex // guards down, frozen, lis and silent (gateways are added while running)
 	down   map[uint32]bool
+	// frozen: satellites paused (Freeze); each channel closes when it resumes.
+	frozen map[uint32]chan struct{}
 	lis    map[string]*bufconn.Listener
 	silent map[string]bool
 
@@ -106,7 +110,7 @@ func New(t TB, spec string, o Options) *Cluster {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{Grid: grid, down: map[uint32]bool{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger,
+	c := &Cluster{Grid: grid, down: map[uint32]bool{}, frozen: map[uint32]chan struct{}{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger,
 		srvs: map[uint32]*grpc.Server{}, grid: grid, o: o}
 	for i := range s.Satellites {
 		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
@@ -212,7 +216,7 @@ func (c *Cluster) start(t TB, i int) {
 	}
 	m := metrics.NewNode(i)
 	sec := c.security(t, config.Satnode, i)
-	pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer))
+	pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer), grpc.WithChainUnaryInterceptor(c.outgoing(uint32(i))))
 	n, err := node.New(node.Options{Index: uint32(i), Grid: c.grid, Store: st, Peers: pool, Metrics: m,
 		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas})
 	if err != nil {
@@ -232,6 +236,10 @@ func (c *Cluster) start(t TB, i int) {
 	}
 	srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...))...)
 	n.Register(srv)
+	// The standard health service, as the daemon serves it: the failure
+	// detector's probes then pass the interceptors (a partitioned or frozen
+	// satellite fails them).
+	healthpb.RegisterHealthServer(srv, health.NewServer())
 	c.mu.Lock()
 	lis := c.lis["sat-"+strconv.Itoa(i)]
 	c.srvs[uint32(i)] = srv
@@ -287,13 +295,50 @@ func (c *Cluster) Restart(t TB, i uint32) {
 	}
 }
 
+// Freeze pauses satellite i (on) as SIGSTOP does, or resumes it: while
+// paused it answers nothing (every request to it fails with Unavailable, as
+// when partitioned off, its health check included) and sends nothing (its
+// calls wait, its background work's included, and go out when it resumes).
+// A request it had already received waits where it is (an Interceptor can
+// hold one there).
+func (c *Cluster) Freeze(i uint32, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down[i] = on
+	if ch, ok := c.frozen[i]; ok && !on {
+		close(ch)
+		delete(c.frozen, i)
+	} else if on && !ok {
+		c.frozen[i] = make(chan struct{})
+	}
+}
+
+// outgoing holds satellite i's calls while it is frozen.
+func (c *Cluster) outgoing(i uint32) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		c.mu.Lock()
+		ch := c.frozen[i]
+		c.mu.Unlock()
+		if ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
 // partitioned fails every request to satellite i while it is partitioned off.
 func (c *Cluster) partitioned(i uint32) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		c.mu.Lock()
-		down := c.down[i]
+		down, frozen := c.down[i], c.frozen[i] != nil
 		c.mu.Unlock()
-		if down {
+		// A partition cuts the ISLs, not the detector's view (as before the
+		// health service was served here); a frozen satellite answers nothing.
+		if down && (frozen || info.FullMethod != healthpb.Health_Check_FullMethodName) {
 			return nil, status.Errorf(codes.Unavailable, "satellite %d is partitioned off", i)
 		}
 		return h(ctx, req)

@@ -48,7 +48,65 @@ var (
 	// ErrNoFailover: a session cannot be taken over from its serving satellite
 	// (it is alive, or no live satellite holds a copy of its state: R = 1).
 	ErrNoFailover = errors.New("no failover")
+	// ErrStaleEpoch: a change or snapshot of a namespace's older serving epoch
+	// (its primary was taken over from, and has not taken the new epoch up):
+	// refused, so a stale primary acknowledges nothing (docs/faults.md).
+	ErrStaleEpoch = errors.New("stale serving epoch")
+	// ErrSilent: a satellite did not answer within the deadline (it may be
+	// alive but paused or slow), as opposed to refusing (nothing at its address).
+	ErrSilent = errors.New("satellite silent")
 )
+
+// The google.rpc.ErrorInfo reasons (domain Domain) that mark each sentinel on
+// the wire: codes are shared by several causes (Unavailable is both a refused
+// connection and a missing route), so callers across a process boundary,
+// Python included, decide on the reason and never on the message text.
+const (
+	Domain                = "satpage"
+	ReasonNotFound        = "PAGE_NOT_FOUND"
+	ReasonUnknownSession  = "UNKNOWN_SESSION"
+	ReasonSessionExists   = "SESSION_EXISTS"
+	ReasonOutOfRange      = "OUT_OF_RANGE"
+	ReasonInvalid         = "INVALID_ARGUMENT"
+	ReasonRelayLoop       = "RELAY_LOOP"
+	ReasonNoRoute         = "NO_ROUTE"
+	ReasonNotServing      = "NOT_SERVING"
+	ReasonStillOwned      = "STILL_OWNED"
+	ReasonUnavailable     = "UNAVAILABLE"
+	ReasonUnauthenticated = "UNAUTHENTICATED"
+	ReasonPermission      = "PERMISSION_DENIED"
+	ReasonExhausted       = "RESOURCE_EXHAUSTED"
+	ReasonNotSynced       = "REPLICA_NOT_SYNCED"
+	ReasonNoFailover      = "NO_FAILOVER"
+	ReasonStaleEpoch      = "STALE_EPOCH"
+	ReasonSilent          = "SATELLITE_SILENT"
+)
+
+// sentinels lists every sentinel with its reason, most specific first: an
+// error wrapping two (a missing route found while a peer was unavailable)
+// takes the first.
+var sentinels = []struct {
+	err    error
+	reason string
+}{
+	{ErrStaleEpoch, ReasonStaleEpoch},
+	{ErrNoRoute, ReasonNoRoute},
+	{ErrSilent, ReasonSilent},
+	{ErrUnknownSession, ReasonUnknownSession},
+	{ErrNotFound, ReasonNotFound},
+	{ErrSessionExists, ReasonSessionExists},
+	{ErrOutOfRange, ReasonOutOfRange},
+	{ErrInvalid, ReasonInvalid},
+	{ErrRelayLoop, ReasonRelayLoop},
+	{ErrNotServing, ReasonNotServing},
+	{ErrStillOwned, ReasonStillOwned},
+	{ErrNotSynced, ReasonNotSynced},
+	{ErrNoFailover, ReasonNoFailover},
+	{ErrUnavailable, ReasonUnavailable},
+	{ErrUnauthenticated, ReasonUnauthenticated},
+	{ErrPermissionDenied, ReasonPermission},
+	{ErrResourceExhausted, ReasonExhausted},
+}
 
 // Code maps an error to its gRPC status code. Errors that already carry a
 // status (from a downstream RPC) keep it, so a relay passes codes through.
@@ -72,9 +130,9 @@ func Code(err error) codes.Code {
 	case errors.Is(err, ErrRelayLoop):
 		return codes.Aborted
 	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned), errors.Is(err, ErrNotSynced),
-		errors.Is(err, ErrNoFailover):
+		errors.Is(err, ErrNoFailover), errors.Is(err, ErrStaleEpoch):
 		return codes.FailedPrecondition
-	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable), errors.Is(err, ErrSilent):
 		return codes.Unavailable
 	case errors.Is(err, ErrUnauthenticated):
 		return codes.Unauthenticated
@@ -90,8 +148,9 @@ func Code(err error) codes.Code {
 }
 
 // Status turns err into a gRPC status error with its message (for handlers).
-// ErrNoRoute also carries a google.rpc.ErrorInfo with ReasonNoRoute, so that
-// the origin of a relayed request can tell it from a transient Unavailable.
+// A sentinel also carries a google.rpc.ErrorInfo with its reason, so that the
+// receiver can tell causes that share a code apart (Reason); a status from
+// downstream passes through with its details.
 func Status(err error) error {
 	if err == nil {
 		return nil
@@ -100,44 +159,64 @@ func Status(err error) error {
 		return s.Err()
 	}
 	s := status.New(Code(err), err.Error())
-	if errors.Is(err, ErrNoRoute) {
-		if d, derr := s.WithDetails(&errdetails.ErrorInfo{Reason: ReasonNoRoute, Domain: Domain}); derr == nil {
+	if r := Reason(err); r != "" {
+		if d, derr := s.WithDetails(&errdetails.ErrorInfo{Reason: r, Domain: Domain}); derr == nil {
 			s = d
 		}
 	}
 	return s.Err()
 }
 
-// Domain and ReasonNoRoute are the google.rpc.ErrorInfo that marks ErrNoRoute
-// on the wire (its code, Unavailable, is shared with failures that can pass).
-const (
-	Domain        = "satpage"
-	ReasonNoRoute = "NO_ROUTE"
-)
+// Reason is err's ErrorInfo reason: its sentinel's, or the one a status from
+// another process carries (domain Domain); "" when it has none.
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.reason
+		}
+	}
+	if s, ok := status.FromError(err); ok {
+		for _, d := range s.Details() {
+			if e, ok := d.(*errdetails.ErrorInfo); ok && e.Domain == Domain {
+				return e.Reason
+			}
+		}
+	}
+	return ""
+}
+
+// Has reports whether err is sentinel, here or over the wire (by its reason).
+func Has(err, sentinel error) bool {
+	if errors.Is(err, sentinel) {
+		return true
+	}
+	for _, s := range sentinels {
+		if s.err == sentinel {
+			return Reason(err) == s.reason
+		}
+	}
+	return false
+}
 
 // Retryable reports whether err may pass when the same request is sent again:
 // Unavailable (a relay or the destination went away with it in flight), but
 // not a missing ISL route, which the same scenario time cannot change.
 func Retryable(err error) bool {
-	if err == nil || errors.Is(err, ErrNoRoute) {
+	if err == nil || Has(err, ErrNoRoute) {
 		return false
-	}
-	if s, ok := status.FromError(err); ok {
-		for _, d := range s.Details() {
-			if e, ok := d.(*errdetails.ErrorInfo); ok && e.Domain == Domain && e.Reason == ReasonNoRoute {
-				return false
-			}
-		}
 	}
 	return Code(err) == codes.Unavailable
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{ErrNotFound, ErrUnknownSession, ErrSessionExists, ErrOutOfRange,
-		ErrInvalid, ErrRelayLoop, ErrNoRoute, ErrNotServing, ErrStillOwned, ErrUnavailable,
-		ErrUnauthenticated, ErrPermissionDenied, ErrResourceExhausted, ErrNotSynced,
-		context.DeadlineExceeded, context.Canceled} {
-		if errors.Is(err, s) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/replica"
 )
 
@@ -37,8 +38,17 @@ const (
 )
 
 // mayBeDead reports whether err, from a call to a satellite, may mean that
-// the satellite is dead (its connection is refused or broke).
-func mayBeDead(err error) bool { return status.Code(err) == codes.Unavailable }
+// the satellite is dead (its connection is refused or broke), or that it was
+// fenced (STALE_EPOCH: it looked dead, and the session may have been taken
+// over from it meanwhile).
+func mayBeDead(err error) bool {
+	return status.Code(err) == codes.Unavailable || errs.Has(err, errs.ErrStaleEpoch)
+}
+
+// fencedRetry is how long a request that a fenced satellite refused waits
+// before it is sent there again (the satellite restores from its copies:
+// milliseconds on loopback).
+const fencedRetry = 250 * time.Millisecond
 
 // takeOver moves s (locked) off its dead serving satellite to the first live
 // satellite behind it that takes it over, and reports whether one did; cause

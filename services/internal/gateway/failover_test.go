@@ -15,6 +15,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 const failSpec = "walker-star:30/2/1:500:87" // 2 planes of 15: satellite p*15 + k
@@ -296,4 +297,71 @@ func TestARelayWithAStaleDeadMarkProbesTheDestinationAgain(t *testing.T) {
 		t.Errorf("visit 1 served by %d, %d on-demand moves; want 2 (no stand-in for a live satellite) and 3 (page 0 to 2 and back, page 1 to 0)",
 			st.Visits[1].Satellite, st.OndemandMoves)
 	}
+}
+
+// Fencing (docs/faults.md): a serving satellite paused through its own
+// takeover (it only looked dead) holds a write it received before the pause.
+// When it resumes it must not acknowledge that write: the new server may
+// already have acknowledged a later one, and the stale write would be lost
+// or read back out of order. The takeover fenced the copies of its state, so
+// its replica refuses the change (STALE_EPOCH); the satellite then restores
+// from its copies, without the session, and the new server's value stands.
+func TestAPrimaryPausedThroughItsTakeoverCannotAcknowledgeAWrite(t *testing.T) {
+	var c *clustertest.Cluster
+	paused, resume := make(chan struct{}), make(chan struct{})
+	c = clustertest.New(t, failSpec, clustertest.Options{Replicas: 2, Interceptor: func(i int) grpc.UnaryServerInterceptor {
+		if i != 7 {
+			return nil
+		}
+		return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if w, ok := req.(*satpagev1.WritePageRequest); ok && w.RequestId == "stale" {
+				close(paused)
+				<-resume // SIGSTOP: the request sits in the paused process
+			}
+			return h(ctx, req)
+		}
+	}})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 7, StartNs: 0})
+	write(t, c, "s", 1, 10, "v1", "")
+	sat7, _ := c.Satellite(t, 7)
+	staleErr := make(chan error, 1)
+	go func() {
+		_, err := sat7.WritePage(context.Background(), &satpagev1.WritePageRequest{SessionId: "s", Page: 1,
+			Data: []byte("stale"), ScenarioTimeNs: 20, RequestId: "stale"})
+		staleErr <- err
+	}()
+	<-paused
+	c.Freeze(7, true)
+	r := write(t, c, "s", 1, 30, "new", "new")
+	if r.Satellite != 6 {
+		t.Fatalf("the write during the pause was served by %d, want 6 (the stand-in that took the session over)", r.Satellite)
+	}
+	close(resume)
+	c.Freeze(7, false)
+	select {
+	case err := <-staleErr:
+		if err == nil {
+			t.Fatal("the paused satellite acknowledged a write after its session was taken over")
+		}
+		if !errs.Has(err, errs.ErrStaleEpoch) {
+			t.Errorf("the stale write failed with %v, want reason %s", err, errs.ReasonStaleEpoch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the paused satellite's write hangs after it resumed")
+	}
+	readBack(t, c, "s", 40, map[uint32]string{1: "new"})
+	// Restored from its copies, the satellite no longer holds the session.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := sat7.WritePage(context.Background(), &satpagev1.WritePageRequest{SessionId: "s", Page: 1,
+			Data: []byte("late"), ScenarioTimeNs: 50, RequestId: "late"})
+		if errs.Has(err, errs.ErrUnknownSession) {
+			break
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("a write sent to the fenced satellite after it resumed: got %v, want %s", err, errs.ReasonUnknownSession)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	readBack(t, c, "s", 60, map[uint32]string{1: "new"})
 }

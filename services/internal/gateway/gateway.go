@@ -24,6 +24,7 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/sky"
 	"github.com/satpage/satpage/services/internal/token"
 )
@@ -367,8 +368,16 @@ func (g *Gateway) atServer(ctx context.Context, s *session, tNs int64, call func
 		return err
 	}
 	err = g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
-	if !mayBeDead(err) || !g.takeOver(ctx, s, err) {
+	if !mayBeDead(err) {
 		return err
+	}
+	if !g.takeOver(ctx, s, err) {
+		if !errs.Has(err, errs.ErrStaleEpoch) || !retry.Sleep(ctx, fencedRetry) {
+			return err
+		}
+		// Fenced, and no satellite behind it took the session over: the
+		// session is still its own once it has restored (with the same
+		// request id, the retry acts once).
 	}
 	if sat, c, err = g.serving(ctx, s, tNs); err != nil {
 		return err

@@ -89,7 +89,8 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 	if err := checkSession(session); err != nil {
 		return nil, err
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return nil, err
 	}

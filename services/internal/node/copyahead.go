@@ -33,7 +33,8 @@ func (n *Node) CopyAhead(ctx context.Context, session string, to uint32, tNs int
 	if to == n.self {
 		return nil, 0, fmt.Errorf("satellite %d cannot copy pages ahead to itself: %w", n.self, errs.ErrInvalid)
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return nil, 0, err
 	}
@@ -118,7 +119,8 @@ func (n *Node) ClaimPages(ctx context.Context, session string, from uint32, tNs 
 	if from == n.self {
 		return 0, 0, 0, fmt.Errorf("satellite %d cannot claim pages from itself: %w", n.self, errs.ErrInvalid)
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, 0, 0, err
 	}

@@ -37,38 +37,39 @@ const forgetTimeout = 2 * time.Second
 // TakeOver makes this satellite serve session in place of failed, its dead
 // serving satellite. A retry after a takeover that succeeded (or a session
 // this satellite already serves) answers the table it holds and adopts nothing.
-func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tablePages, adopted int, copyAt uint32, err error) {
+//
+// Fencing (docs/faults.md): before it reads the session, the taker fences
+// every copy of failed's state in its plane (FenceCopy): each raises failed's
+// serving epoch and moves the session out, atomically with the read. failed,
+// should it be only paused or cut off, acknowledges a change only once every
+// one of its replicas has stored it, and a fenced replica refuses its epoch:
+// so whatever it acknowledged is in the copy read here, and it acknowledges
+// nothing after. epoch is failed's serving epoch after the fence.
+func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tablePages, adopted int, copyAt uint32, epoch uint64, err error) {
 	if err := checkSession(session); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	if err := n.grid.Check(failed); err != nil {
-		return 0, 0, 0, fmt.Errorf("failed: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("failed: %w", err)
 	}
 	if failed == n.self {
-		return 0, 0, 0, fmt.Errorf("satellite %d cannot take a session over from itself: %w", failed, errs.ErrInvalid)
+		return 0, 0, 0, 0, fmt.Errorf("satellite %d cannot take a session over from itself: %w", failed, errs.ErrInvalid)
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if size, err := n.store.TableSize(ctx, session); err == nil {
-		return size, 0, n.self, nil
+		return size, 0, n.self, 0, nil
 	}
 	if n.replicas == 1 {
-		return 0, 0, 0, fmt.Errorf("replication factor 1: no satellite holds a copy of satellite %d's sessions: %w", failed, errs.ErrNoFailover)
+		return 0, 0, 0, 0, fmt.Errorf("replication factor 1: no satellite holds a copy of satellite %d's sessions: %w", failed, errs.ErrNoFailover)
 	}
 	if !n.faults.Confirm(ctx, failed) {
-		return 0, 0, 0, fmt.Errorf("satellite %d answers its health check: it serves session %q itself: %w", failed, session, errs.ErrNoFailover)
-	}
-	t := transport{n}
-	at, best := replica.BestCopy(ctx, t, n.grid.Spec(), failed)
-	if best == nil {
-		return 0, 0, 0, fmt.Errorf("no live satellite holds an in-sync copy of satellite %d's state: %w", failed, errs.ErrNoFailover)
+		return 0, 0, 0, 0, fmt.Errorf("satellite %d answers its health check: it serves session %q itself: %w", failed, session, errs.ErrNoFailover)
 	}
 	answers := dedupSession(session)
-	r, err := t.ReplicaState(ctx, at, &satpagev1.ReplicaStateRequest{Namespace: failed, Snapshot: true, Sessions: []string{session, answers}})
+	at, r, epoch, err := n.fenceCopies(ctx, failed, []string{session, answers})
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("read session %q from satellite %d's copy of satellite %d: %w", session, at, failed, err)
-	}
-	if !r.Synced {
-		return 0, 0, 0, fmt.Errorf("satellite %d lost its copy of satellite %d meanwhile: %w", at, failed, errs.ErrUnavailable)
+		return 0, 0, 0, 0, err
 	}
 	var st, kept store.SessionState
 	for _, s := range replica.StatesFrom(r.Sessions) {
@@ -80,7 +81,7 @@ func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tab
 		}
 	}
 	if !st.HasTable {
-		return 0, 0, 0, fmt.Errorf("satellite %d's copy of satellite %d holds no page table of session %q: %w",
+		return 0, 0, 0, 0, fmt.Errorf("satellite %d's copy of satellite %d holds no page table of session %q: %w",
 			at, failed, session, errs.ErrUnknownSession)
 	}
 	held := make(map[uint32][]byte, len(st.Frames))
@@ -95,7 +96,7 @@ func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tab
 		}
 		data, ok := held[p]
 		if !ok {
-			return 0, 0, 0, fmt.Errorf("satellite %d's copy of satellite %d: page %d of session %q owned there has no frame: %w",
+			return 0, 0, 0, 0, fmt.Errorf("satellite %d's copy of satellite %d: page %d of session %q owned there has no frame: %w",
 				at, failed, p, session, errs.ErrUnavailable)
 		}
 		frames = append(frames, store.Frame{Page: p, Data: data})
@@ -105,23 +106,78 @@ func (n *Node) TakeOver(ctx context.Context, session string, failed uint32) (tab
 	// yet), then the table: a crash before it leaves the session to a retry.
 	if len(kept.Frames) > 0 {
 		if err := n.store.PutFrames(ctx, answers, kept.Frames); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 	}
 	for chunk := range slices.Chunk(frames, MaxBatchPages) {
 		if err := n.store.PutFrames(ctx, session, chunk); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, err
 		}
 	}
 	if err := n.store.PutTable(ctx, session, table); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	n.stale.mark(session, false)
 	n.forgetCopies(ctx, failed, []string{session, answers})
 	n.m.PagesMoved.WithLabelValues("takeover").Add(float64(len(frames)))
 	n.log.InfoContext(ctx, "session taken over from a dead satellite", "session", session, "failed", failed,
-		"copy_at", at, "table_pages", len(table), "pages_adopted", len(frames))
-	return len(table), len(frames), at, nil
+		"copy_at", at, "table_pages", len(table), "pages_adopted", len(frames), "epoch", epoch)
+	return len(table), len(frames), at, epoch, nil
+}
+
+// fenceCopies fences every copy of failed's state in its plane (FenceCopy,
+// in parallel) and answers the newest in-sync one (its holder, its version
+// and the states of sessions) and failed's new serving epoch (the highest
+// any fenced copy took). A satellite among the R-1 behind failed (where its
+// replicas are while all live) that does not answer must be confirmed dead:
+// one alive but out of reach could still store failed's changes unfenced.
+func (n *Node) fenceCopies(ctx context.Context, failed uint32, sessions []string) (uint32, *satpagev1.FenceCopyResponse, uint64, error) {
+	spec := n.grid.Spec()
+	var mu sync.Mutex // guards the results below
+	var best *satpagev1.FenceCopyResponse
+	var bestAt uint32
+	var epoch uint64
+	var silent []uint32
+	var wg sync.WaitGroup
+	for j := 1; j < spec.PerPlane(); j++ {
+		at := replica.Behind(spec, failed, j)
+		wg.Go(func() {
+			fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
+			defer cancel()
+			c, err := n.peers.Satellite(at)
+			if at == n.self {
+				c, err = localClient{n}, nil
+			}
+			var r *satpagev1.FenceCopyResponse
+			if err == nil {
+				r, err = c.FenceCopy(fctx, &satpagev1.FenceCopyRequest{Namespace: failed, Sessions: sessions})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if j < n.replicas {
+					silent = append(silent, at)
+				}
+				n.log.DebugContext(ctx, "fence failed", "at", at, "namespace", failed, "err", err)
+				return
+			}
+			epoch = max(epoch, r.Version.GetEpoch())
+			if r.Synced && (best == nil || replica.Newer(r.Version, best.Version)) {
+				best, bestAt = r, at
+			}
+		})
+	}
+	wg.Wait()
+	for _, at := range silent {
+		if !n.faults.Confirm(ctx, at) {
+			return 0, nil, 0, fmt.Errorf("satellite %d, which may hold a copy of satellite %d's state, could not be fenced and answers its health check: %w",
+				at, failed, errs.ErrUnavailable)
+		}
+	}
+	if best == nil {
+		return 0, nil, 0, fmt.Errorf("no live satellite holds an in-sync copy of satellite %d's state: %w", failed, errs.ErrNoFailover)
+	}
+	return bestAt, best, epoch, nil
 }
 
 // forgetCopies tells every satellite of failed's plane to drop sessions from
@@ -151,11 +207,11 @@ func (n *Node) forgetCopies(ctx context.Context, failed uint32, sessions []strin
 
 func (s *satServer) TakeOver(ctx context.Context, req *satpagev1.TakeOverRequest) (*satpagev1.TakeOverResponse, error) {
 	start := time.Now()
-	size, adopted, at, err := s.n.TakeOver(ctx, req.SessionId, req.Failed)
+	size, adopted, at, epoch, err := s.n.TakeOver(ctx, req.SessionId, req.Failed)
 	if err != nil {
 		return nil, s.n.observe(ctx, "TakeOver", start, err)
 	}
-	return &satpagev1.TakeOverResponse{TablePages: uint32(size), PagesAdopted: uint32(adopted), CopyAt: at},
+	return &satpagev1.TakeOverResponse{TablePages: uint32(size), PagesAdopted: uint32(adopted), CopyAt: at, Epoch: epoch},
 		s.n.observe(ctx, "TakeOver", start, nil)
 }
 
@@ -174,6 +230,24 @@ func (s *satServer) ForgetCopy(ctx context.Context, req *satpagev1.ForgetCopyReq
 	return &satpagev1.ForgetCopyResponse{Held: held}, s.n.observe(ctx, "ForgetCopy", start, nil)
 }
 
+func (s *satServer) FenceCopy(ctx context.Context, req *satpagev1.FenceCopyRequest) (*satpagev1.FenceCopyResponse, error) {
+	start := time.Now()
+	if err := s.n.grid.Check(req.Namespace); err != nil {
+		return nil, s.n.observe(ctx, "FenceCopy", start, err)
+	}
+	if len(req.Sessions) > MaxForget {
+		return nil, s.n.observe(ctx, "FenceCopy", start, fmt.Errorf("%d sessions exceed %d: %w", len(req.Sessions), MaxForget, errs.ErrInvalid))
+	}
+	r, err := s.n.holder.Fence(ctx, req.Namespace, req.Sessions)
+	if err != nil {
+		return nil, s.n.observe(ctx, "FenceCopy", start, err)
+	}
+	return &satpagev1.FenceCopyResponse{Synced: r.Synced, Version: r.Version, Sessions: r.Sessions}, s.n.observe(ctx, "FenceCopy", start, nil)
+}
+
+func (l localClient) FenceCopy(ctx context.Context, in *satpagev1.FenceCopyRequest, _ ...grpc.CallOption) (*satpagev1.FenceCopyResponse, error) {
+	return l.srv().FenceCopy(ctx, in)
+}
 func (l localClient) TakeOver(ctx context.Context, in *satpagev1.TakeOverRequest, _ ...grpc.CallOption) (*satpagev1.TakeOverResponse, error) {
 	return l.srv().TakeOver(ctx, in)
 }

@@ -152,6 +152,17 @@ type sessionLock struct {
 	refs int        // guarded by sessionLocks.mu
 }
 
+// lockSession takes session's lock and pins ctx to the store's current state
+// (replica.Primary.Pin): should the state be restored from the copies while
+// the operation runs (a takeover fenced this satellite), its changes fail.
+func (n *Node) lockSession(ctx context.Context, session string) (context.Context, func()) {
+	unlock := n.locks.lock(session)
+	if n.primary != nil {
+		ctx = n.primary.Pin(ctx)
+	}
+	return ctx, unlock
+}
+
 func (l *sessionLocks) lock(session string) func() {
 	l.mu.Lock()
 	e := l.m[session]

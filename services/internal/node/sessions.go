@@ -38,7 +38,8 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 	if err := n.grid.Check(to); err != nil {
 		return 0, 0, fmt.Errorf("to_satellite: %w", err)
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, 0, err
 	}
@@ -107,7 +108,8 @@ func (n *Node) movePages(ctx context.Context, session string, tNs int64, only []
 	if err := checkSession(session); err != nil {
 		return 0, 0, err
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, 0, err
 	}
@@ -233,7 +235,8 @@ func (n *Node) EndSession(ctx context.Context, session string, tNs int64) (int, 
 	if err := checkSession(session); err != nil {
 		return 0, err
 	}
-	defer n.locks.lock(session)()
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
 		return 0, err
 	}

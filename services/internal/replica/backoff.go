@@ -70,12 +70,12 @@ func (b *backoff) failed(ctx context.Context, m uint32, what string, err error) 
 	r.failures++
 	wait := retry.Backoff{First: b.first, Max: b.most, Jitter: b.jitter}.Delay(r.failures - 1)
 	r.next = time.Now().Add(wait)
-	first := r.failures == 1
+	failures := r.failures
 	b.mu.Unlock()
-	if first {
+	if failures == 1 {
 		b.log.WarnContext(ctx, "replica is failing; retrying with backoff", "replica", m, "what", what, "retry_in", wait, "err", err)
 	} else {
-		b.log.DebugContext(ctx, "replica still failing", "replica", m, "what", what, "failures", r.failures, "retry_in", wait, "err", err)
+		b.log.DebugContext(ctx, "replica still failing", "replica", m, "what", what, "failures", failures, "retry_in", wait, "err", err)
 	}
 }
 

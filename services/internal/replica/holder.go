@@ -26,12 +26,21 @@ type Holder struct {
 
 // nsCopy is one namespace's copy.
 type nsCopy struct {
-	mu      sync.RWMutex // changes hold it shared; installing a snapshot holds it alone
+	mu      sync.RWMutex // changes hold it shared; installing a snapshot or a fence holds it alone
 	st      *store.Memory
-	vmu     sync.Mutex // guards synced, syncID, version
+	vmu     sync.Mutex // guards synced, syncID, version, epoch
 	synced  bool
 	syncID  uint64
 	version *satpagev1.ReplicaVersion
+	// epoch is the fence: the highest serving epoch of the namespace known
+	// here (from its primary's messages, or raised by a takeover's FenceCopy).
+	// A change or snapshot of an older epoch is refused.
+	epoch uint64
+	// parked: sessions fenced out of the copy by a takeover (their states as
+	// the copy held them when fenced), kept apart from the copy (a snapshot
+	// does not replace them and a restore does not read them) until ForgetCopy,
+	// so that a takeover cut off midway can be asked again. Guarded by mu.
+	parked map[string]store.SessionState
 	// A snapshot being received (chunks), installed by the last chunk.
 	pendingID     uint64
 	pendingStates []store.SessionState
@@ -45,7 +54,7 @@ func (h *Holder) copyOf(ns uint32) *nsCopy {
 	defer h.mu.Unlock()
 	c := h.ns[ns]
 	if c == nil {
-		c = &nsCopy{st: store.NewMemory(), version: &satpagev1.ReplicaVersion{}}
+		c = &nsCopy{st: store.NewMemory(), version: &satpagev1.ReplicaVersion{}, parked: map[string]store.SessionState{}}
 		h.ns[ns] = c
 	}
 	return c
@@ -70,6 +79,17 @@ func notSynced(ns uint32, why string) error {
 	return fmt.Errorf("copy of satellite %d's state: %s: %w", ns, why, errs.ErrNotSynced)
 }
 
+// fenced refuses a message of epoch e from ns's primary when the copy knows a
+// newer epoch (a takeover fenced it), and otherwise takes e up. c.vmu held.
+func (c *nsCopy) fenced(ns uint32, e uint64) error {
+	if e < c.epoch {
+		return fmt.Errorf("copy of satellite %d's state: serving epoch %d is older than %d (sessions were taken over from it): %w",
+			ns, e, c.epoch, errs.ErrStaleEpoch)
+	}
+	c.epoch = e
+	return nil
+}
+
 // Replicate applies one change of namespace ns. ErrNotSynced when this copy
 // is not the snapshot syncID the primary believes it is, or the change does
 // not apply (the copy then counts as out of sync until the next snapshot).
@@ -79,7 +99,11 @@ func (h *Holder) Replicate(ctx context.Context, ns uint32, syncID uint64, v *sat
 	defer c.mu.RUnlock()
 	c.vmu.Lock()
 	synced, have := c.synced, c.syncID
+	stale := c.fenced(ns, v.GetEpoch())
 	c.vmu.Unlock()
+	if stale != nil {
+		return stale
+	}
 	if !synced || have != syncID {
 		return notSynced(ns, fmt.Sprintf("holds snapshot %d (in sync %v), primary sent %d", have, synced, syncID))
 	}
@@ -106,6 +130,12 @@ func (h *Holder) Install(ctx context.Context, ns uint32, syncID uint64, v *satpa
 	c := h.copyOf(ns)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.vmu.Lock()
+	stale := c.fenced(ns, v.GetEpoch())
+	c.vmu.Unlock()
+	if stale != nil {
+		return stale
+	}
 	if first {
 		c.pendingID, c.pendingStates = syncID, nil
 	} else if c.pendingID != syncID {
@@ -123,8 +153,64 @@ func (h *Holder) Install(ctx context.Context, ns uint32, syncID uint64, v *satpa
 	c.vmu.Lock()
 	c.synced, c.syncID = true, syncID
 	c.version = proto.Clone(v).(*satpagev1.ReplicaVersion)
+	c.version.Epoch = max(c.version.Epoch, c.epoch)
 	c.vmu.Unlock()
 	return nil
+}
+
+// Fence raises the serving epoch of the copy of ns above every epoch it has
+// seen (from now on it refuses the primary's older changes and snapshots:
+// a primary that was only paused or cut off acknowledges nothing more) and
+// moves sessions out of the copy, parked until Forget. It answers whether the
+// copy is in sync, its version after the fence, and the states of sessions as
+// the copy held them when first fenced (a retry answers the same). A copy not
+// in sync is fenced too but answers no state.
+func (h *Holder) Fence(ctx context.Context, ns uint32, sessions []string) (*satpagev1.ReplicaStateResponse, error) {
+	c := h.copyOf(ns)
+	c.mu.Lock() // no change of ns runs meanwhile: it is in the copy read, or refused
+	defer c.mu.Unlock()
+	c.vmu.Lock()
+	c.epoch = max(c.epoch, c.version.GetEpoch()) + 1
+	c.version = &satpagev1.ReplicaVersion{Epoch: c.epoch, Incarnation: c.version.GetIncarnation(), Seq: c.version.GetSeq()}
+	out := &satpagev1.ReplicaStateResponse{Synced: c.synced, Version: proto.Clone(c.version).(*satpagev1.ReplicaVersion)}
+	synced := c.synced
+	c.vmu.Unlock()
+	if !synced {
+		return out, nil
+	}
+	var fresh []string
+	for _, s := range sessions {
+		if _, ok := c.parked[s]; !ok {
+			fresh = append(fresh, s)
+		}
+	}
+	if len(fresh) > 0 {
+		states, err := c.st.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range fresh {
+			st := store.SessionState{Session: s}
+			if i := slices.IndexFunc(states, func(x store.SessionState) bool { return x.Session == s }); i >= 0 {
+				st = states[i]
+			}
+			c.parked[s] = st
+			if err := c.st.DeleteTable(ctx, s); err != nil && !errors.Is(err, errs.ErrUnknownSession) {
+				return nil, err
+			}
+			if _, err := c.st.DropFrames(ctx, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var states []store.SessionState
+	for _, s := range sessions {
+		if st := c.parked[s]; st.HasTable || len(st.Frames) > 0 {
+			states = append(states, st)
+		}
+	}
+	out.Sessions = StatesTo(states)
+	return out, nil
 }
 
 // State reports whether the copy of ns is in sync and its version, and with
@@ -164,6 +250,9 @@ func (h *Holder) Forget(ctx context.Context, ns uint32, sessions []string) (bool
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, s := range sessions {
+		delete(c.parked, s)
+	}
 	if !c.inSync() {
 		return false, nil
 	}
@@ -176,7 +265,7 @@ func (h *Holder) Forget(ctx context.Context, ns uint32, sessions []string) (bool
 		}
 	}
 	c.vmu.Lock()
-	c.version = &satpagev1.ReplicaVersion{Incarnation: c.version.GetIncarnation(), Seq: c.version.GetSeq() + 1}
+	c.version = &satpagev1.ReplicaVersion{Epoch: c.version.GetEpoch(), Incarnation: c.version.GetIncarnation(), Seq: c.version.GetSeq() + 1}
 	c.vmu.Unlock()
 	return true, nil
 }

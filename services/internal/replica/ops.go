@@ -111,7 +111,14 @@ func StatesFrom(states []*satpagev1.SessionState) []store.SessionState {
 }
 
 // newer reports whether version a is later than b.
+// Newer reports whether version a is newer than b: a higher serving epoch,
+// then a later incarnation, then more changes.
+func Newer(a, b *satpagev1.ReplicaVersion) bool { return newer(a, b) }
+
 func newer(a, b *satpagev1.ReplicaVersion) bool {
+	if a.GetEpoch() != b.GetEpoch() {
+		return a.GetEpoch() > b.GetEpoch()
+	}
 	if a.GetIncarnation() != b.GetIncarnation() {
 		return a.GetIncarnation() > b.GetIncarnation()
 	}

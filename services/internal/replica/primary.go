@@ -88,6 +88,16 @@ type Primary struct {
 	gate sync.RWMutex
 	inc  atomic.Uint64 // incarnation: start time in ns, above every earlier one
 	seq  atomic.Uint64 // changes applied in this incarnation
+	// epoch is the namespace's serving epoch, taken from the copies at each
+	// restore; every change and snapshot carries it, and a copy fenced by a
+	// takeover refuses it once older (docs/faults.md).
+	epoch atomic.Uint64
+	// gen counts restores: a request pinned to an older one (Pin) decided on
+	// a state that was replaced since, and may change nothing.
+	gen atomic.Uint64
+	// stale is signalled when a copy refused a change as of an older epoch:
+	// Maintain then restores the state from the copies.
+	stale chan struct{}
 
 	mu       sync.Mutex        // guards synced, syncedAt, nextSync
 	synced   map[uint32]uint64 // replica -> snapshot id it holds (absent: unknown)
@@ -119,7 +129,7 @@ func NewPrimary(o Options) (*Primary, error) {
 		o.RestoreWait = restoreWait
 	}
 	p := &Primary{o: o, local: o.Local, snap: snap, synced: map[uint32]uint64{}, syncedAt: map[uint32]uint64{},
-		retry: newBackoff(o.Logger), idle: idlePing}
+		retry: newBackoff(o.Logger), idle: idlePing, stale: make(chan struct{}, 1)}
 	p.inc.Store(uint64(time.Now().UnixNano()))
 	if o.Replicas == 1 {
 		p.ready.Store(true) // nothing to restore from
@@ -132,7 +142,37 @@ func (p *Primary) Ready() bool { return p.ready.Load() }
 
 // Version is the primary's current version.
 func (p *Primary) Version() *satpagev1.ReplicaVersion {
-	return &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: p.seq.Load()}
+	return &satpagev1.ReplicaVersion{Epoch: p.epoch.Load(), Incarnation: p.inc.Load(), Seq: p.seq.Load()}
+}
+
+// Epoch is the namespace's serving epoch as this primary holds it.
+func (p *Primary) Epoch() uint64 { return p.epoch.Load() }
+
+type pinKey struct{ p *Primary }
+
+// Pin marks ctx with the current restore: a change made under the returned
+// context fails with ErrStaleEpoch once the state it was decided on has been
+// replaced by a restore (the node pins each session operation when it takes
+// the session's lock, before it reads the page table).
+func (p *Primary) Pin(ctx context.Context) context.Context {
+	return context.WithValue(ctx, pinKey{p}, p.gen.Load())
+}
+
+// fence takes the primary out of service after a copy refused its epoch:
+// until Maintain has restored the state from the copies (the sessions taken
+// over are gone from them), every call fails as unavailable.
+func (p *Primary) fence() {
+	if p.ready.CompareAndSwap(true, false) {
+		p.o.Logger.Warn("a copy refused this satellite's serving epoch (sessions were taken over from it); restoring from the copies")
+	}
+	select {
+	case p.stale <- struct{}{}:
+	default:
+	}
+}
+
+func staleErr(seq uint64, err error) error {
+	return fmt.Errorf("change %d not acknowledged: %v: %w", seq, err, errs.ErrStaleEpoch)
 }
 
 // Members are the replicas now: the R-1 live satellites behind this one. A
@@ -171,14 +211,23 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 		return apply()
 	}
 	p.gate.RLock()
+	if !p.ready.Load() {
+		p.gate.RUnlock()
+		return errRestoring
+	}
+	if g, ok := ctx.Value(pinKey{p}).(uint64); ok && g != p.gen.Load() {
+		p.gate.RUnlock()
+		return fmt.Errorf("the state this request read was replaced by a restore from the copies: %w", errs.ErrStaleEpoch)
+	}
 	if err := apply(); err != nil {
 		p.gate.RUnlock()
 		return err
 	}
 	seq := p.seq.Add(1)
-	v := &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: seq}
+	v := &satpagev1.ReplicaVersion{Epoch: p.epoch.Load(), Incarnation: p.inc.Load(), Seq: seq}
 	members := p.Members()
 	acked := make([]bool, len(members))
+	var staleBy atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for i, m := range members {
 		p.mu.Lock()
@@ -197,11 +246,20 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 				}
 				return
 			}
+			if errs.Has(err, errs.ErrStaleEpoch) {
+				staleBy.Store(&err)
+			}
 			p.failed(ctx, m, id, err)
 		})
 	}
 	wg.Wait()
 	p.gate.RUnlock()
+	if e := staleBy.Load(); e != nil {
+		// Never acknowledged: a takeover fenced this namespace, and the new
+		// server may already have acknowledged later changes of the session.
+		p.fence()
+		return staleErr(seq, *e)
+	}
 	done := map[uint32]bool{}
 	for i, m := range members {
 		done[m] = acked[i]
@@ -217,6 +275,9 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 // snapshot's backoff, not here per attempt.
 func (p *Primary) failed(ctx context.Context, m uint32, id uint64, err error) {
 	p.forget(m, id)
+	if errs.Has(err, errs.ErrStaleEpoch) {
+		return // alive: it answered; the caller restores
+	}
 	if code := status.Code(err); code == codes.Unavailable || errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrNoRoute) {
 		p.o.Liveness.Suspect(ctx, m)
 	}
@@ -276,6 +337,10 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 				p.retry.ok(ctx, m)
 				continue
 			}
+			if errs.Has(err, errs.ErrStaleEpoch) {
+				p.fence()
+				return staleErr(seq, err)
+			}
 			if ctx.Err() == nil {
 				p.retry.failed(ctx, m, "snapshot", err)
 			}
@@ -317,7 +382,7 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 		return err
 	}
 	now := p.seq.Load()
-	v := &satpagev1.ReplicaVersion{Incarnation: p.inc.Load(), Seq: now}
+	v := &satpagev1.ReplicaVersion{Epoch: p.epoch.Load(), Incarnation: p.inc.Load(), Seq: now}
 	wire := StatesTo(states)
 	for first, i := true, 0; first || i < len(wire); first = false {
 		j, size := i, 0
@@ -362,6 +427,9 @@ type copyFound struct {
 	j      int
 	best   *satpagev1.ReplicaStateResponse
 	silent []int
+	// epoch is the newest serving epoch of any answer, in sync or not (a copy
+	// fenced while out of sync refuses an older epoch too).
+	epoch uint64
 }
 
 // take keeps r, at slot j (satellite at), when it is newer than the copy
@@ -394,6 +462,9 @@ func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner u
 			r, err := t.ReplicaState(qctx, at, &satpagev1.ReplicaStateRequest{Namespace: owner})
 			mu.Lock()
 			defer mu.Unlock()
+			if err == nil {
+				found.epoch = max(found.epoch, r.Version.GetEpoch())
+			}
 			switch {
 			case err != nil && !liveness.Absent(err):
 				found.silent = append(found.silent, j)
@@ -435,11 +506,16 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 // new incarnation, the satellites whose copies this one holds are asked to
 // send them, and the primary starts serving. With no copy anywhere (R = 1, or
 // every holder lost its memory too) it serves what the local store holds.
+//
+// A primary fenced by a takeover (a copy refused its epoch) restores again
+// (Maintain): the copies hold every change it had acknowledged and none of the
+// sessions taken over, and it takes up their newest epoch.
 func (p *Primary) Restore(ctx context.Context) error {
 	if p.o.Replicas == 1 {
 		p.ready.Store(true)
 		return nil
 	}
+	p.ready.Store(false)
 	// No copy found while one of the satellites that would hold it did not
 	// answer (the machine is loaded) is no proof there is none: ask it again,
 	// for up to restoreWait, before serving the local store. A satellite that
@@ -463,30 +539,45 @@ func (p *Primary) Restore(ctx context.Context) error {
 		}
 		again := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, near)
 		found.silent = again.silent
+		found.epoch = max(found.epoch, again.epoch)
 		if again.best != nil {
 			found.take(again.best, again.at, again.j)
 		}
 	}
-	bestAt, best := found.at, found.best
+	bestAt, best, epoch := found.at, found.best, found.epoch
+	// Alone: no change runs while the state is replaced (a change pinned to
+	// the state before fails afterwards: gen).
+	p.gate.Lock()
 	if best != nil {
 		r, err := p.o.Transport.ReplicaState(ctx, bestAt, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self, Snapshot: true})
 		if err != nil {
+			p.gate.Unlock()
 			return fmt.Errorf("pull state from replica %d: %w", bestAt, err)
 		}
 		if !r.Synced {
+			p.gate.Unlock()
 			return fmt.Errorf("replica %d lost its copy while restoring: %w", bestAt, errs.ErrUnavailable)
 		}
 		if err := p.snap.Replace(ctx, StatesFrom(r.Sessions)); err != nil {
+			p.gate.Unlock()
 			return err
 		}
 		if inc := r.Version.GetIncarnation(); inc >= p.inc.Load() {
 			p.inc.Store(inc + 1)
 		}
+		epoch = max(epoch, r.Version.GetEpoch())
 		p.o.Logger.InfoContext(ctx, "state restored from replica", "replica", bestAt,
 			"sessions", len(r.Sessions), "version", r.Version.String())
 	} else {
 		p.o.Logger.InfoContext(ctx, "no replica holds a copy of this satellite's state (first start, or every holder lost it); serving the local store")
 	}
+	p.epoch.Store(max(p.epoch.Load(), epoch))
+	p.gen.Add(1)
+	p.mu.Lock()
+	clear(p.synced) // every replica gets a snapshot of the new epoch first
+	clear(p.syncedAt)
+	p.mu.Unlock()
+	p.gate.Unlock()
 	p.ready.Store(true)
 	for _, m := range p.Members() {
 		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
@@ -520,6 +611,18 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-p.stale:
+			for {
+				err := p.Restore(ctx)
+				if err == nil {
+					break
+				}
+				p.o.Logger.WarnContext(ctx, "restore after a fence failed; trying again", "err", err)
+				if !retry.Sleep(ctx, restorePoll.Delay(0)) {
+					return
+				}
+			}
+			continue
 		case <-t.C:
 		}
 		if !p.ready.Load() || !p.needsPing(max(interval/2, p.idle)) {

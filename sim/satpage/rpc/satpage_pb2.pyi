@@ -470,12 +470,14 @@ class StoreOp(_message.Message):
     def __init__(self, kind: _Optional[_Union[StoreOp.Kind, str]] = ..., session_id: _Optional[str] = ..., frames: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., pages: _Optional[_Iterable[int]] = ..., owner: _Optional[int] = ..., table: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ..., answer_session: _Optional[str] = ..., answer: _Optional[_Union[Page, _Mapping]] = ...) -> None: ...
 
 class ReplicaVersion(_message.Message):
-    __slots__ = ("incarnation", "seq")
+    __slots__ = ("incarnation", "seq", "epoch")
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     incarnation: int
     seq: int
-    def __init__(self, incarnation: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, incarnation: _Optional[int] = ..., seq: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ReplicateRequest(_message.Message):
     __slots__ = ("route", "namespace", "sync_id", "version", "op")
@@ -554,14 +556,16 @@ class TakeOverRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., failed: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
 
 class TakeOverResponse(_message.Message):
-    __slots__ = ("table_pages", "pages_adopted", "copy_at")
+    __slots__ = ("table_pages", "pages_adopted", "copy_at", "epoch")
     TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
     PAGES_ADOPTED_FIELD_NUMBER: _ClassVar[int]
     COPY_AT_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     table_pages: int
     pages_adopted: int
     copy_at: int
-    def __init__(self, table_pages: _Optional[int] = ..., pages_adopted: _Optional[int] = ..., copy_at: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, table_pages: _Optional[int] = ..., pages_adopted: _Optional[int] = ..., copy_at: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ForgetCopyRequest(_message.Message):
     __slots__ = ("namespace", "sessions")
@@ -570,6 +574,24 @@ class ForgetCopyRequest(_message.Message):
     namespace: int
     sessions: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, namespace: _Optional[int] = ..., sessions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FenceCopyRequest(_message.Message):
+    __slots__ = ("namespace", "sessions")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    namespace: int
+    sessions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[int] = ..., sessions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class FenceCopyResponse(_message.Message):
+    __slots__ = ("synced", "version", "sessions")
+    SYNCED_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    synced: bool
+    version: ReplicaVersion
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionState]
+    def __init__(self, synced: _Optional[bool] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., sessions: _Optional[_Iterable[_Union[SessionState, _Mapping]]] = ...) -> None: ...
 
 class ForgetCopyResponse(_message.Message):
     __slots__ = ("held",)

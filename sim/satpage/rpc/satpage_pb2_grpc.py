@@ -557,6 +557,11 @@ class SatelliteServiceStub:
                 request_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
                 response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
                 _registered_method=True)
+        self.FenceCopy = channel.unary_unary(
+                '/satpage.v1.SatelliteService/FenceCopy',
+                request_serializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
+                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
+                _registered_method=True)
 
 
 class SatelliteServiceServicer:
@@ -714,6 +719,19 @@ class SatelliteServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FenceCopy(self, request, context):
+        """Fencing (docs/faults.md): raise the serving epoch of this satellite's copy
+        of namespace above every epoch it has seen, so that it refuses the
+        primary's older changes and snapshots from now on (FailedPrecondition,
+        reason STALE_EPOCH), and move sessions out of the copy (they are being
+        taken over: the primary, restored from the copy, must not serve them
+        again). Answers the copy's version after the fence and the states of
+        sessions as the copy held them (again on a retry), until ForgetCopy.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SatelliteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -806,6 +824,11 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
                     servicer.ForgetCopy,
                     request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.FromString,
                     response_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.SerializeToString,
+            ),
+            'FenceCopy': grpc.unary_unary_rpc_method_handler(
+                    servicer.FenceCopy,
+                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.FromString,
+                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1297,6 +1320,33 @@ class SatelliteService:
             '/satpage.v1.SatelliteService/ForgetCopy',
             satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
             satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FenceCopy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/satpage.v1.SatelliteService/FenceCopy',
+            satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
+            satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -2743,9 +2743,14 @@ func (x *StoreOp) GetAnswer() *Page {
 // A namespace's version: the primary's incarnation (its start time, ns) and the
 // sequence number of its last change in that incarnation.
 type ReplicaVersion struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Incarnation   uint64                 `protobuf:"varint,1,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
-	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Incarnation uint64                 `protobuf:"varint,1,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Seq         uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The namespace's serving epoch: every takeover from the primary raises it
+	// at the copies (FenceCopy); a copy refuses a change or snapshot of an
+	// older epoch, and a restarted or fenced primary serves again only with the
+	// newest epoch of its copies. Compared before incarnation and seq.
+	Epoch         uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2790,6 +2795,13 @@ func (x *ReplicaVersion) GetIncarnation() uint64 {
 func (x *ReplicaVersion) GetSeq() uint64 {
 	if x != nil {
 		return x.Seq
+	}
+	return 0
+}
+
+func (x *ReplicaVersion) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -3251,7 +3263,10 @@ type TakeOverResponse struct {
 	TablePages   uint32 `protobuf:"varint,1,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
 	PagesAdopted uint32 `protobuf:"varint,2,opt,name=pages_adopted,json=pagesAdopted,proto3" json:"pages_adopted,omitempty"`
 	// The copy read (the satellite that held it).
-	CopyAt        uint32 `protobuf:"varint,3,opt,name=copy_at,json=copyAt,proto3" json:"copy_at,omitempty"`
+	CopyAt uint32 `protobuf:"varint,3,opt,name=copy_at,json=copyAt,proto3" json:"copy_at,omitempty"`
+	// The serving epoch of failed's namespace after the takeover's fence: failed
+	// acknowledges no change of an older epoch.
+	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3303,6 +3318,13 @@ func (x *TakeOverResponse) GetPagesAdopted() uint32 {
 func (x *TakeOverResponse) GetCopyAt() uint32 {
 	if x != nil {
 		return x.CopyAt
+	}
+	return 0
+}
+
+func (x *TakeOverResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -3359,6 +3381,124 @@ func (x *ForgetCopyRequest) GetSessions() []string {
 	return nil
 }
 
+type FenceCopyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The primary whose copy is fenced (the failed serving satellite).
+	Namespace uint32 `protobuf:"varint,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Sessions being taken over (and their answer slots), moved out of the copy.
+	Sessions      []string `protobuf:"bytes,2,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FenceCopyRequest) Reset() {
+	*x = FenceCopyRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FenceCopyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FenceCopyRequest) ProtoMessage() {}
+
+func (x *FenceCopyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FenceCopyRequest.ProtoReflect.Descriptor instead.
+func (*FenceCopyRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *FenceCopyRequest) GetNamespace() uint32 {
+	if x != nil {
+		return x.Namespace
+	}
+	return 0
+}
+
+func (x *FenceCopyRequest) GetSessions() []string {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type FenceCopyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether this satellite held an in-sync copy of the namespace (the epoch is
+	// raised either way).
+	Synced bool `protobuf:"varint,1,opt,name=synced,proto3" json:"synced,omitempty"`
+	// The copy's version after the fence (its epoch the new serving epoch).
+	Version *ReplicaVersion `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The states of the sessions asked, as the copy held them when fenced.
+	Sessions      []*SessionState `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FenceCopyResponse) Reset() {
+	*x = FenceCopyResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FenceCopyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FenceCopyResponse) ProtoMessage() {}
+
+func (x *FenceCopyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FenceCopyResponse.ProtoReflect.Descriptor instead.
+func (*FenceCopyResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *FenceCopyResponse) GetSynced() bool {
+	if x != nil {
+		return x.Synced
+	}
+	return false
+}
+
+func (x *FenceCopyResponse) GetVersion() *ReplicaVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *FenceCopyResponse) GetSessions() []*SessionState {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
 type ForgetCopyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether this satellite held a copy of the namespace.
@@ -3369,7 +3509,7 @@ type ForgetCopyResponse struct {
 
 func (x *ForgetCopyResponse) Reset() {
 	*x = ForgetCopyResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3521,7 @@ func (x *ForgetCopyResponse) String() string {
 func (*ForgetCopyResponse) ProtoMessage() {}
 
 func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3534,7 @@ func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetCopyResponse.ProtoReflect.Descriptor instead.
 func (*ForgetCopyResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ForgetCopyResponse) GetHeld() bool {
@@ -3416,7 +3556,7 @@ type ReplicaStateResponse struct {
 
 func (x *ReplicaStateResponse) Reset() {
 	*x = ReplicaStateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3428,7 +3568,7 @@ func (x *ReplicaStateResponse) String() string {
 func (*ReplicaStateResponse) ProtoMessage() {}
 
 func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3441,7 +3581,7 @@ func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplicaStateResponse) GetSynced() bool {
@@ -3474,7 +3614,7 @@ type RequestSyncRequest struct {
 
 func (x *RequestSyncRequest) Reset() {
 	*x = RequestSyncRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3626,7 @@ func (x *RequestSyncRequest) String() string {
 func (*RequestSyncRequest) ProtoMessage() {}
 
 func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3639,7 @@ func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncRequest.ProtoReflect.Descriptor instead.
 func (*RequestSyncRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RequestSyncRequest) GetReplica() uint32 {
@@ -3517,7 +3657,7 @@ type RequestSyncResponse struct {
 
 func (x *RequestSyncResponse) Reset() {
 	*x = RequestSyncResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3529,7 +3669,7 @@ func (x *RequestSyncResponse) String() string {
 func (*RequestSyncResponse) ProtoMessage() {}
 
 func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3542,7 +3682,7 @@ func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncResponse.ProtoReflect.Descriptor instead.
 func (*RequestSyncResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
 }
 
 type Link struct {
@@ -3555,7 +3695,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3567,7 +3707,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3580,7 +3720,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Link) GetA() uint32 {
@@ -3607,7 +3747,7 @@ type SetFaultsRequest struct {
 
 func (x *SetFaultsRequest) Reset() {
 	*x = SetFaultsRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +3759,7 @@ func (x *SetFaultsRequest) String() string {
 func (*SetFaultsRequest) ProtoMessage() {}
 
 func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +3772,7 @@ func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*SetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SetFaultsRequest) GetCut() []*Link {
@@ -3650,7 +3790,7 @@ type SetFaultsResponse struct {
 
 func (x *SetFaultsResponse) Reset() {
 	*x = SetFaultsResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3802,7 @@ func (x *SetFaultsResponse) String() string {
 func (*SetFaultsResponse) ProtoMessage() {}
 
 func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3815,7 @@ func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsResponse.ProtoReflect.Descriptor instead.
 func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
 }
 
 type CopyAheadRequest struct {
@@ -3693,7 +3833,7 @@ type CopyAheadRequest struct {
 
 func (x *CopyAheadRequest) Reset() {
 	*x = CopyAheadRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3705,7 +3845,7 @@ func (x *CopyAheadRequest) String() string {
 func (*CopyAheadRequest) ProtoMessage() {}
 
 func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +3858,7 @@ func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadRequest.ProtoReflect.Descriptor instead.
 func (*CopyAheadRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *CopyAheadRequest) GetSessionId() string {
@@ -3760,7 +3900,7 @@ type CopyAheadResponse struct {
 
 func (x *CopyAheadResponse) Reset() {
 	*x = CopyAheadResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3912,7 @@ func (x *CopyAheadResponse) String() string {
 func (*CopyAheadResponse) ProtoMessage() {}
 
 func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3925,7 @@ func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadResponse.ProtoReflect.Descriptor instead.
 func (*CopyAheadResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CopyAheadResponse) GetCopied() []uint32 {
@@ -3813,7 +3953,7 @@ type StagePagesRequest struct {
 
 func (x *StagePagesRequest) Reset() {
 	*x = StagePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3825,7 +3965,7 @@ func (x *StagePagesRequest) String() string {
 func (*StagePagesRequest) ProtoMessage() {}
 
 func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3838,7 +3978,7 @@ func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesRequest.ProtoReflect.Descriptor instead.
 func (*StagePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StagePagesRequest) GetRoute() *Route {
@@ -3872,7 +4012,7 @@ type StagePagesResponse struct {
 
 func (x *StagePagesResponse) Reset() {
 	*x = StagePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3884,7 +4024,7 @@ func (x *StagePagesResponse) String() string {
 func (*StagePagesResponse) ProtoMessage() {}
 
 func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3897,7 +4037,7 @@ func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesResponse.ProtoReflect.Descriptor instead.
 func (*StagePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *StagePagesResponse) GetStaged() uint32 {
@@ -3927,7 +4067,7 @@ type ClaimPagesRequest struct {
 
 func (x *ClaimPagesRequest) Reset() {
 	*x = ClaimPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4079,7 @@ func (x *ClaimPagesRequest) String() string {
 func (*ClaimPagesRequest) ProtoMessage() {}
 
 func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4092,7 @@ func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesRequest.ProtoReflect.Descriptor instead.
 func (*ClaimPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClaimPagesRequest) GetSessionId() string {
@@ -3996,7 +4136,7 @@ type ClaimPagesResponse struct {
 
 func (x *ClaimPagesResponse) Reset() {
 	*x = ClaimPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4148,7 @@ func (x *ClaimPagesResponse) String() string {
 func (*ClaimPagesResponse) ProtoMessage() {}
 
 func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4021,7 +4161,7 @@ func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesResponse.ProtoReflect.Descriptor instead.
 func (*ClaimPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{60}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClaimPagesResponse) GetClaimed() uint32 {
@@ -4268,10 +4408,11 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x11KIND_ADOPT_FRAMES\x10\t\x12\x17\n" +
 	"\x13KIND_RELEASE_FRAMES\x10\n" +
 	"\x12\x17\n" +
-	"\x13KIND_ADOPT_ANSWERED\x10\v\"D\n" +
+	"\x13KIND_ADOPT_ANSWERED\x10\v\"Z\n" +
 	"\x0eReplicaVersion\x12 \n" +
 	"\vincarnation\x18\x01 \x01(\x04R\vincarnation\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\xcd\x01\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\"\xcd\x01\n" +
 	"\x10ReplicateRequest\x12'\n" +
 	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\rR\tnamespace\x12\x17\n" +
@@ -4304,15 +4445,23 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\rR\x06failed\x12(\n" +
-	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"q\n" +
+	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\"\x87\x01\n" +
 	"\x10TakeOverResponse\x12\x1f\n" +
 	"\vtable_pages\x18\x01 \x01(\rR\n" +
 	"tablePages\x12#\n" +
 	"\rpages_adopted\x18\x02 \x01(\rR\fpagesAdopted\x12\x17\n" +
-	"\acopy_at\x18\x03 \x01(\rR\x06copyAt\"M\n" +
+	"\acopy_at\x18\x03 \x01(\rR\x06copyAt\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\"M\n" +
 	"\x11ForgetCopyRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\rR\tnamespace\x12\x1a\n" +
-	"\bsessions\x18\x02 \x03(\tR\bsessions\"(\n" +
+	"\bsessions\x18\x02 \x03(\tR\bsessions\"L\n" +
+	"\x10FenceCopyRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\rR\tnamespace\x12\x1a\n" +
+	"\bsessions\x18\x02 \x03(\tR\bsessions\"\x97\x01\n" +
+	"\x11FenceCopyResponse\x12\x16\n" +
+	"\x06synced\x18\x01 \x01(\bR\x06synced\x124\n" +
+	"\aversion\x18\x02 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x124\n" +
+	"\bsessions\x18\x03 \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\"(\n" +
 	"\x12ForgetCopyResponse\x12\x12\n" +
 	"\x04held\x18\x01 \x01(\bR\x04held\"\x9a\x01\n" +
 	"\x14ReplicaStateResponse\x12\x16\n" +
@@ -4375,7 +4524,7 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x0fRegisterSession\x12\".satpage.v1.RegisterSessionRequest\x1a#.satpage.v1.RegisterSessionResponse\x12Q\n" +
 	"\fSessionStats\x12\x1f.satpage.v1.SessionStatsRequest\x1a .satpage.v1.SessionStatsResponse\x12Z\n" +
 	"\x0fOpenLiveSession\x12\".satpage.v1.OpenLiveSessionRequest\x1a#.satpage.v1.OpenLiveSessionResponse\x12<\n" +
-	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\x94\v\n" +
+	"\x05Clock\x12\x18.satpage.v1.ClockRequest\x1a\x19.satpage.v1.ClockResponse2\xde\v\n" +
 	"\x10SatelliteService\x12N\n" +
 	"\vOpenSession\x12\x1e.satpage.v1.OpenSessionRequest\x1a\x1f.satpage.v1.OpenSessionResponse\x12K\n" +
 	"\n" +
@@ -4398,7 +4547,8 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"ClaimPages\x12\x1d.satpage.v1.ClaimPagesRequest\x1a\x1e.satpage.v1.ClaimPagesResponse\x12E\n" +
 	"\bTakeOver\x12\x1b.satpage.v1.TakeOverRequest\x1a\x1c.satpage.v1.TakeOverResponse\x12K\n" +
 	"\n" +
-	"ForgetCopy\x12\x1d.satpage.v1.ForgetCopyRequest\x1a\x1e.satpage.v1.ForgetCopyResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
+	"ForgetCopy\x12\x1d.satpage.v1.ForgetCopyRequest\x1a\x1e.satpage.v1.ForgetCopyResponse\x12H\n" +
+	"\tFenceCopy\x12\x1c.satpage.v1.FenceCopyRequest\x1a\x1d.satpage.v1.FenceCopyResponseB>Z<github.com/satpage/satpage/services/gen/satpage/v1;satpagev1b\x06proto3"
 
 var (
 	file_satpage_v1_satpage_proto_rawDescOnce sync.Once
@@ -4413,7 +4563,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -4466,19 +4616,21 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*TakeOverRequest)(nil),         // 48: satpage.v1.TakeOverRequest
 	(*TakeOverResponse)(nil),        // 49: satpage.v1.TakeOverResponse
 	(*ForgetCopyRequest)(nil),       // 50: satpage.v1.ForgetCopyRequest
-	(*ForgetCopyResponse)(nil),      // 51: satpage.v1.ForgetCopyResponse
-	(*ReplicaStateResponse)(nil),    // 52: satpage.v1.ReplicaStateResponse
-	(*RequestSyncRequest)(nil),      // 53: satpage.v1.RequestSyncRequest
-	(*RequestSyncResponse)(nil),     // 54: satpage.v1.RequestSyncResponse
-	(*Link)(nil),                    // 55: satpage.v1.Link
-	(*SetFaultsRequest)(nil),        // 56: satpage.v1.SetFaultsRequest
-	(*SetFaultsResponse)(nil),       // 57: satpage.v1.SetFaultsResponse
-	(*CopyAheadRequest)(nil),        // 58: satpage.v1.CopyAheadRequest
-	(*CopyAheadResponse)(nil),       // 59: satpage.v1.CopyAheadResponse
-	(*StagePagesRequest)(nil),       // 60: satpage.v1.StagePagesRequest
-	(*StagePagesResponse)(nil),      // 61: satpage.v1.StagePagesResponse
-	(*ClaimPagesRequest)(nil),       // 62: satpage.v1.ClaimPagesRequest
-	(*ClaimPagesResponse)(nil),      // 63: satpage.v1.ClaimPagesResponse
+	(*FenceCopyRequest)(nil),        // 51: satpage.v1.FenceCopyRequest
+	(*FenceCopyResponse)(nil),       // 52: satpage.v1.FenceCopyResponse
+	(*ForgetCopyResponse)(nil),      // 53: satpage.v1.ForgetCopyResponse
+	(*ReplicaStateResponse)(nil),    // 54: satpage.v1.ReplicaStateResponse
+	(*RequestSyncRequest)(nil),      // 55: satpage.v1.RequestSyncRequest
+	(*RequestSyncResponse)(nil),     // 56: satpage.v1.RequestSyncResponse
+	(*Link)(nil),                    // 57: satpage.v1.Link
+	(*SetFaultsRequest)(nil),        // 58: satpage.v1.SetFaultsRequest
+	(*SetFaultsResponse)(nil),       // 59: satpage.v1.SetFaultsResponse
+	(*CopyAheadRequest)(nil),        // 60: satpage.v1.CopyAheadRequest
+	(*CopyAheadResponse)(nil),       // 61: satpage.v1.CopyAheadResponse
+	(*StagePagesRequest)(nil),       // 62: satpage.v1.StagePagesRequest
+	(*StagePagesResponse)(nil),      // 63: satpage.v1.StagePagesResponse
+	(*ClaimPagesRequest)(nil),       // 64: satpage.v1.ClaimPagesRequest
+	(*ClaimPagesResponse)(nil),      // 65: satpage.v1.ClaimPagesResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -4508,68 +4660,72 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	3,  // 24: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
 	41, // 25: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
 	44, // 26: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
-	41, // 27: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
-	44, // 28: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
-	55, // 29: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	3,  // 30: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
-	24, // 31: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
-	4,  // 32: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 33: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 34: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 35: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 36: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	16, // 37: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	18, // 38: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	20, // 39: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	22, // 40: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	25, // 41: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	27, // 42: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	29, // 43: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	32, // 44: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	34, // 45: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	36, // 46: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	38, // 47: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	42, // 48: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	45, // 49: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	47, // 50: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	53, // 51: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	56, // 52: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	58, // 53: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
-	60, // 54: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
-	62, // 55: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
-	48, // 56: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
-	50, // 57: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
-	5,  // 58: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 59: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 60: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 61: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	15, // 62: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	17, // 63: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	19, // 64: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	21, // 65: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	23, // 66: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	26, // 67: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	28, // 68: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	30, // 69: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	33, // 70: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	35, // 71: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	37, // 72: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	39, // 73: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	43, // 74: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	46, // 75: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	52, // 76: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	54, // 77: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	57, // 78: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	59, // 79: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
-	61, // 80: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
-	63, // 81: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
-	49, // 82: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
-	51, // 83: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
-	58, // [58:84] is the sub-list for method output_type
-	32, // [32:58] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	41, // 27: satpage.v1.FenceCopyResponse.version:type_name -> satpage.v1.ReplicaVersion
+	44, // 28: satpage.v1.FenceCopyResponse.sessions:type_name -> satpage.v1.SessionState
+	41, // 29: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	44, // 30: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	57, // 31: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	3,  // 32: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	24, // 33: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 34: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 35: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	8,  // 36: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 37: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 38: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	16, // 39: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	18, // 40: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	20, // 41: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	22, // 42: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	25, // 43: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	27, // 44: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	29, // 45: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	32, // 46: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	34, // 47: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	36, // 48: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	38, // 49: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	42, // 50: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	45, // 51: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	47, // 52: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	55, // 53: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	58, // 54: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	60, // 55: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	62, // 56: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	64, // 57: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	48, // 58: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
+	50, // 59: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
+	51, // 60: satpage.v1.SatelliteService.FenceCopy:input_type -> satpage.v1.FenceCopyRequest
+	5,  // 61: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 62: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	9,  // 63: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 64: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	15, // 65: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	17, // 66: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	19, // 67: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	21, // 68: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	23, // 69: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	26, // 70: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	28, // 71: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	30, // 72: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	33, // 73: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	35, // 74: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	37, // 75: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	39, // 76: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	43, // 77: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	46, // 78: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	54, // 79: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	56, // 80: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	59, // 81: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	61, // 82: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	63, // 83: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	65, // 84: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	49, // 85: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
+	53, // 86: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
+	52, // 87: satpage.v1.SatelliteService.FenceCopy:output_type -> satpage.v1.FenceCopyResponse
+	61, // [61:88] is the sub-list for method output_type
+	34, // [34:61] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -4585,7 +4741,7 @@ func file_satpage_v1_satpage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   61,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -526,6 +526,7 @@ const (
 	SatelliteService_ClaimPages_FullMethodName      = "/satpage.v1.SatelliteService/ClaimPages"
 	SatelliteService_TakeOver_FullMethodName        = "/satpage.v1.SatelliteService/TakeOver"
 	SatelliteService_ForgetCopy_FullMethodName      = "/satpage.v1.SatelliteService/ForgetCopy"
+	SatelliteService_FenceCopy_FullMethodName       = "/satpage.v1.SatelliteService/FenceCopy"
 )
 
 // SatelliteServiceClient is the client API for SatelliteService service.
@@ -595,6 +596,14 @@ type SatelliteServiceClient interface {
 	// Drop a session from the copy of namespace's state held here (the session
 	// was taken over: its owner, restored from this copy, must not serve it).
 	ForgetCopy(ctx context.Context, in *ForgetCopyRequest, opts ...grpc.CallOption) (*ForgetCopyResponse, error)
+	// Fencing (docs/faults.md): raise the serving epoch of this satellite's copy
+	// of namespace above every epoch it has seen, so that it refuses the
+	// primary's older changes and snapshots from now on (FailedPrecondition,
+	// reason STALE_EPOCH), and move sessions out of the copy (they are being
+	// taken over: the primary, restored from the copy, must not serve them
+	// again). Answers the copy's version after the fence and the states of
+	// sessions as the copy held them (again on a retry), until ForgetCopy.
+	FenceCopy(ctx context.Context, in *FenceCopyRequest, opts ...grpc.CallOption) (*FenceCopyResponse, error)
 }
 
 type satelliteServiceClient struct {
@@ -785,6 +794,16 @@ func (c *satelliteServiceClient) ForgetCopy(ctx context.Context, in *ForgetCopyR
 	return out, nil
 }
 
+func (c *satelliteServiceClient) FenceCopy(ctx context.Context, in *FenceCopyRequest, opts ...grpc.CallOption) (*FenceCopyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FenceCopyResponse)
+	err := c.cc.Invoke(ctx, SatelliteService_FenceCopy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SatelliteServiceServer is the server API for SatelliteService service.
 // All implementations must embed UnimplementedSatelliteServiceServer
 // for forward compatibility.
@@ -852,6 +871,14 @@ type SatelliteServiceServer interface {
 	// Drop a session from the copy of namespace's state held here (the session
 	// was taken over: its owner, restored from this copy, must not serve it).
 	ForgetCopy(context.Context, *ForgetCopyRequest) (*ForgetCopyResponse, error)
+	// Fencing (docs/faults.md): raise the serving epoch of this satellite's copy
+	// of namespace above every epoch it has seen, so that it refuses the
+	// primary's older changes and snapshots from now on (FailedPrecondition,
+	// reason STALE_EPOCH), and move sessions out of the copy (they are being
+	// taken over: the primary, restored from the copy, must not serve them
+	// again). Answers the copy's version after the fence and the states of
+	// sessions as the copy held them (again on a retry), until ForgetCopy.
+	FenceCopy(context.Context, *FenceCopyRequest) (*FenceCopyResponse, error)
 	mustEmbedUnimplementedSatelliteServiceServer()
 }
 
@@ -915,6 +942,9 @@ func (UnimplementedSatelliteServiceServer) TakeOver(context.Context, *TakeOverRe
 }
 func (UnimplementedSatelliteServiceServer) ForgetCopy(context.Context, *ForgetCopyRequest) (*ForgetCopyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForgetCopy not implemented")
+}
+func (UnimplementedSatelliteServiceServer) FenceCopy(context.Context, *FenceCopyRequest) (*FenceCopyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FenceCopy not implemented")
 }
 func (UnimplementedSatelliteServiceServer) mustEmbedUnimplementedSatelliteServiceServer() {}
 func (UnimplementedSatelliteServiceServer) testEmbeddedByValue()                          {}
@@ -1261,6 +1291,24 @@ func _SatelliteService_ForgetCopy_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SatelliteService_FenceCopy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FenceCopyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SatelliteServiceServer).FenceCopy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SatelliteService_FenceCopy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SatelliteServiceServer).FenceCopy(ctx, req.(*FenceCopyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SatelliteService_ServiceDesc is the grpc.ServiceDesc for SatelliteService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1339,6 +1387,10 @@ var SatelliteService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForgetCopy",
 			Handler:    _SatelliteService_ForgetCopy_Handler,
+		},
+		{
+			MethodName: "FenceCopy",
+			Handler:    _SatelliteService_FenceCopy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
