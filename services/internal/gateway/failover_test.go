@@ -283,7 +283,7 @@ func TestARelayWithAStaleDeadMarkProbesTheDestinationAgain(t *testing.T) {
 	c.Nodes[1].Faults().MarkDead(2) // 0 -> 1 -> 2: the relay's view is stale
 	start := time.Now()
 	readBack(t, c, "s", 150, map[uint32]string{0: "a"}) // the handover to 2, relayed by 1
-	write(t, c, "s", 1, 160, "b", "")                  // page 1 owned by 2
+	write(t, c, "s", 1, 160, "b", "")                   // page 1 owned by 2
 	c.Nodes[1].Faults().MarkDead(2)
 	readBack(t, c, "s", 250, map[uint32]string{0: "a", 1: "b"}) // back at 0: page 1 fetched from 2 via 1
 	if took := time.Since(start); took > 5*time.Second {
