@@ -52,7 +52,8 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
             idle_timeout_s: float = 3600.0, insecure: bool = False,
             isl_latitude_cutoff_deg: float = 90.0, routing_step_s: float = 60.0, push_lead_s: float = 10.0,
-            interval_s: float = 0.0, phase_s: float = 0.0, replicas: int = 2):
+            interval_s: float = 0.0, phase_s: float = 0.0, replicas: int = 2,
+            emulate_links: bool = True):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
     ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
@@ -63,7 +64,9 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
     ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s`` (handover step
     ``orbit_model.reallocation_step_ns``: 3 s for 15 s at phase 12 s; else 10 s).
     ``replicas`` is R of the satnodes (the live service keeps a dead satellite's pages
-    at R > 1; at most the satellites per plane)."""
+    at R > 1; at most the satellites per plane).
+    ``emulate_links``: the links wait the sky's delays, timed by this ephemeris
+    (docs/emulation.md; in wall-clock time, not divided by the speed)."""
     from orbit_model import reallocation_step_ns
     from satpage.cluster import cluster_up, default_state_dir
 
@@ -104,7 +107,7 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
         write_live_isl_schedule(isl, constellation, epoch, isl_hours, isl_latitude_cutoff_deg, routing_step_s)
         live["isl_hours"] = isl_hours
     st = cluster_up(constellation, state_dir=sdir, port_base=port_base, store=store, insecure=insecure, live=live,
-                    isl_schedule=isl, replicas=replicas)
+                    isl_schedule=isl, replicas=replicas, emulate_links=emulate_links)
     return _start_refresher(st)
 
 

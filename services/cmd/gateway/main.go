@@ -73,6 +73,7 @@ func run() error {
 	defer wg.Wait()
 	if links != nil {
 		mctx, cancel := context.WithCancel(ctx)
+		m.Registry.MustRegister(links.Collectors()...)
 		defer cancel()
 		// The ground link's substrate: a health check of a satellite (the gateway talks to each directly).
 		probe := func(ctx context.Context) error {

@@ -91,6 +91,7 @@ func run() error {
 	if links != nil {
 		self := uint32(cfg.Index)
 		pool.Intercept(links.ClientInterceptor)
+		m.Registry.MustRegister(links.Collectors()...)
 		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(links.ServerInterceptor(self)))
 		mctx, cancel := context.WithCancel(ctx)
 		defer cancel()

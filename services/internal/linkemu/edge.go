@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -193,4 +194,20 @@ func Open(path string, spec constellation.Spec, capacityGbps float64) (*Model, *
 	}
 	m, err := New(e, capacityGbps)
 	return m, e, err
+}
+
+// Collectors are the model's metrics: the substrate and timer lateness being
+// subtracted, and the messages not emulated.
+func (m *Model) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "satpage_link_substrate_seconds",
+			Help: "What the machine adds to one hop one way (measured; subtracted from every emulated wait)."},
+			func() float64 { return m.Substrate().Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "satpage_link_timer_lateness_seconds",
+			Help: "How late this process' timers fire, smoothed (subtracted from every emulated wait)."},
+			func() float64 { return m.Lateness().Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "satpage_link_unemulated_total",
+			Help: "Messages that crossed without waiting: their time is outside the link ephemeris."},
+			func() float64 { return float64(m.Unemulated()) }),
+	}
 }

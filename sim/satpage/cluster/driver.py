@@ -193,7 +193,8 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
 
 @contextlib.contextmanager
 def resolve_target(target: str | None, constellation: str | None = None,
-                   isl_schedule: Path | None = None, replicas: int = 1) -> Iterator[str]:
+                   isl_schedule: Path | None = None, replicas: int = 1,
+                   links: dict | None = None) -> Iterator[str]:
     """target itself; else the gateway of the running local cluster recorded in
     ``$SATPAGE_CLUSTER_DIR`` (default .cluster); else a local cluster of
     constellation (default ``$SATPAGE_CLUSTER_CONSTELLATION`` or the default
@@ -202,7 +203,12 @@ def resolve_target(target: str | None, constellation: str | None = None,
     isl_schedule is the ISL schedule the replay's counts need (None: the
     time-invariant +Grid). A recorded cluster is used only when it routes on the
     same schedule; a target cannot be checked, so it is refused with a schedule.
-    replicas is R of a cluster started here (a recorded cluster keeps its own)."""
+    replicas is R of a cluster started here (a recorded cluster keeps its own).
+    links are cluster_up's link emulation keywords for a cluster started here
+    (``link_epoch``, ``link_hours``, ``isl_capacity_gbps``: the scenario's), so its
+    links are timed by the scenario's positions (docs/emulation.md); a recorded
+    cluster timed from another epoch is used, with a warning (its counts hold, its
+    latencies are another sky's)."""
     constellation = constellation or os.environ.get("SATPAGE_CLUSTER_CONSTELLATION",
                                                     DEFAULT_CONSTELLATION)
     if target:
@@ -225,6 +231,11 @@ def resolve_target(target: str | None, constellation: str | None = None,
             log.warning("the running local cluster in %s has --replicas %d, the scenario %d: "
                         "its replication counts are not the engine's", state.state_dir,
                         state.replicas, replicas)
+        want_epoch = (links or {}).get("link_epoch")
+        if want_epoch and state.links and not _same_instant(state.links.get("epoch"), want_epoch):
+            log.warning("the running local cluster in %s times its links from %s, the scenario "
+                        "starts at %s: its latencies are not the scenario's", state.state_dir,
+                        state.links.get("epoch"), want_epoch)
         _LOCAL[state.gateway] = state
         try:
             yield state.gateway
@@ -235,13 +246,23 @@ def resolve_target(target: str | None, constellation: str | None = None,
     with tempfile.TemporaryDirectory(prefix="satpage-cluster-") as tmp:
         log.info("starting a local cluster (%s) for this replay", constellation)
         st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, isl_schedule=isl_schedule,
-                        replicas=replicas)
+                        replicas=replicas, **(links or {}))
         _LOCAL[st.gateway] = st
         try:
             yield st.gateway
         finally:
             _LOCAL.pop(st.gateway, None)
             cluster_down(Path(tmp))
+
+
+def _same_instant(a: str | None, b: str) -> bool:
+    import datetime as dt
+
+    try:
+        return (dt.datetime.fromisoformat(str(a).replace("Z", "+00:00"))
+                == dt.datetime.fromisoformat(b.replace("Z", "+00:00")))
+    except ValueError:
+        return False
 
 
 def _free_port_base(constellation: str) -> int:

@@ -10,6 +10,7 @@ dropped), no persistence and the lowest timer rate; nodes log warnings only.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -106,6 +107,8 @@ class ClusterState:
     tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
     #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s", "push_lead_s"}; None: replay only
     live: dict | None = None
+    #: link emulation (docs/emulation.md): {"ephemeris", "epoch", "hours", "isl_capacity_gbps"}; None: off
+    links: dict | None = None
 
     @property
     def satellites(self) -> int:
@@ -286,11 +289,44 @@ def _grpc_serving(addrs: list[str], timeout_s: float, tls_dir: str | None = None
     return bad
 
 
+LINK_EPHEMERIS_FILE = "link-ephemeris.bin"
+
+
+def write_link_ephemeris(sdir: Path, constellation: str, epoch: str | None, hours: float,
+                         live: dict | None = None) -> dict:
+    """The ephemeris that times a cluster's links (docs/emulation.md): a live cluster's
+    own, else ``hours`` of positions from ``epoch`` (default: the default scenario's)
+    written to ``<sdir>/link-ephemeris.bin`` (12 bytes per satellite per minute: 2.6 MB
+    for 150 satellites over a day). Returns what ClusterState.links records."""
+    if live:
+        return {"ephemeris": str(live["ephemeris"]), "epoch": str(live.get("epoch")),
+                "hours": float(live.get("hours", 0.0))}
+    if not 0 < hours <= 24 * 31:
+        raise ValueError(f"link ephemeris horizon {hours} h must be above 0 and at most 31 days")
+    from orbit_model import Constellation, write_ephemeris
+    from satpage.scenario import TimeSection
+
+    text = epoch or TimeSection().epoch
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"link epoch {text!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    path = sdir / LINK_EPHEMERIS_FILE
+    sdir.mkdir(parents=True, exist_ok=True)
+    write_ephemeris(path, Constellation.from_spec(constellation, epoch=when.astimezone(dt.UTC)),
+                    int(round(hours * 3600 * 1e9)))
+    return {"ephemeris": str(path), "epoch": when.astimezone(dt.UTC).isoformat(), "hours": float(hours)}
+
+
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
                port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
                isl_schedule: Path | None = None, timeout_s: float = 120.0,
                insecure: bool = False, live: dict | None = None,
-               replicas: int = 1, tls_dir: Path | None = None) -> ClusterState:
+               replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
+               link_epoch: str | None = None, link_hours: float = 24.0,
+               isl_capacity_gbps: float = 100.0) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -310,7 +346,13 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     live puts the gateway in live mode: ``{"ephemeris": PATH, "speed": FACTOR,
     "idle_timeout_s": S}`` (``satpage.live.live_up`` writes the ephemeris); the
     clock runs in real time from the ephemeris' epoch until the gateway starts, and
-    at ``speed`` from there (``clock_start`` is recorded)."""
+    at ``speed`` from there (``clock_start`` is recorded).
+
+    emulate_links (on by default, docs/emulation.md): relayed hops wait their ISL's
+    delay and the gateway the ground link of a session with a place, timed by an
+    ephemeris of ``link_hours`` from ``link_epoch`` (ISO 8601; default: the default
+    scenario's epoch) written into the state directory, or by the live ephemeris;
+    every directed ISL carries ``isl_capacity_gbps``."""
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
@@ -363,11 +405,16 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
 
         tls_dir = str(write_tls_dir(sdir / "tls", n).tls_dir)
         security_args = ["--tls-dir", tls_dir]
+    link_args, links = ["--emulate-links=false"], None
+    if emulate_links:
+        links = write_link_ephemeris(sdir, constellation, link_epoch, link_hours, live)
+        links["isl_capacity_gbps"] = float(isl_capacity_gbps)
+        link_args = ["--link-ephemeris", links["ephemeris"], "--isl-capacity-gbps", repr(float(isl_capacity_gbps))]
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),
                          isl_schedule_sha256=digest, tls_dir=tls_dir, live=dict(live) if live else None,
-                         replicas=replicas)
+                         replicas=replicas, links=links)
     records = state.processes
     try:
         _save(state)
@@ -394,7 +441,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                     "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
                     "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
                     "--log-level", "warn", "--stop-timeout", "5s", "--replicas", str(replicas),
-                    *schedule_args, *security_args]
+                    *schedule_args, *security_args, *link_args]
             records.append(_spawn("satnode", i, argv, log_dir, env))
         _save(state)
         sat_addrs = [state.satellite_addr(i) for i in range(n)]
@@ -403,10 +450,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         argv = [str(gateway), "--constellation", constellation, "--listen", state.gateway,
                 "--metrics-listen", f"127.0.0.1:{port_base + 1}",
                 "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                "--log-level", "warn", "--stop-timeout", "5s", *security_args]
+                "--log-level", "warn", "--stop-timeout", "5s", *security_args, *link_args]
         if live:
-            import datetime as dt
-
             start = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             state.live["clock_start"] = start
             argv += ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),

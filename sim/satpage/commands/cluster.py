@@ -21,6 +21,11 @@ from satpage.console import fail, print_json, setup_logging, stdout
 app = typer.Typer(help="A local cluster of satnode + Redis processes and a gateway on loopback.",
                   no_args_is_help=True)
 
+EmulateLinks = Annotated[bool, typer.Option(
+    "--emulate-links/--no-emulate-links", envvar="SATPAGE_EMULATE_LINKS",
+    help="Link emulation (docs/emulation.md): relayed hops wait their ISL's distance / c and "
+    "queue at its capacity; the gateway waits the ground link of a session with a place.")]
+
 StateDir = Annotated[Path | None, typer.Option(
     "--state-dir", help="Where the cluster records what it started "
     "(default $SATPAGE_CLUSTER_DIR or .cluster).")]
@@ -49,6 +54,16 @@ def up(
     tls_dir: Annotated[Path | None, typer.Option(
         "--tls-dir", help="Bring your own TLS material (layout: docs/security.md) instead of "
         "a fresh CA.")] = None,
+    emulate_links: EmulateLinks = True,
+    link_epoch: Annotated[str | None, typer.Option(
+        "--link-epoch", help="Epoch of the positions that time the links, ISO 8601 (the "
+        "scenarios' time 0; default: the default scenario's).")] = None,
+    link_hours: Annotated[float, typer.Option(
+        "--link-hours", help="Hours of positions from the link epoch (later times cross "
+        "without waiting).")] = 24.0,
+    isl_capacity_gbps: Annotated[float, typer.Option(
+        "--isl-capacity-gbps", help="Capacity of every directed ISL, Gbit/s "
+        "(network.isl_capacity_gbps).")] = 100.0,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -60,18 +75,21 @@ def up(
     try:
         st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
                         isl_schedule=isl_schedule, insecure=insecure, replicas=replicas,
-                        tls_dir=tls_dir)
+                        tls_dir=tls_dir, emulate_links=emulate_links, link_epoch=link_epoch,
+                        link_hours=link_hours, isl_capacity_gbps=isl_capacity_gbps)
     except ValueError as exc:
         fail(str(exc))
     if json_out:
         print_json({"gateway": st.gateway, "satellites": st.satellites, "tls_dir": st.tls_dir,
                     "insecure": st.tls_dir is None, "replicas": st.replicas,
-                    "processes": len(st.processes), "state_dir": st.state_dir})
+                    "processes": len(st.processes), "state_dir": st.state_dir,
+                    "links": st.links})
     else:
         sec = f"TLS material in {st.tls_dir}" if st.tls_dir else "[bold red]INSECURE[/] (plain text)"
         stdout.print(f"cluster up: {st.satellites} satellites ({st.constellation}), "
                      f"{len(st.processes)} processes; gateway [bold]{st.gateway}[/]; {sec}; "
                      f"state in {st.state_dir}")
+        stdout.print(f"links: {'emulated from ' + st.links['epoch'] if st.links else 'not emulated'}")
 
 
 @app.command("status")
@@ -105,6 +123,77 @@ def down(state_dir: StateDir = None) -> None:
     n = cluster_down(state_dir)
     where = (state_dir or default_state_dir()).resolve()
     stdout.print(f"cluster down: stopped {n} processes recorded in {where}")
+
+
+@app.command("fidelity")
+def fidelity_cmd(
+    paths: Annotated[int, typer.Option("--paths", help="Random multi-hop ISL paths to probe.")] = 60,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the paths and times.")] = 1,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Gateway host:port of any deployment (default: the recorded local "
+        "cluster's).")] = None,
+    tls_dir: Annotated[Path | None, typer.Option(
+        "--tls-dir", help="TLS material for --target (default $SATPAGE_TLS_DIR or the recorded "
+        "cluster's).")] = None,
+    constellation: Annotated[str | None, typer.Option(
+        "--constellation", help="With --target: its constellation (default: the default).")] = None,
+    epoch: Annotated[str | None, typer.Option(
+        "--epoch", help="With --target: the epoch of its link ephemeris, ISO 8601 (default: the "
+        "default scenario's).")] = None,
+    hours: Annotated[float, typer.Option(
+        "--hours", help="With --target: hours its link ephemeris covers.")] = 24.0,
+    state_dir: StateDir = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Probe random multi-hop ISL paths through the gateway (one page fault each) and
+    compare each path's measured one-way time with distance / c from orbit_model's
+    positions at the probe's time (docs/emulation.md)."""
+    import os
+    import time
+
+    from satpage.cluster.fidelity import fidelity
+    from satpage.cluster.local import load_state
+    from satpage.scenario import TimeSection
+
+    setup_logging(verbose)
+    if not 1 <= paths <= 10_000:
+        fail(f"--paths {paths} must lie in 1..10000")
+    metrics = None
+    if target is None:
+        st = load_state(state_dir)
+        if st is None or not st.processes:
+            fail(f"no local cluster is recorded in {(state_dir or default_state_dir()).resolve()}: "
+                 "start one with `satpage cluster up` or give --target")
+        if not st.links:
+            fail(f"the local cluster in {st.state_dir} does not emulate its links "
+                 "(started with --no-emulate-links)")
+        target, constellation = st.gateway, st.constellation
+        epoch, hours = st.links["epoch"], float(st.links["hours"]) or hours
+        tls_dir = Path(st.tls_dir) if st.tls_dir else None
+        metrics = [f"http://127.0.0.1:{st.port_base + 2 + st.satellites + i}/metrics"
+                   for i in range(st.satellites)]
+    elif tls_dir is None and os.environ.get("SATPAGE_TLS_DIR"):
+        tls_dir = Path(os.environ["SATPAGE_TLS_DIR"])
+    load = os.getloadavg()
+    started = time.monotonic()
+    try:
+        out = fidelity(target, constellation or DEFAULT_CONSTELLATION, epoch or TimeSection().epoch,
+                       hours=hours, paths=paths, seed=seed, tls_dir=tls_dir, metrics_urls=metrics)
+    except ValueError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(str(exc), 1)
+    out["load_1m"] = [round(load[0], 2), round(os.getloadavg()[0], 2)]  # before, after
+    out["cpus"] = os.cpu_count()
+    out["seconds"] = round(time.monotonic() - started, 1)
+    if json_out:
+        print_json(out)
+        return
+    stdout.print(f"fidelity of {out['paths']} paths ({out['hops_mean']:g} hops on average) at {target}: "
+                 f"|measured - intended| p50 {out['error_ms_p50']:.3f} ms, p99 {out['error_ms_p99']:.3f} ms, "
+                 f"max {out['error_ms_max']:.3f} ms; substrate p50 {out['substrate_ms_p50']} ms; "
+                 f"load {out['load_1m'][0]:g} -> {out['load_1m'][1]:g} on {out['cpus']} CPUs")
 
 
 @app.command("kill")

@@ -172,8 +172,11 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
         replicas = sc.faults.replicas
         repl = {n: dict.fromkeys(REPLICATION_KEYS, 0) for n in names}
         # one gateway for the whole run (a local cluster is started once when no target)
+        # the links of a cluster started here are timed by the scenario's positions
+        links = {"link_epoch": sc.time.epoch, "link_hours": sc.time.duration_s / 3600 + 0.1,
+                 "isl_capacity_gbps": sc.network.isl_capacity_gbps}
         with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule,
-                                    replicas=replicas) as target,
+                                    replicas=replicas, links=links) as target,
               progress() as bar):
             local = driver.local_state(target)  # None: a given target, its relays' counters unread
             task = bar.add_task(f"replaying through the cluster at {target}",

@@ -17,6 +17,7 @@ from satpage.cluster import (
     default_state_dir,
     load_state,
 )
+from satpage.commands.cluster import EmulateLinks
 from satpage.console import fail, print_json, setup_logging, stdout
 
 app = typer.Typer(help="Live mode: the cluster on a constellation clock, sessions opened by location.",
@@ -81,6 +82,7 @@ def up(
         "--replicas", help="Replication factor R: every page is also held by the R-1 satellites behind "
         "its owner in its plane, so a satellite that dies loses none (docs/faults.md). 1: no "
         "replicas.")] = 2,
+    emulate_links: EmulateLinks = True,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -99,7 +101,8 @@ def up(
                      hours=hours, store=store, policy=policy, sticky=sticky, min_elevation_deg=min_elevation,
                      idle_timeout_s=idle_timeout_s, insecure=insecure,
                      isl_latitude_cutoff_deg=isl_latitude_cutoff, push_lead_s=lead_s,
-                     interval_s=interval_s, phase_s=phase_s, replicas=replicas)
+                     interval_s=interval_s, phase_s=phase_s, replicas=replicas,
+                     emulate_links=emulate_links)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:
@@ -183,6 +186,7 @@ def demo(
         "(Starlink: 15; 0: handovers follow the geometry).")] = 0.0,
     phase_s: Annotated[float, typer.Option("--phase-s", help="Reallocation instants at phase + k x "
                                            "interval from the epoch (Starlink: 12).")] = 0.0,
+    emulate_links: EmulateLinks = True,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -214,7 +218,8 @@ def demo(
                 base = port_base or _free_port_base(constellation)
                 hours = max(1.0, minutes / 60 + 0.5)
                 live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store,
-                        push_lead_s=lead_s, interval_s=interval_s, phase_s=phase_s)
+                        push_lead_s=lead_s, interval_s=interval_s, phase_s=phase_s,
+                        emulate_links=emulate_links)
                 try:
                     st = load_state(Path(tmp))
                     head, clients = run_demo(st.gateway, places, minutes=minutes, strategy=strategy,

@@ -1,0 +1,170 @@
+"""`satpage cluster fidelity`: how closely a deployed constellation's relayed hops
+take what the sky would (docs/emulation.md).
+
+A probe is one page fault over a multi-hop ISL path, sent through the gateway as
+any session's access is: a session visits satellite A, then B; its page is
+created at A, the handover to B is done by a first access, and the page is read
+at B at time t, so B fetches it from A over the routed path B -> ... -> A and
+back (FetchPages). The same page read again at once is local at B. The fault's
+round trip less the local one's is the path there and back on the wire; half of
+it is ``measured_ms``. ``intended_ms`` is the path's one-way propagation delay,
+distance / c from orbit_model's positions (SGP4) at t, over the path the relays
+take (each picks its lowest-indexed neighbour one hop closer, as
+services/internal/constellation does)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FidelityProbe", "fidelity", "relay_path"]
+
+NS_PER_S = 1_000_000_000
+RPC_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class FidelityProbe:
+    """One path's probe."""
+
+    satellites: list[int]  # the hop sequence, from the serving satellite to the page's owner
+    time_s: float  # from the epoch
+    intended_ms: float  # one way, from orbit_model's positions
+    measured_ms: float  # one way: (fault round trip - local round trip) / 2
+
+    def to_json(self) -> dict:
+        return {"satellites": self.satellites, "time_s": self.time_s,
+                "intended_ms": round(self.intended_ms, 4), "measured_ms": round(self.measured_ms, 4)}
+
+
+def relay_path(hops: np.ndarray, neighbours: list[np.ndarray], src: int, dst: int) -> list[int]:
+    """The satellites a routed request from src to dst passes (both included): at each
+    one, the lowest-indexed neighbour one hop closer to dst (constellation.Grid.NextHop)."""
+    path = [src]
+    at = src
+    while at != dst:
+        d = hops[at, dst]
+        at = int(next(n for n in neighbours[at] if hops[n, dst] == d - 1))
+        path.append(at)
+    return path
+
+
+def _one_way_ms(positions_km: np.ndarray, path: list[int]) -> float:
+    from orbit_model import SPEED_OF_LIGHT_KM_S
+
+    p = positions_km[path]
+    return float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum() / SPEED_OF_LIGHT_KM_S * 1e3)
+
+
+def _substrate_ms(metrics_urls: list[str]) -> float | None:
+    """Median of the satnodes' measured substrate (satpage_link_substrate_seconds)."""
+    values = []
+    for url in metrics_urls:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:  # noqa: S310 (loopback metrics)
+                text = r.read().decode()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("satpage_link_substrate_seconds "):
+                values.append(float(line.split()[1]) * 1e3)
+    return float(np.median(values)) if values else None
+
+
+def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths: int = 60,
+             seed: int = 1, tls_dir: Path | None = None, min_hops: int = 2,
+             metrics_urls: list[str] | None = None) -> dict:
+    """Probe ``paths`` random multi-hop paths (at least ``min_hops``) at random times in
+    the first ``hours`` from ``epoch`` (the positions that time the cluster's links)
+    through the gateway at ``target``; returns the report of `satpage cluster fidelity`."""
+    import grpc
+
+    from orbit_model import Constellation
+    from orbit_model.isl import IslNetwork
+    from orbit_model.propagate import itrs_positions_km
+    from satpage.cluster.channel import open_channel, tls_dir_for, token_metadata
+    from satpage.rpc import satpage_pb2 as pb
+    from satpage.rpc import satpage_pb2_grpc as pbg
+
+    if paths < 1:
+        raise ValueError(f"paths {paths} must be at least 1")
+    when = dt.datetime.fromisoformat(epoch.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    const = Constellation.from_spec(constellation, epoch=when.astimezone(dt.UTC))
+    net = IslNetwork(const)
+    hops = net.hop_matrix(0)
+    neighbours = net.neighbours(0)
+    n = const.n_satellites
+    rng = np.random.default_rng(seed)
+    lo, hi = 60 * NS_PER_S, int(hours * 3600 * NS_PER_S) - 60 * NS_PER_S
+    if hi <= lo:
+        raise ValueError(f"the links are timed for {hours} h: too short to probe")
+    pairs = []
+    while len(pairs) < paths:
+        a, b = (int(x) for x in rng.integers(0, n, 2))
+        if hops[a, b] >= min_hops:
+            pairs.append((a, b))
+    times = np.sort(rng.integers(lo // NS_PER_S, hi // NS_PER_S, paths)) * NS_PER_S + 250_000_000
+    pos = itrs_positions_km(const, times, knot_ns=None, report=False)  # (n, paths, 3)
+    if tls_dir is None:
+        tls_dir = tls_dir_for(target)
+    prefix = uuid.uuid4().hex[:8]
+    out = []
+    with open_channel(target, tls_dir) as ch:
+        try:
+            grpc.channel_ready_future(ch).result(timeout=10)
+        except grpc.FutureTimeoutError:
+            raise OSError(f"no gateway answers at {target!r}") from None
+        page, control = pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch)
+        for j, (owner, server) in enumerate(pairs):
+            t = int(times[j])
+            sid = f"fidelity-{prefix}-{j}"
+            visits = [pb.Visit(satellite=owner, start_ns=t - 2 * NS_PER_S),
+                      pb.Visit(satellite=server, start_ns=t - NS_PER_S)]
+            reg = control.RegisterSession(pb.RegisterSessionRequest(session_id=sid, visits=visits,
+                                                                    table_pages=2), timeout=RPC_TIMEOUT_S)
+            md = token_metadata(reg.token)
+
+            def read(p: int, at: int, _sid=sid, _md=md):
+                start = time.perf_counter_ns()
+                r = page.ReadPage(pb.ReadPageRequest(session_id=_sid, page=p, scenario_time_ns=at),
+                                  timeout=RPC_TIMEOUT_S, metadata=_md)
+                return r, (time.perf_counter_ns() - start) / 1e6
+
+            try:
+                read(0, t - 2 * NS_PER_S)  # created at the owner
+                read(1, t - NS_PER_S // 2)  # the handover to the server is done here
+                fault, fault_ms = read(0, t)
+                local, local_ms = read(0, t + 1)
+            finally:
+                page.EndSession(pb.EndSessionRequest(session_id=sid, scenario_time_ns=t + 2),
+                                timeout=RPC_TIMEOUT_S, metadata=md)
+            path = relay_path(hops, neighbours, server, owner)
+            if fault.outcome != pb.OUTCOME_MOVED or fault.hops != len(path) - 1 \
+                    or local.outcome != pb.OUTCOME_LOCAL:
+                raise OSError(f"probe {j} ({server} -> {owner} at {t} ns): fault outcome "
+                              f"{fault.outcome} after {fault.hops} hops, then {local.outcome}; "
+                              f"want a move over {len(path) - 1} hops, then a local access")
+            out.append(FidelityProbe(satellites=path, time_s=t / NS_PER_S,
+                                     intended_ms=_one_way_ms(pos[:, j], path),
+                                     measured_ms=(fault_ms - local_ms) / 2))
+    err = np.abs(np.array([p.measured_ms - p.intended_ms for p in out]))
+    sub = _substrate_ms(metrics_urls) if metrics_urls else None
+    return {"constellation": constellation, "epoch": when.astimezone(dt.UTC).isoformat(),
+            "target": target, "paths": len(out),
+            "error_ms_p50": round(float(np.percentile(err, 50)), 4),
+            "error_ms_p99": round(float(np.percentile(err, 99)), 4),
+            "error_ms_max": round(float(err.max()), 4),
+            "substrate_ms_p50": None if sub is None else round(sub, 4),
+            "hops_mean": round(float(np.mean([len(p.satellites) - 1 for p in out])), 2),
+            "paths_detail": [p.to_json() for p in out]}
