@@ -7,8 +7,10 @@ TOOLS := $(CURDIR)/.tools/bin
 export PATH := $(TOOLS):$(PATH)
 GO_TEST_FLAGS ?= -race -count=1
 PYTEST_FLAGS ?= -n 2
+# Every run prints its 15 slowest tests.
+PYTEST_COMMON := --durations=15
 
-.PHONY: setup run test pytest gotest lint proto proto-check build bench help
+.PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit lint proto proto-check build bench help
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -19,17 +21,36 @@ setup:  ## install everything (Debian packages, .venv, Go tools, helm); safe to 
 run: setup build  ## the main job: satpage compare on the default scenario, in-process
 	$(VENV)/bin/satpage compare
 
-test: setup build proto-check view-check lint pytest gotest  ## the default test suite (what CI runs)
+test: setup build proto-check view-check lint pytest gotest  ## the whole suite, both tiers (what CI runs)
+
+test-unit:  ## the unit tier: tests that start no process (no redis, cluster, helm, chromium, Dask, subprocess)
+	$(MAKE) --no-print-directory pytest-unit gotest-unit
 
 pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a failure
-	$(PY) -m pytest $(PYTEST_FLAGS)
+	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON)
+
+pytest-unit:  ## Python unit tier: not marked integration (the root conftest.py fails a unit test that starts a process)
+	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON) -m "not integration"
 
 gotest:  ## Go tests with the race detector
 	cd services && go test $(GO_TEST_FLAGS) ./...
 
+gotest-unit:  ## Go unit tier: -short skips every test that starts a redis-server (storetest.RedisServer)
+	cd services && go test $(GO_TEST_FLAGS) -short ./...
+
 lint:  ## ruff for Python, go vet for Go
-	$(VENV)/bin/ruff check orbit-model pager sim bench
+	$(VENV)/bin/ruff check orbit-model pager client sim bench
 	cd services && go vet ./...
+
+WHEEL_SRC := orbit-model pager client sim
+DIST ?= dist
+.PHONY: wheels
+wheels:  ## $(DIST)/*.whl: orbit-model, satpage-pager, satpage-client, satpage (this platform's: with satnode, gateway, satcheck)
+	rm -rf $(DIST) build/wheel-bin $(addsuffix /build,$(WHEEL_SRC)) && mkdir -p $(DIST) build/wheel-bin
+	cd services && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o ../build/wheel-bin/ ./cmd/satnode ./cmd/gateway ./cmd/satcheck
+	SATPAGE_WHEEL_BIN=$(CURDIR)/build/wheel-bin $(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(DIST) $(addprefix ./,$(WHEEL_SRC))
+	rm -rf $(addsuffix /build,$(WHEEL_SRC))
+	@ls -l $(DIST)
 
 build:  ## build the Go binaries into bin/
 	mkdir -p bin
@@ -41,14 +62,14 @@ proto:  ## regenerate Go and Python stubs from services/proto
 	  --go_out=gen --go_opt=paths=source_relative \
 	  --go-grpc_out=gen --go-grpc_opt=paths=source_relative \
 	  satpage/v1/satpage.proto
-	$(PY) -m grpc_tools.protoc -Isatpage/rpc=services/proto/satpage/v1 \
-	  --python_out=sim --pyi_out=sim --grpc_python_out=sim satpage/rpc/satpage.proto
+	$(PY) -m grpc_tools.protoc -Isatpage_client/rpc=services/proto/satpage/v1 \
+	  --python_out=client --pyi_out=client --grpc_python_out=client satpage_client/rpc/satpage.proto
 
 proto-check: proto  ## fail when the checked-in stubs differ from what the .proto generates
-	@git diff --exit-code --stat -- services/gen sim/satpage/rpc \
+	@git diff --exit-code --stat -- services/gen client/satpage_client/rpc \
 	  || { echo "generated stubs are stale: run 'make proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- services/gen sim/satpage/rpc)" \
-	  || { echo "untracked generated stubs: run 'make proto' and commit" >&2; git status --short -- services/gen sim/satpage/rpc >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- services/gen client/satpage_client/rpc)" \
+	  || { echo "untracked generated stubs: run 'make proto' and commit" >&2; git status --short -- services/gen client/satpage_client/rpc >&2; exit 1; }
 
 .PHONY: view view-check
 view:  ## rebuild satpage view's front end (sim/web -> sim/satpage/view/static/view.js)

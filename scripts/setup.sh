@@ -29,7 +29,7 @@ if ((${#need_apt[@]})); then
 fi
 # The packaged service may have started a redis on 6379: tests start their own.
 
-# Python: one venv, three editable packages, pinned. compat mode puts each
+# Python: one venv, four editable packages, pinned. compat mode puts each
 # component folder on sys.path, so the repo-root folder pager/ cannot shadow
 # the package pager/pager/ as a namespace package.
 PY=${PYTHON:-python3.11}
@@ -40,12 +40,29 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 stamp=.venv/.satpage-installed
 if [[ ! -f $stamp || constraints.txt -nt $stamp || orbit-model/pyproject.toml -nt $stamp \
-      || pager/pyproject.toml -nt $stamp || sim/pyproject.toml -nt $stamp ]]; then
+      || pager/pyproject.toml -nt $stamp || client/pyproject.toml -nt $stamp \
+      || sim/pyproject.toml -nt $stamp ]]; then
   log "pip install (constraints.txt)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -c constraints.txt -r requirements-dev.txt \
-    --config-settings editable_mode=compat -e orbit-model -e pager -e sim
+    --config-settings editable_mode=compat -e orbit-model -e pager -e client -e sim
   touch "$stamp"
+fi
+
+# The wheels' dependencies as a local wheelhouse (one download; refreshed when the
+# pins or the packages' dependencies change): sim/tests/test_wheels.py installs
+# `make wheels` into a fresh virtual environment from it with --no-index, so the
+# test neither waits on PyPI nor needs it.
+WHEELHOUSE=${SATPAGE_WHEELHOUSE:-$HOME/.cache/satpage/wheels}
+wstamp=$WHEELHOUSE/.satpage-downloaded
+if [[ ! -f $wstamp || constraints.txt -nt $wstamp || orbit-model/pyproject.toml -nt $wstamp \
+      || pager/pyproject.toml -nt $wstamp || client/pyproject.toml -nt $wstamp \
+      || sim/pyproject.toml -nt $wstamp ]]; then
+  log "pip download the wheels' dependencies into $WHEELHOUSE"
+  mkdir -p "$WHEELHOUSE"
+  .venv/bin/python -m pip download -q -d "$WHEELHOUSE" -c constraints.txt \
+    ./orbit-model ./pager ./client ./sim
+  touch "$wstamp"
 fi
 
 # satpage view's front end: pinned npm dependencies (package-lock.json), bundled by

@@ -16,7 +16,6 @@ makes every engine process the same, with or without Dask.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import platform
 
@@ -45,7 +44,8 @@ def tune_allocator() -> bool:
         return _done[0]
     ok = False
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # glibc's soname on every Linux ABI; find_library would run ldconfig in a subprocess
+        libc = ctypes.CDLL("libc.so.6")
         ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
                   and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
         if not ok:

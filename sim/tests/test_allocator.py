@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+pytestmark = [pytest.mark.integration,  # runs python in a subprocess
+              pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")]
 
 CYCLES = """
 import resource, sys

@@ -18,6 +18,8 @@ import yaml
 
 from satpage import __version__
 
+pytestmark = pytest.mark.integration  # starts processes: helm
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "satpage"
 HELM = ROOT / ".tools" / "bin" / "helm"

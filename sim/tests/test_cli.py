@@ -2,6 +2,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from satpage.cli import app
@@ -15,6 +16,7 @@ def test_help_lists_every_command():
         assert command in result.output
 
 
+@pytest.mark.integration
 def test_the_installed_entry_point_runs():
     exe = Path(sys.executable).with_name("satpage")
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True)

@@ -216,8 +216,8 @@ def test_a_satnode_stopped_with_sigterm_sends_the_releases_it_owes(tmp_path):
     _need_binaries()
     import grpc
 
-    from satpage.rpc import satpage_pb2 as pb
-    from satpage.rpc import satpage_pb2_grpc as rpc
+    from satpage_client.rpc import satpage_pb2 as pb
+    from satpage_client.rpc import satpage_pb2_grpc as rpc
 
     spec = "walker-star:4/2/0:500:87"
     _satpage("cluster", "up", "--constellation", spec, "--state-dir", str(tmp_path),

@@ -25,6 +25,7 @@ def in_process():
     return compare_json()
 
 
+@pytest.mark.integration
 def test_compare_on_a_local_cluster_of_two_workers_gives_the_in_process_json(in_process):
     on_dask = compare_json("--dask", "local:2")
     assert on_dask["dask"] == "local:2" and on_dask["processes"] == 2
@@ -34,6 +35,7 @@ def test_compare_on_a_local_cluster_of_two_workers_gives_the_in_process_json(in_
     assert in_process["dask"] is None and in_process["memory"]["peak_rss_mb"] > 0
 
 
+@pytest.mark.integration
 def test_compare_on_a_running_scheduler_gives_the_in_process_json(in_process):
     from distributed import LocalCluster
 
@@ -45,6 +47,7 @@ def test_compare_on_a_running_scheduler_gives_the_in_process_json(in_process):
         k: v for k, v in in_process.items() if k not in RUN_FIELDS}
 
 
+@pytest.mark.integration
 def test_sweep_on_dask_gives_the_in_process_rows(tmp_path):
     args = ["sweep", *SMALL, "--vary", "workload.zipf_s=0.8,1.2", "--strategies",
             "on-demand,proactive", "--json"]
@@ -64,6 +67,7 @@ def test_a_bad_dask_target_exits_2_naming_it(bad):
     assert f"--dask {bad!r}" in result.output
 
 
+@pytest.mark.integration
 def test_failures_and_replication_on_dask_give_the_in_process_figures():
     # the failure schedule is drawn from the scenario seed in every worker's World
     faults = ["--set", "faults.count=40", "--set", "faults.replicas=2",
@@ -115,6 +119,7 @@ def test_chunk_groups_tile_the_chunks_four_per_worker_and_end_together(n_chunks,
     assert max(free) <= n_chunks / n_workers + 1
 
 
+@pytest.mark.integration
 def test_a_worker_tunes_its_allocator_before_it_runs_chunks():
     """A Dask worker starts with the nanny's MALLOC_TRIM_THRESHOLD_, under which every
     large array is a fresh mapping (tests/test_allocator.py measures it); the worker

@@ -219,6 +219,7 @@ def test_redis_sizing_follows_the_measured_cost_of_a_frame():
     assert small.maxmemory_mib == deploy.MIN_MAXMEMORY_MIB
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not HELM.exists(), reason="helm is not in .tools/bin (scripts/setup.sh --with-helm)")
 @pytest.mark.parametrize("args", [["--constellation", "walker:24/4/1:550:53", "--gateway-service", "NodePort",
                                    "--page-bytes", "65536"],
@@ -266,6 +267,7 @@ def test_deploy_stack_writes_the_stack_for_another_constellation(tmp_path):
 
 # --- the end-to-end verdict ------------------------------------------------------
 
+@pytest.mark.integration
 def test_the_e2e_verdict_passes_equal_counts_and_fails_any_difference(tmp_path):
     script = ROOT / "scripts" / "e2e-compare.py"
     engine = {"totals": [321.0, 477.0], "last_row": [33.0, 346.0], "proactive_moves": 2797.0,
@@ -290,6 +292,7 @@ def test_the_e2e_verdict_passes_equal_counts_and_fails_any_difference(tmp_path):
     assert run("compare", str(tmp_path / "ce.json"), str(tmp_path / "none.json")).returncode == 1
 
 
+@pytest.mark.integration
 def test_the_e2e_loss_check_counts_frames_missing_after_a_kill(tmp_path):
     """`lost` compares the frames EndSession deleted in a replay without and with a kill."""
     script = ROOT / "scripts" / "e2e-compare.py"
@@ -308,6 +311,7 @@ def test_the_e2e_loss_check_counts_frames_missing_after_a_kill(tmp_path):
     assert lost.returncode == 1 and "pages_lost=77" in lost.stdout
 
 
+@pytest.mark.integration
 def test_apt_ensure_changes_nothing_when_installed_and_rejects_bad_names():
     script = ROOT / "scripts" / "apt-ensure.sh"
     ok = subprocess.run(["bash", str(script), "bash", "coreutils"], capture_output=True, text=True)

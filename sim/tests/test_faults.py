@@ -413,6 +413,7 @@ def test_failure_schedule_file_round_trips(tmp_path):
         read_failure_scenario(path)
 
 
+@pytest.mark.integration
 def test_compare_cli_refuses_bad_fault_keys_and_writes_the_schedule(tmp_path):
     from typer.testing import CliRunner
 

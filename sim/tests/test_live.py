@@ -20,6 +20,8 @@ from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import _alive, find_binary
 from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
 
+pytestmark = pytest.mark.integration  # starts processes: a live cluster and the CLI
+
 SPEC = "walker-star:150/10/1:500:87"
 SPEED = 240.0
 PLACES = [(59.9, 10.7), (-6.2, 106.8)]

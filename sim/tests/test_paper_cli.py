@@ -138,6 +138,7 @@ def test_bad_input_exits_2_naming_the_option_and_the_value(args, words):
         assert word in result.stderr, (word, result.stderr)
 
 
+@pytest.mark.integration
 def test_the_installed_command_reports_bad_input_without_a_traceback():
     exe = Path(sys.executable).with_name("satpage")
     out = subprocess.run([str(exe), "paper", "--zipf", "-1"], capture_output=True, text=True,

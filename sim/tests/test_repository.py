@@ -4,6 +4,7 @@ follows points outside the repository, and each package keeps to its own model."
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,6 +118,7 @@ def test_each_package_api_is_its_all_and_pager_has_no_import_cycle():
     assert "pager.engine" not in imported
 
 
+@pytest.mark.integration
 def test_nothing_points_to_a_design_file_outside_the_repository():
     """Code, reports and docs cite docs/design.md and docs/conventions.md, which exist."""
     import subprocess
@@ -132,7 +134,8 @@ def test_nothing_points_to_a_design_file_outside_the_repository():
 
 def test_every_sim_module_imports_and_names_no_removed_module():
     """Lazy imports inside functions too: no module refers to satpage.network or
-    satpage.replay, which orbit_model and pager replaced."""
+    satpage.replay, which orbit_model and pager replaced, or to satpage.rpc and
+    satpage.cluster.channel, now satpage_client's (the client distribution)."""
     import importlib
     import pkgutil
 
@@ -145,3 +148,4 @@ def test_every_sim_module_imports_and_names_no_removed_module():
     for path, _ in sim_modules():
         text = path.read_text()
         assert "satpage.network" not in text and "satpage.replay" not in text, path
+        assert "satpage.rpc" not in text and "satpage.cluster.channel" not in text, path

@@ -21,11 +21,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from satpage.cluster import load_state
-from satpage.cluster.channel import TOKEN_METADATA_KEY, secure_channel
 from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import find_binary
-from satpage.rpc import satpage_pb2 as pb
-from satpage.rpc import satpage_pb2_grpc as pbg
+from satpage_client.channel import TOKEN_METADATA_KEY, secure_channel
+from satpage_client.rpc import satpage_pb2 as pb
+from satpage_client.rpc import satpage_pb2_grpc as pbg
+
+pytestmark = pytest.mark.integration  # starts processes: a secure cluster, helm
 
 SPEC = "walker-star:4/2/0:500:87"
 SECRET = b"page content that must never be logged 7f3a9c"

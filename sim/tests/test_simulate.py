@@ -26,6 +26,7 @@ def small_run():
     return run_scenario(small())
 
 
+@pytest.mark.integration
 def test_the_same_seed_gives_the_same_numbers_in_one_or_two_processes(small_run):
     two = run_scenario(small(), processes=2)
     assert two.summaries() == small_run.summaries()

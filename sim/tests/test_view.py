@@ -234,6 +234,7 @@ def _satpage(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.integration
 def test_cli_bad_run_folder_is_an_error_naming_it(tmp_path):
     r = _satpage("view", str(tmp_path / "nope"), "--no-browser")
     assert r.returncode == 2 and "nope" in r.stderr and "error" in r.stderr
@@ -243,6 +244,7 @@ def test_cli_bad_run_folder_is_an_error_naming_it(tmp_path):
     assert r.returncode == 2
 
 
+@pytest.mark.integration
 def test_compare_out_writes_the_view_and_view_html_reads_it(tmp_path):
     out = tmp_path / "run"
     r = _satpage("compare", "--sessions", "40", "--set", "time.duration_s=1800",
@@ -293,6 +295,7 @@ def test_the_live_view_is_the_constellation_from_the_clock_on_with_each_places_s
         assert (served >= 10.0 - 1e-6).all(), served
 
 
+@pytest.mark.integration
 def test_live_view_of_an_unreachable_gateway_is_an_error_naming_it():
     r = _satpage("live", "view", "--gateway", "127.0.0.1:1", "--no-browser")
     assert r.returncode == 2 and "127.0.0.1:1" in r.stderr

@@ -25,6 +25,8 @@ import pytest
 from satpage.view import ViewData
 from satpage.view.browser import CHROMEDRIVER, CHROMIUM, new_driver, step_times, wait_ready
 
+pytestmark = pytest.mark.integration  # starts processes: chromium and chromedriver
+
 log = logging.getLogger(__name__)
 
 WINDOW = (1400, 900)

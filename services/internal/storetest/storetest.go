@@ -332,9 +332,14 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 
 // RedisServer starts a private redis-server on a Unix socket in t.TempDir()
 // (no persistence, small maxmemory) and returns the socket path; it is killed
-// at cleanup. The test skips when redis-server is not installed.
+// at cleanup. The test skips when redis-server is not installed, and under
+// -short: the unit tier (make test-unit) starts no process, and every Go test
+// that needs one gets its redis-server here.
 func RedisServer(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the unit tier starts no redis-server")
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not installed (scripts/setup.sh installs it)")

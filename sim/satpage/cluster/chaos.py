@@ -160,7 +160,7 @@ class _Session(threading.Thread):
         request id, the same for every attempt of one operation (exactly-once)."""
         import grpc
 
-        from satpage.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2 as pb
 
         call = time.monotonic_ns()
         try:
@@ -218,9 +218,9 @@ class _Session(threading.Thread):
             time.sleep(0.1)
 
     def run(self) -> None:
-        from satpage.cluster.channel import open_channel, token_metadata
-        from satpage.rpc import satpage_pb2 as pb
-        from satpage.rpc import satpage_pb2_grpc as rpc
+        from satpage_client.channel import open_channel, token_metadata
+        from satpage_client.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2_grpc as rpc
 
         try:
             with open_channel(self.target, self.tls_dir) as ch:
@@ -297,8 +297,8 @@ class _Cluster:
         return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", satellite_name(i))])
 
     def set_faults(self, satellites: list[int]) -> None:
-        from satpage.rpc import satpage_pb2 as pb
-        from satpage.rpc import satpage_pb2_grpc as rpc
+        from satpage_client.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2_grpc as rpc
 
         req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in self.cut])
         for i in satellites:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from satpage.cluster.channel import open_channel, tls_dir_for, token_metadata
 from satpage.cluster.local import (
     DEFAULT_CONSTELLATION,
     ClusterState,
@@ -31,6 +30,7 @@ from satpage.cluster.local import (
     load_state,
     schedule_digest,
 )
+from satpage_client.channel import open_channel, tls_dir_for, token_metadata
 
 __all__ = ["SessionCounts", "local_state", "replay_paper", "replay_sessions", "replay_trace",
            "resolve_target"]
@@ -81,7 +81,7 @@ def _send_accesses(page, session_id: str, pages: np.ndarray, times: np.ndarray,
                    writes: np.ndarray | None, md) -> None:
     """One visit's accesses in order: runs of reads as ReadPages batches, each write a
     WritePage (its page's bytes: the session and access, so every write is new)."""
-    from satpage.rpc import satpage_pb2 as pb
+    from satpage_client.rpc import satpage_pb2 as pb
 
     n = pages.size
     cuts = [0, n] if writes is None else sorted({0, n, *np.flatnonzero(writes).tolist(),
@@ -105,7 +105,7 @@ def _send_accesses(page, session_id: str, pages: np.ndarray, times: np.ndarray,
 
 def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
                     rows_wanted: bool, writes: np.ndarray | None = None) -> SessionCounts:
-    from satpage.rpc import satpage_pb2 as pb
+    from satpage_client.rpc import satpage_pb2 as pb
 
     page, control = stubs
     v0, v1 = int(trace.visit_offsets[s]), int(trace.visit_offsets[s + 1])
@@ -167,7 +167,7 @@ def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
         raise ValueError(f"writes has shape {np.shape(writes)}, want ({trace.n_accesses},)")
     import grpc
 
-    from satpage.rpc import satpage_pb2_grpc as pbg
+    from satpage_client.rpc import satpage_pb2_grpc as pbg
 
     code = _strategy(strategy)
     prefix = uuid.uuid4().hex[:10]

@@ -146,8 +146,8 @@ class _Replayer:
     # -- requests ---------------------------------------------------------------------------
 
     def _register(self, stubs, s: _Session) -> None:
-        from satpage.cluster.channel import token_metadata
-        from satpage.rpc import satpage_pb2 as pb
+        from satpage_client.channel import token_metadata
+        from satpage_client.rpc import satpage_pb2 as pb
 
         visits = [pb.Visit(satellite=int(a), start_ns=int(b))
                   for a, b in zip(s.visit_sat, s.visit_start, strict=True)]
@@ -173,7 +173,7 @@ class _Replayer:
         """Read pages at times (one batch; access by access when one is gone)."""
         import grpc
 
-        from satpage.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2 as pb
 
         keep = np.array([int(p) not in s.lost for p in pages], bool)
         pages, times = pages[keep], times[keep]
@@ -226,7 +226,7 @@ class _Replayer:
         the satellite serving it (None: s is not running)."""
         import grpc
 
-        from satpage.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2 as pb
 
         if not s.registered or s.ended or s.table_lost:
             return None
@@ -246,7 +246,7 @@ class _Replayer:
         """Read s's counts, then every page it has back, then end it."""
         import grpc
 
-        from satpage.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2 as pb
 
         self._advance(stubs, s, s.end_ns)
         if not s.registered or s.ended:
@@ -350,9 +350,9 @@ def replay_with_failures(trace, strategy, target: Target, schedule, session_end_
 
     import grpc
 
-    from satpage.cluster.channel import open_channel
     from satpage.cluster.driver import _strategy
-    from satpage.rpc import satpage_pb2_grpc as pbg
+    from satpage_client.channel import open_channel
+    from satpage_client.rpc import satpage_pb2_grpc as pbg
 
     code = _strategy(strategy)
     say = progress or (lambda msg: log.info("%s", msg))
@@ -514,7 +514,7 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
         target = Target(state.gateway, Path(state.tls_dir) if state.tls_dir else None,
                         state.satellites, cl)
     else:
-        from satpage.cluster.channel import tls_dir_for
+        from satpage_client.channel import tls_dir_for
 
         target = Target(gateway, tls_dir if tls_dir is not None else tls_dir_for(gateway),
                         world.sats.n_sats, CommandKiller(kill_command))

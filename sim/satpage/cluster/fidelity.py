@@ -91,9 +91,9 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
     from orbit_model import Constellation
     from orbit_model.isl import IslNetwork
     from orbit_model.propagate import itrs_positions_km
-    from satpage.cluster.channel import open_channel, tls_dir_for, token_metadata
-    from satpage.rpc import satpage_pb2 as pb
-    from satpage.rpc import satpage_pb2_grpc as pbg
+    from satpage_client.channel import open_channel, tls_dir_for, token_metadata
+    from satpage_client.rpc import satpage_pb2 as pb
+    from satpage_client.rpc import satpage_pb2_grpc as pbg
 
     if paths < 1:
         raise ValueError(f"paths {paths} must be at least 1")

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from satpage.cluster.channel import register_tls_dir
+from satpage_client.channel import register_tls_dir
 
 __all__ = [
     "DEFAULT_CONSTELLATION",
@@ -64,10 +64,12 @@ def default_state_dir() -> Path:
 
 
 def find_binary(name: str) -> Path:
-    """``$SATPAGE_BIN_DIR/name``, the repository's bin/name, or name on PATH."""
+    """``$SATPAGE_BIN_DIR/name``, the wheel's ``satpage/bin/name`` (the linux wheel
+    carries the Go binaries: sim/setup.py), the repository's bin/name, or name on PATH."""
     candidates = []
     if os.environ.get("SATPAGE_BIN_DIR"):
         candidates.append(Path(os.environ["SATPAGE_BIN_DIR"]) / name)
+    candidates.append(Path(__file__).resolve().parents[1] / "bin" / name)
     candidates.append(Path(__file__).resolve().parents[3] / "bin" / name)
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
@@ -272,7 +274,7 @@ def _grpc_serving(addrs: list[str], timeout_s: float, tls_dir: str | None = None
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from satpage.cluster.channel import insecure_channel, secure_channel
+    from satpage_client.channel import insecure_channel, secure_channel
 
     bad = []
     for k, a in enumerate(addrs):

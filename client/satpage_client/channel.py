@@ -4,6 +4,7 @@ started with ``--insecure``; and the session token in call metadata."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -67,14 +68,15 @@ def tls_dir_for(target: str) -> Path | None:
         return Path(env)
     if target in _KNOWN:
         return Path(_KNOWN[target])
-    from satpage.cluster.local import load_state
-
+    # cluster.json is the local cluster's record (satpage.cluster.local writes it);
+    # read here as plain JSON so that the client needs no simulator.
+    path = Path(os.environ.get("SATPAGE_CLUSTER_DIR", ".cluster")) / "cluster.json"
     try:
-        st = load_state()
-    except OSError:
+        st = json.loads(path.read_text())
+    except (OSError, ValueError):
         return None
-    if st is not None and st.gateway == target and st.tls_dir:
-        return Path(st.tls_dir)
+    if isinstance(st, dict) and st.get("gateway") == target and st.get("tls_dir"):
+        return Path(st["tls_dir"])
     return None
 
 

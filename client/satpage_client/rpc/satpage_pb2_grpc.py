@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from satpage.rpc import satpage_pb2 as satpage_dot_rpc_dot_satpage__pb2
+from satpage_client.rpc import satpage_pb2 as satpage__client_dot_rpc_dot_satpage__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in satpage/rpc/satpage_pb2_grpc.py depends on'
+        + ' but the generated code in satpage_client/rpc/satpage_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -39,23 +39,23 @@ class PageServiceStub:
         """
         self.ReadPage = channel.unary_unary(
                 '/satpage.v1.PageService/ReadPage',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
                 _registered_method=True)
         self.ReadPages = channel.unary_unary(
                 '/satpage.v1.PageService/ReadPages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
                 _registered_method=True)
         self.WritePage = channel.unary_unary(
                 '/satpage.v1.PageService/WritePage',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
                 _registered_method=True)
         self.EndSession = channel.unary_unary(
                 '/satpage.v1.PageService/EndSession',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
                 _registered_method=True)
 
 
@@ -100,23 +100,23 @@ def add_PageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'ReadPage': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadPage,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPageRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPageResponse.SerializeToString,
             ),
             'ReadPages': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadPages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.SerializeToString,
             ),
             'WritePage': grpc.unary_unary_rpc_method_handler(
                     servicer.WritePage,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.WritePageRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.WritePageResponse.SerializeToString,
             ),
             'EndSession': grpc.unary_unary_rpc_method_handler(
                     servicer.EndSession,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.EndSessionRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.EndSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -147,8 +147,8 @@ class PageService:
             request,
             target,
             '/satpage.v1.PageService/ReadPage',
-            satpage_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadPageRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadPageResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -174,8 +174,8 @@ class PageService:
             request,
             target,
             '/satpage.v1.PageService/ReadPages',
-            satpage_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -201,8 +201,8 @@ class PageService:
             request,
             target,
             '/satpage.v1.PageService/WritePage',
-            satpage_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.WritePageResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -228,8 +228,8 @@ class PageService:
             request,
             target,
             '/satpage.v1.PageService/EndSession',
-            satpage_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.EndSessionRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.EndSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -253,23 +253,23 @@ class GatewayServiceStub:
         """
         self.RegisterSession = channel.unary_unary(
                 '/satpage.v1.GatewayService/RegisterSession',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
                 _registered_method=True)
         self.SessionStats = channel.unary_unary(
                 '/satpage.v1.GatewayService/SessionStats',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
                 _registered_method=True)
         self.OpenLiveSession = channel.unary_unary(
                 '/satpage.v1.GatewayService/OpenLiveSession',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
                 _registered_method=True)
         self.Clock = channel.unary_unary(
                 '/satpage.v1.GatewayService/Clock',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
                 _registered_method=True)
 
 
@@ -316,23 +316,23 @@ def add_GatewayServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RegisterSession': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterSession,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.SerializeToString,
             ),
             'SessionStats': grpc.unary_unary_rpc_method_handler(
                     servicer.SessionStats,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsResponse.SerializeToString,
             ),
             'OpenLiveSession': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenLiveSession,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.SerializeToString,
             ),
             'Clock': grpc.unary_unary_rpc_method_handler(
                     servicer.Clock,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClockRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ClockResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ClockRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ClockResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -361,8 +361,8 @@ class GatewayService:
             request,
             target,
             '/satpage.v1.GatewayService/RegisterSession',
-            satpage_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.RegisterSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -388,8 +388,8 @@ class GatewayService:
             request,
             target,
             '/satpage.v1.GatewayService/SessionStats',
-            satpage_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SessionStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -415,8 +415,8 @@ class GatewayService:
             request,
             target,
             '/satpage.v1.GatewayService/OpenLiveSession',
-            satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.OpenLiveSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -442,8 +442,8 @@ class GatewayService:
             request,
             target,
             '/satpage.v1.GatewayService/Clock',
-            satpage_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ClockRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ClockResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -469,98 +469,98 @@ class SatelliteServiceStub:
         """
         self.OpenSession = channel.unary_unary(
                 '/satpage.v1.SatelliteService/OpenSession',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
                 _registered_method=True)
         self.FetchPages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/FetchPages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
                 _registered_method=True)
         self.ReleasePages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/ReleasePages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
                 _registered_method=True)
         self.HandOver = channel.unary_unary(
                 '/satpage.v1.SatelliteService/HandOver',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
                 _registered_method=True)
         self.AcceptTable = channel.unary_unary(
                 '/satpage.v1.SatelliteService/AcceptTable',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
                 _registered_method=True)
         self.MovePages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/MovePages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
                 _registered_method=True)
         self.SessionFrames = channel.unary_unary(
                 '/satpage.v1.SatelliteService/SessionFrames',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
                 _registered_method=True)
         self.DropSession = channel.unary_unary(
                 '/satpage.v1.SatelliteService/DropSession',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
                 _registered_method=True)
         self.Replicate = channel.unary_unary(
                 '/satpage.v1.SatelliteService/Replicate',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
                 _registered_method=True)
         self.InstallSnapshot = channel.unary_unary(
                 '/satpage.v1.SatelliteService/InstallSnapshot',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
                 _registered_method=True)
         self.ReplicaState = channel.unary_unary(
                 '/satpage.v1.SatelliteService/ReplicaState',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
                 _registered_method=True)
         self.RequestSync = channel.unary_unary(
                 '/satpage.v1.SatelliteService/RequestSync',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
                 _registered_method=True)
         self.SetFaults = channel.unary_unary(
                 '/satpage.v1.SatelliteService/SetFaults',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
                 _registered_method=True)
         self.CopyAhead = channel.unary_unary(
                 '/satpage.v1.SatelliteService/CopyAhead',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
                 _registered_method=True)
         self.StagePages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/StagePages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
                 _registered_method=True)
         self.ClaimPages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/ClaimPages',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
                 _registered_method=True)
         self.TakeOver = channel.unary_unary(
                 '/satpage.v1.SatelliteService/TakeOver',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
                 _registered_method=True)
         self.ForgetCopy = channel.unary_unary(
                 '/satpage.v1.SatelliteService/ForgetCopy',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
                 _registered_method=True)
         self.FenceCopy = channel.unary_unary(
                 '/satpage.v1.SatelliteService/FenceCopy',
-                request_serializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
-                response_deserializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
                 _registered_method=True)
 
 
@@ -737,98 +737,98 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'OpenSession': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenSession,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionResponse.SerializeToString,
             ),
             'FetchPages': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchPages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.SerializeToString,
             ),
             'ReleasePages': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleasePages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.SerializeToString,
             ),
             'HandOver': grpc.unary_unary_rpc_method_handler(
                     servicer.HandOver,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.HandOverRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.HandOverResponse.SerializeToString,
             ),
             'AcceptTable': grpc.unary_unary_rpc_method_handler(
                     servicer.AcceptTable,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableResponse.SerializeToString,
             ),
             'MovePages': grpc.unary_unary_rpc_method_handler(
                     servicer.MovePages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.MovePagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.MovePagesResponse.SerializeToString,
             ),
             'SessionFrames': grpc.unary_unary_rpc_method_handler(
                     servicer.SessionFrames,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesResponse.SerializeToString,
             ),
             'DropSession': grpc.unary_unary_rpc_method_handler(
                     servicer.DropSession,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.DropSessionRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.DropSessionResponse.SerializeToString,
             ),
             'Replicate': grpc.unary_unary_rpc_method_handler(
                     servicer.Replicate,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicateRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicateResponse.SerializeToString,
             ),
             'InstallSnapshot': grpc.unary_unary_rpc_method_handler(
                     servicer.InstallSnapshot,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.SerializeToString,
             ),
             'ReplicaState': grpc.unary_unary_rpc_method_handler(
                     servicer.ReplicaState,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.SerializeToString,
             ),
             'RequestSync': grpc.unary_unary_rpc_method_handler(
                     servicer.RequestSync,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncResponse.SerializeToString,
             ),
             'SetFaults': grpc.unary_unary_rpc_method_handler(
                     servicer.SetFaults,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsResponse.SerializeToString,
             ),
             'CopyAhead': grpc.unary_unary_rpc_method_handler(
                     servicer.CopyAhead,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadResponse.SerializeToString,
             ),
             'StagePages': grpc.unary_unary_rpc_method_handler(
                     servicer.StagePages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.StagePagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.StagePagesResponse.SerializeToString,
             ),
             'ClaimPages': grpc.unary_unary_rpc_method_handler(
                     servicer.ClaimPages,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.SerializeToString,
             ),
             'TakeOver': grpc.unary_unary_rpc_method_handler(
                     servicer.TakeOver,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.TakeOverRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.TakeOverResponse.SerializeToString,
             ),
             'ForgetCopy': grpc.unary_unary_rpc_method_handler(
                     servicer.ForgetCopy,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.SerializeToString,
             ),
             'FenceCopy': grpc.unary_unary_rpc_method_handler(
                     servicer.FenceCopy,
-                    request_deserializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.FromString,
-                    response_serializer=satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.SerializeToString,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -859,8 +859,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/OpenSession',
-            satpage_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.OpenSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -886,8 +886,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/FetchPages',
-            satpage_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -913,8 +913,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/ReleasePages',
-            satpage_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -940,8 +940,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/HandOver',
-            satpage_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.HandOverRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.HandOverResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -967,8 +967,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/AcceptTable',
-            satpage_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.AcceptTableResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -994,8 +994,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/MovePages',
-            satpage_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.MovePagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.MovePagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1021,8 +1021,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/SessionFrames',
-            satpage_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SessionFramesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1048,8 +1048,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/DropSession',
-            satpage_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.DropSessionRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.DropSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1075,8 +1075,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/Replicate',
-            satpage_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReplicateRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReplicateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1102,8 +1102,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/InstallSnapshot',
-            satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.InstallSnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1129,8 +1129,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/ReplicaState',
-            satpage_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReplicaStateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1156,8 +1156,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/RequestSync',
-            satpage_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.RequestSyncResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1183,8 +1183,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/SetFaults',
-            satpage_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.SetFaultsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1210,8 +1210,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/CopyAhead',
-            satpage_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.CopyAheadResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1237,8 +1237,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/StagePages',
-            satpage_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.StagePagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.StagePagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1264,8 +1264,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/ClaimPages',
-            satpage_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ClaimPagesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1291,8 +1291,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/TakeOver',
-            satpage_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.TakeOverRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.TakeOverResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1318,8 +1318,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/ForgetCopy',
-            satpage_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ForgetCopyResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1345,8 +1345,8 @@ class SatelliteService:
             request,
             target,
             '/satpage.v1.SatelliteService/FenceCopy',
-            satpage_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
-            satpage_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
+            satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.FenceCopyResponse.FromString,
             options,
             channel_credentials,
             insecure,
