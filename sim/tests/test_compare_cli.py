@@ -100,6 +100,7 @@ def test_sweep_writes_a_csv_row_per_point_and_strategy_and_charts(tmp_path):
     assert (tmp_path / "sweep_page_hops.png").stat().st_size > 0
 
 
+@pytest.mark.integration
 def test_compare_at_80_columns_prints_every_strategy_and_number_whole(compared):
     """The terminal table: strategies as rows, the headline columns that fit, no name or
     number cut to an ellipsis; wider terminals show more columns."""

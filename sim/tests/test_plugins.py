@@ -89,6 +89,7 @@ def in_process(plugin_dir):
     return json.loads(r.stdout), out
 
 
+@pytest.mark.integration
 def test_a_plugin_from_the_working_directory_gives_the_builtin_it_reimplements(in_process):
     result, _ = in_process
     st = result["strategies"]
@@ -99,6 +100,7 @@ def test_a_plugin_from_the_working_directory_gives_the_builtin_it_reimplements(i
     assert result["config"]["strategies"]["params"] == {"TopK": {"k": 5}}
 
 
+@pytest.mark.integration
 def test_a_plugin_runs_on_dask_local_2_with_the_same_figures(plugin_dir, in_process):
     r = satpage(["compare", *TINY, "--strategies", "hot-k,topmod:TopK", "--set",
                  "strategies.hot_k=5", "--set", "strategies.params.TopK.k=5", "--json",
@@ -108,6 +110,7 @@ def test_a_plugin_runs_on_dask_local_2_with_the_same_figures(plugin_dir, in_proc
     assert got["strategies"] == in_process[0]["strategies"]
 
 
+@pytest.mark.integration
 def test_a_plugin_has_its_reports_charts_and_view_data(in_process):
     result, out = in_process
     assert "top-k" in (out / "report.md").read_text()
@@ -118,6 +121,7 @@ def test_a_plugin_has_its_reports_charts_and_view_data(in_process):
     assert view["strategies"] == ["hot-k", "top-k"]
 
 
+@pytest.mark.integration
 def test_a_plugin_setting_sweeps(plugin_dir):
     out = plugin_dir / "sweep"
     r = satpage(["sweep", *TINY, "--strategies", "topmod:TopK", "--vary",
@@ -132,6 +136,7 @@ def test_a_plugin_setting_sweeps(plugin_dir):
     assert rows[0]["handover_transfer_bytes"] < rows[1]["handover_transfer_bytes"]
 
 
+@pytest.mark.integration
 def test_an_installed_package_registers_a_strategy_by_entry_point(tmp_path):
     site = tmp_path / "site"
     pkg = site / "satpage_test_plugin"
@@ -237,6 +242,7 @@ def test_builtin_settings_are_checked_by_their_class():
         pager.make_strategy("hot-k", {"k": -1})
 
 
+@pytest.mark.integration
 def test_the_docs_example_plugin_runs_as_written(tmp_path):
     """docs/strategies.md's worked example, copied as a user would: its file and its
     command."""
@@ -254,6 +260,7 @@ def test_the_docs_example_plugin_runs_as_written(tmp_path):
     assert st["lazy"]["fault_latency_ms"] > 0
 
 
+@pytest.mark.integration
 def test_help_of_every_command_wraps_at_word_ends():
     """Help is reflowed paragraphs (rich wraps them at the terminal's width): no line
     break of a docstring's source left inside a sentence."""

@@ -50,6 +50,7 @@ def test_bad_reallocation_keys_are_named(overrides, message):
         with_overrides(parse_scenario({}), overrides)
 
 
+@pytest.mark.integration
 def test_a_bad_reallocation_key_exits_2_naming_the_value():
     result = subprocess.run([sys.executable, "-m", "satpage.cli", "compare", "--sessions", "2",
                              "--set", "handover.interval_s=15", "--set", "handover.phase_s=12"],
