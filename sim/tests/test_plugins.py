@@ -101,6 +101,7 @@ def test_a_plugin_from_the_working_directory_gives_the_builtin_it_reimplements(i
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_plugin_runs_on_dask_local_2_with_the_same_figures(plugin_dir, in_process):
     r = satpage(["compare", *TINY, "--strategies", "hot-k,topmod:TopK", "--set",
                  "strategies.hot_k=5", "--set", "strategies.params.TopK.k=5", "--json",
