@@ -56,20 +56,22 @@ class ReadPageRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., page: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ReadPageResponse(_message.Message):
-    __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner", "scenario_time_ns")
+    __slots__ = ("data", "hops", "outcome", "satellite", "previous_owner", "scenario_time_ns", "fault_ns")
     DATA_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     SATELLITE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_OWNER_FIELD_NUMBER: _ClassVar[int]
     SCENARIO_TIME_NS_FIELD_NUMBER: _ClassVar[int]
+    FAULT_NS_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     hops: int
     outcome: Outcome
     satellite: int
     previous_owner: int
     scenario_time_ns: int
-    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ...) -> None: ...
+    fault_ns: int
+    def __init__(self, data: _Optional[bytes] = ..., hops: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., satellite: _Optional[int] = ..., previous_owner: _Optional[int] = ..., scenario_time_ns: _Optional[int] = ..., fault_ns: _Optional[int] = ...) -> None: ...
 
 class ReadPagesRequest(_message.Message):
     __slots__ = ("session_id", "pages", "scenario_time_ns", "omit_data", "request_id")

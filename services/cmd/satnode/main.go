@@ -90,6 +90,7 @@ func run() error {
 	defer wg.Wait()
 	if links != nil {
 		self := uint32(cfg.Index)
+		links.SetPerHop(time.Duration(cfg.PerHopMs * float64(time.Millisecond)))
 		pool.Intercept(links.ClientInterceptor)
 		m.Registry.MustRegister(links.Collectors()...)
 		serverOpts = append(serverOpts, grpc.ChainUnaryInterceptor(links.ServerInterceptor(self)))

@@ -78,6 +78,7 @@ type Config struct {
 	EmulateLinks    bool          // relayed hops and the ground link wait the sky's delays
 	LinkEphemeris   string        // positions that time the links ("": Ephemeris)
 	ISLCapacityGbps float64       // capacity of every directed ISL (network.isl_capacity_gbps)
+	PerHopMs        float64       // on-board processing per ISL hop, each way (network.per_hop_processing_ms)
 	SubstrateEvery  time.Duration // how often the machine's own per-hop time is measured again
 }
 
@@ -126,6 +127,7 @@ func DefaultConfig() Config {
 		PushLead:           10 * time.Second,
 		EmulateLinks:       true,
 		ISLCapacityGbps:    100,
+		PerHopMs:           0.1,
 		SubstrateEvery:     10 * time.Second,
 	}
 }
@@ -220,6 +222,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if !(c.ISLCapacityGbps > 0 && c.ISLCapacityGbps <= 1e6) {
 		bad("--isl-capacity-gbps %v is not above 0 and at most 1e6", c.ISLCapacityGbps)
+	}
+	if !(c.PerHopMs >= 0 && c.PerHopMs <= 1000) {
+		bad("--per-hop-processing-ms %v is outside 0..1000", c.PerHopMs)
 	}
 	if c.SubstrateEvery < 100*time.Millisecond {
 		bad("--substrate-every %v is under 100ms", c.SubstrateEvery)
@@ -367,6 +372,7 @@ var settings = []setting{
 	{"emulate-links", "SATPAGE_EMULATE_LINKS", "link emulation: relayed hops wait their ISL's delay and the gateway the ground link's, from the link ephemeris (docs/emulation.md; false: off)", boolean(func(c *Config) *bool { return &c.EmulateLinks })},
 	{"link-ephemeris", "SATPAGE_LINK_EPHEMERIS", "ephemeris whose positions time the links (satpage-ephemeris/1; empty: --ephemeris; neither: not emulated)", str(func(c *Config) *string { return &c.LinkEphemeris })},
 	{"isl-capacity-gbps", "SATPAGE_ISL_CAPACITY_GBPS", "capacity of every directed ISL, Gbit/s (a message waits its serialisation behind the others, FIFO)", float(func(c *Config) *float64 { return &c.ISLCapacityGbps })},
+	{"per-hop-processing-ms", "SATPAGE_PER_HOP_PROCESSING_MS", "on-board processing each emulated ISL hop adds, each way, ms (the engine's network.per_hop_processing_ms; the machine's own is subtracted)", float(func(c *Config) *float64 { return &c.PerHopMs })},
 	{"substrate-every", "SATPAGE_SUBSTRATE_EVERY", "how often the machine's own one-hop time is measured again (subtracted from every emulated wait)", dur(func(c *Config) *time.Duration { return &c.SubstrateEvery })},
 	{"tls-dir", "SATPAGE_TLS_DIR", "TLS material (ca.pem, satellite-<i>.pem, gateway.pem, token keys; docs/security.md)", str(func(c *Config) *string { return &c.TLSDir })},
 	{"insecure", "SATPAGE_INSECURE", "plain text and no access control: debugging only", boolean(func(c *Config) *bool { return &c.Insecure })},

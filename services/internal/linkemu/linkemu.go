@@ -43,16 +43,22 @@ type Positions interface {
 // on. Safe for concurrent use.
 type Model struct {
 	pos        Positions
-	nsPerByte  float64      // serialisation time of one byte at the link capacity
-	substrate  atomic.Int64 // ns the machine adds to one hop one way (Measure)
-	late       atomic.Int64 // ns a timer fires after its deadline, smoothed (Sleep)
-	unemulated atomic.Int64 // messages at times outside the positions: not delayed
+	nsPerByte  float64       // serialisation time of one byte at the link capacity
+	perHop     time.Duration // on-board processing added to every ISL hop, each way
+	substrate  atomic.Int64  // ns the machine adds to one hop one way (Measure)
+	late       atomic.Int64  // ns a timer fires after its deadline, smoothed (Sleep)
+	unemulated atomic.Int64  // messages at times outside the positions: not delayed
 
 	mu   sync.Mutex             // guards free
 	free map[link]time.Duration // instant (on the caller's now axis) each link has sent what it holds
 }
 
 type link struct{ from, to int32 }
+
+// SetPerHop sets the on-board processing time every ISL hop adds, each way
+// (network.per_hop_processing_ms: the engine's term; the machine's own is the
+// substrate, subtracted). Set before use.
+func (m *Model) SetPerHop(d time.Duration) { m.perHop = max(d, 0) }
 
 // New is the model of links whose ends move as pos says, each directed ISL
 // carrying capacityGbps.
@@ -126,14 +132,14 @@ func (m *Model) forgetIdle(now time.Duration) {
 
 // Wait is what a message of bytes sent from satellite from to satellite to at
 // scenario time tNs and at the instant now waits on top of what the machine
-// takes: propagation plus serialisation (queue included), less the measured
-// substrate and timer lateness, never below zero.
+// takes: propagation plus serialisation (queue included) plus the per-hop
+// processing, less the measured substrate and timer lateness, never below zero.
 func (m *Model) Wait(from, to uint32, tNs int64, bytes int, now time.Duration) (time.Duration, error) {
 	prop, err := m.PropagationNs(from, to, tNs)
 	if err != nil {
 		return 0, err
 	}
-	return m.Less(time.Duration(math.Round(prop)) + m.Serialise(from, to, bytes, now)), nil
+	return m.Less(time.Duration(math.Round(prop)) + m.perHop + m.Serialise(from, to, bytes, now)), nil
 }
 
 // Less is physics less what the machine already adds to a hop (substrate and

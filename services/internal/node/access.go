@@ -21,6 +21,8 @@ type Access struct {
 	Hops          uint32
 	Outcome       satpagev1.Outcome
 	PreviousOwner uint32
+	// Fault: a moved page's wait, the round trip of the fetch that brought it.
+	Fault time.Duration
 }
 
 // Access reads page (write == nil) or writes it, moving it here first when it
@@ -157,12 +159,14 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 			for j, i := range chunk {
 				want[j] = pages[i]
 			}
+			fetchStart := time.Now()
 			frames, m, err := n.fetch(ctx, session, want, fk.owner, fk.tNs)
 			if err != nil {
 				return nil, err
 			}
+			waited := time.Since(fetchStart)
 			for j, i := range chunk {
-				out[i].Data, out[i].Hops = frames[j].Data, m.hops
+				out[i].Data, out[i].Hops, out[i].Fault = frames[j].Data, m.hops, waited
 			}
 			changed = append(changed, frames...)
 			if write != nil {

@@ -40,7 +40,8 @@ type pageServer struct {
 }
 
 func accessResponse(n *Node, a Access, omitData bool) *satpagev1.ReadPageResponse {
-	r := &satpagev1.ReadPageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: n.self, PreviousOwner: a.PreviousOwner}
+	r := &satpagev1.ReadPageResponse{Hops: a.Hops, Outcome: a.Outcome, Satellite: n.self, PreviousOwner: a.PreviousOwner,
+		FaultNs: int64(a.Fault)}
 	if !omitData {
 		r.Data = a.Data
 	}

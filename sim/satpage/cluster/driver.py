@@ -17,7 +17,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +66,7 @@ class SessionCounts:
     accesses: int
     created: int
     pages_deleted: int
+    fault_ns: list[int] = field(default_factory=list)  # each moved read's wait (ReadPageResponse.fault_ns)
 
 
 def _strategy(strategy) -> int:
@@ -78,12 +79,15 @@ def _strategy(strategy) -> int:
 
 
 def _send_accesses(page, session_id: str, pages: np.ndarray, times: np.ndarray,
-                   writes: np.ndarray | None, md) -> None:
+                   writes: np.ndarray | None, md) -> list[int]:
     """One visit's accesses in order: runs of reads as ReadPages batches, each write a
-    WritePage (its page's bytes: the session and access, so every write is new)."""
+    WritePage (its page's bytes: the session and access, so every write is new).
+    Returns the faults' waits (ns, measured by the serving satellite: ReadPageResponse
+    fault_ns) of the moved pages read."""
     from satpage_client.rpc import satpage_pb2 as pb
 
     n = pages.size
+    faults: list[int] = []
     cuts = [0, n] if writes is None else sorted({0, n, *np.flatnonzero(writes).tolist(),
                                                  *(np.flatnonzero(writes) + 1).tolist()})
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
@@ -97,10 +101,12 @@ def _send_accesses(page, session_id: str, pages: np.ndarray, times: np.ndarray,
             continue
         for c in range(a, b, 50_000):
             e = min(b, c + 50_000)
-            page.ReadPages(pb.ReadPagesRequest(
+            r = page.ReadPages(pb.ReadPagesRequest(
                 session_id=session_id, pages=pages[c:e].tolist(),
                 scenario_time_ns=times[c:e].tolist(), omit_data=True), timeout=RPC_TIMEOUT_S,
                 metadata=md)
+            faults += [x.fault_ns for x in r.results if x.outcome == pb.OUTCOME_MOVED]
+    return faults
 
 
 def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
@@ -122,6 +128,7 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
     rows = np.zeros((nv, nv), dtype=np.int64)
     totals = np.zeros(nv, dtype=np.int64)
     st = None
+    faults: list[int] = []
     try:
         for k in range(nv):
             a0, a1 = int(trace.access_offsets[v0 + k]), int(trace.access_offsets[v0 + k + 1])
@@ -131,8 +138,8 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
             if k + 1 < nv and a1 > a0 and t[-1] >= starts[k + 1]:
                 raise ValueError(f"session {s}: access at {int(t[-1])} ns falls after visit {k + 1} "
                                  f"starts at {int(starts[k + 1])} ns")
-            _send_accesses(page, session_id, np.asarray(trace.access_page[a0:a1]), t,
-                           None if writes is None else writes[a0:a1], md)
+            faults += _send_accesses(page, session_id, np.asarray(trace.access_page[a0:a1]), t,
+                                     None if writes is None else writes[a0:a1], md)
             if rows_wanted or k == nv - 1:
                 st = control.SessionStats(pb.SessionStatsRequest(
                     session_id=session_id, scenario_time_ns=int(starts[k])), timeout=RPC_TIMEOUT_S,
@@ -151,7 +158,7 @@ def _replay_session(stubs, trace, s: int, strategy: int, session_id: str,
     return SessionCounts(rows=rows, totals=totals, ondemand_moves=st.ondemand_moves,
                          ondemand_hops=st.ondemand_hops, proactive_moves=st.proactive_moves,
                          proactive_hops=st.proactive_hops, accesses=st.accesses,
-                         created=st.created, pages_deleted=end.pages_deleted)
+                         created=st.created, pages_deleted=end.pages_deleted, fault_ns=faults)
 
 
 def replay_sessions(trace, strategy, target: str, *, rows: bool = False,
@@ -205,7 +212,8 @@ def resolve_target(target: str | None, constellation: str | None = None,
     same schedule; a target cannot be checked, so it is refused with a schedule.
     replicas is R of a cluster started here (a recorded cluster keeps its own).
     links are cluster_up's link emulation keywords for a cluster started here
-    (``link_epoch``, ``link_hours``, ``isl_capacity_gbps``: the scenario's), so its
+    (``link_epoch``, ``link_hours``, ``isl_capacity_gbps``, ``per_hop_processing_ms``:
+    the scenario's), so its
     links are timed by the scenario's positions (docs/emulation.md); a recorded
     cluster timed from another epoch is used, with a warning (its counts hold, its
     latencies are another sky's)."""
@@ -273,8 +281,9 @@ def _free_port_base(constellation: str) -> int:
 
 
 def replay_trace(trace, strategy, *, target: str | None = None,
-                 tls_dir: Path | None = None, writes: np.ndarray | None = None) -> dict[str, int]:
-    """Replay trace with one strategy and return its totals as plain numbers
+                 tls_dir: Path | None = None, writes: np.ndarray | None = None) -> dict:
+    """Replay trace with one strategy and return its totals as plain numbers, and under
+    ``fault_ns`` the wait of every moved page read, as its serving satellite measured it
     (the ``satpage compare --backend cluster`` interface); tls_dir and writes as in
     replay_sessions."""
     with resolve_target(target) as gw:
@@ -291,6 +300,7 @@ def replay_trace(trace, strategy, *, target: str | None = None,
         out["handover_hops"] += int(r.proactive_hops)
         out["pages_left_behind"] += int(r.rows[-1, :-1].sum())
         out["pages_deleted"] += int(r.pages_deleted)
+    out["fault_ns"] = [f for r in res for f in r.fault_ns]  # not a total: the faults measured
     out["page_moves"] = out["ondemand_moves"] + out["handover_moves"]
     out["page_hops"] = out["ondemand_hops"] + out["handover_hops"]
     return out

@@ -7,9 +7,9 @@ created at A, the handover to B is done by a first access, and the page is read
 at B at time t, so B fetches it from A over the routed path B -> ... -> A and
 back (FetchPages). The same page read again at once is local at B. The fault's
 round trip less the local one's is the path there and back on the wire; half of
-it is ``measured_ms``. ``intended_ms`` is the path's one-way propagation delay,
-distance / c from orbit_model's positions (SGP4) at t, over the path the relays
-take (each picks its lowest-indexed neighbour one hop closer, as
+it is ``measured_ms``. ``intended_ms`` is the path's one-way delay: distance / c
+from orbit_model's positions (SGP4) at t plus the per-hop processing the satnodes
+add (``--per-hop-processing-ms``), over the path the relays take (each picks its lowest-indexed neighbour one hop closer, as
 services/internal/constellation does)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _substrate_ms(metrics_urls: list[str]) -> float | None:
 
 def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths: int = 60,
              seed: int = 1, tls_dir: Path | None = None, min_hops: int = 2,
-             metrics_urls: list[str] | None = None) -> dict:
+             metrics_urls: list[str] | None = None, per_hop_ms: float = 0.0) -> dict:
     """Probe ``paths`` random multi-hop paths (at least ``min_hops``) at random times in
     the first ``hours`` from ``epoch`` (the positions that time the cluster's links)
     through the gateway at ``target``; returns the report of `satpage cluster fidelity`."""
@@ -156,12 +156,13 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
                               f"{fault.outcome} after {fault.hops} hops, then {local.outcome}; "
                               f"want a move over {len(path) - 1} hops, then a local access")
             out.append(FidelityProbe(satellites=path, time_s=t / NS_PER_S,
-                                     intended_ms=_one_way_ms(pos[:, j], path),
+                                     intended_ms=_one_way_ms(pos[:, j], path)
+                                     + (len(path) - 1) * per_hop_ms,
                                      measured_ms=(fault_ms - local_ms) / 2))
     err = np.abs(np.array([p.measured_ms - p.intended_ms for p in out]))
     sub = _substrate_ms(metrics_urls) if metrics_urls else None
     return {"constellation": constellation, "epoch": when.astimezone(dt.UTC).isoformat(),
-            "target": target, "paths": len(out),
+            "target": target, "paths": len(out), "per_hop_processing_ms": per_hop_ms,
             "error_ms_p50": round(float(np.percentile(err, 50)), 4),
             "error_ms_p99": round(float(np.percentile(err, 99)), 4),
             "error_ms_max": round(float(err.max()), 4),

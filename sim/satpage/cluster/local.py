@@ -109,7 +109,8 @@ class ClusterState:
     tls_dir: str | None = None  # TLS material (docs/security.md); None: started --insecure
     #: live mode (docs/live.md): {"ephemeris", "epoch", "clock_start", "speed", "idle_timeout_s", "push_lead_s"}; None: replay only
     live: dict | None = None
-    #: link emulation (docs/emulation.md): {"ephemeris", "epoch", "hours", "isl_capacity_gbps"}; None: off
+    #: link emulation (docs/emulation.md): {"ephemeris", "epoch", "hours", "isl_capacity_gbps",
+    #: "per_hop_processing_ms"}; None: off
     links: dict | None = None
 
     @property
@@ -328,7 +329,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                insecure: bool = False, live: dict | None = None,
                replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
                link_epoch: str | None = None, link_hours: float = 24.0,
-               isl_capacity_gbps: float = 100.0) -> ClusterState:
+               isl_capacity_gbps: float = 100.0, per_hop_processing_ms: float = 0.1) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -354,7 +355,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     delay and the gateway the ground link of a session with a place, timed by an
     ephemeris of ``link_hours`` from ``link_epoch`` (ISO 8601; default: the default
     scenario's epoch) written into the state directory, or by the live ephemeris;
-    every directed ISL carries ``isl_capacity_gbps``."""
+    every directed ISL carries ``isl_capacity_gbps`` and every hop adds
+    ``per_hop_processing_ms`` each way (the engine's terms of the same names)."""
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
@@ -410,8 +412,10 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     link_args, links = ["--emulate-links=false"], None
     if emulate_links:
         links = write_link_ephemeris(sdir, constellation, link_epoch, link_hours, live)
-        links["isl_capacity_gbps"] = float(isl_capacity_gbps)
-        link_args = ["--link-ephemeris", links["ephemeris"], "--isl-capacity-gbps", repr(float(isl_capacity_gbps))]
+        links |= {"isl_capacity_gbps": float(isl_capacity_gbps),
+                  "per_hop_processing_ms": float(per_hop_processing_ms)}
+        link_args = ["--link-ephemeris", links["ephemeris"], "--isl-capacity-gbps", repr(float(isl_capacity_gbps)),
+                     "--per-hop-processing-ms", repr(float(per_hop_processing_ms))]
     state = ClusterState(constellation=constellation, port_base=port_base, state_dir=str(sdir),
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),

@@ -64,6 +64,9 @@ def up(
     isl_capacity_gbps: Annotated[float, typer.Option(
         "--isl-capacity-gbps", help="Capacity of every directed ISL, Gbit/s "
         "(network.isl_capacity_gbps).")] = 100.0,
+    per_hop_ms: Annotated[float, typer.Option(
+        "--per-hop-processing-ms", help="On-board processing every ISL hop adds, each way, ms "
+        "(network.per_hop_processing_ms; the machine's own is measured and subtracted).")] = 0.1,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -76,7 +79,8 @@ def up(
         st = cluster_up(constellation, state_dir=state_dir, port_base=port_base, store=store,
                         isl_schedule=isl_schedule, insecure=insecure, replicas=replicas,
                         tls_dir=tls_dir, emulate_links=emulate_links, link_epoch=link_epoch,
-                        link_hours=link_hours, isl_capacity_gbps=isl_capacity_gbps)
+                        link_hours=link_hours, isl_capacity_gbps=isl_capacity_gbps,
+                        per_hop_processing_ms=per_hop_ms)
     except ValueError as exc:
         fail(str(exc))
     if json_out:
@@ -142,6 +146,8 @@ def fidelity_cmd(
         "default scenario's).")] = None,
     hours: Annotated[float, typer.Option(
         "--hours", help="With --target: hours its link ephemeris covers.")] = 24.0,
+    per_hop_ms: Annotated[float, typer.Option(
+        "--per-hop-processing-ms", help="With --target: its satnodes' per-hop processing, ms.")] = 0.1,
     state_dir: StateDir = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -170,6 +176,7 @@ def fidelity_cmd(
                  "(started with --no-emulate-links)")
         target, constellation = st.gateway, st.constellation
         epoch, hours = st.links["epoch"], float(st.links["hours"]) or hours
+        per_hop_ms = float(st.links.get("per_hop_processing_ms", 0.0))
         tls_dir = Path(st.tls_dir) if st.tls_dir else None
         metrics = [f"http://127.0.0.1:{st.port_base + 2 + st.satellites + i}/metrics"
                    for i in range(st.satellites)]
@@ -179,7 +186,8 @@ def fidelity_cmd(
     started = time.monotonic()
     try:
         out = fidelity(target, constellation or DEFAULT_CONSTELLATION, epoch or TimeSection().epoch,
-                       hours=hours, paths=paths, seed=seed, tls_dir=tls_dir, metrics_urls=metrics)
+                       hours=hours, paths=paths, seed=seed, tls_dir=tls_dir, metrics_urls=metrics,
+                       per_hop_ms=per_hop_ms)
     except ValueError as exc:
         fail(str(exc))
     except OSError as exc:

@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.table import Table
 
@@ -160,6 +161,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
         fail("none of the scenario's strategies runs on the cluster")
     world = prepare(sc)
     totals: dict[str, dict[str, float]] = {}
+    faults_ns: dict[str, list[int]] = {n: [] for n in names}  # each fault's wait on the wire
     engine = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1,
                                  sc.duration_ns, sc.workload.page_bytes) for n in names}
     with tempfile.TemporaryDirectory(prefix="satpage-isl-") as tmp:
@@ -174,7 +176,8 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
         # one gateway for the whole run (a local cluster is started once when no target)
         # the links of a cluster started here are timed by the scenario's positions
         links = {"link_epoch": sc.time.epoch, "link_hours": sc.time.duration_s / 3600 + 0.1,
-                 "isl_capacity_gbps": sc.network.isl_capacity_gbps}
+                 "isl_capacity_gbps": sc.network.isl_capacity_gbps,
+                 "per_hop_processing_ms": sc.network.per_hop_processing_ms}
         with (driver.resolve_target(target, sc.constellation.spec, isl_schedule=schedule,
                                     replicas=replicas, links=links) as target,
               progress() as bar):
@@ -190,6 +193,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
                 for name in names:
                     before = read_replication(local) if local is not None else None
                     counts = driver.replay_trace(ct.trace, name, target=target, writes=writes)
+                    faults_ns[name] += counts.pop("fault_ns", [])
                     acc = totals.setdefault(name, {})
                     if before is not None:
                         counts = {**counts, **(read_replication(local) - before).as_dict()}
@@ -204,10 +208,14 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
                "pages_left_behind": a.counts["pages_left_behind"], **repl[n]}
            for n, a in engine.items()}
+    for n, a in engine.items():
+        totals[n] |= wire_latency(faults_ns[n])
+        eng[n] |= {"faults": a.counts["faults"], **engine_latency(a)}
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
            "version": code_version(), "backend": "cluster", "target": target,
            "replicas": replicas if local is None else local.replicas,
-           "strategies": totals, "engine": eng}
+           "strategies": totals, "engine": eng,
+           "latency_agreement": {n: latency_agreement(eng[n], totals[n]) for n in names}}
     if as_json:
         print_json(out)
         return
@@ -227,6 +235,50 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
             row += ["-" if got is None else f"{got:,}", f"{eng[n]['replication_page_hops']:,}"]
         t.add_row(*row)
     stdout.print(t)
+    lt = Table(title="fault latency, ms: engine vs the cluster's wire (docs/emulation.md)")
+    for col in ("strategy", "figure", "engine", "cluster", "tolerance", "ok"):
+        lt.add_column(col, justify="left" if col in ("strategy", "figure") else "right")
+    for n in names:
+        for row in out["latency_agreement"][n]["rows"]:
+            lt.add_row(n, row["key"], f"{row['engine']:.2f}", f"{row['cluster']:.2f}",
+                       f"{row['tolerance_rel']:.0%}", "yes" if row["ok"] else "NO")
+    stdout.print(lt)
+
+
+#: Named tolerances of the fault latencies on the wire against the engine's (relative).
+LATENCY_TOLERANCES = {"fault_latency_ms": 0.10, "fault_latency_p50_ms": 0.10,
+                      "fault_latency_p99_ms": 0.15}
+
+
+def wire_latency(fault_ns: list[int]) -> dict[str, float]:
+    """The engine's fault-latency keys from the waits measured on the wire (ns)."""
+    if not fault_ns:
+        return {"faults_measured": 0, "fault_latency_ms": 0.0, "fault_latency_p50_ms": 0.0,
+                "fault_latency_p99_ms": 0.0}
+    ms = np.asarray(fault_ns, dtype=np.float64) / 1e6
+    return {"faults_measured": int(ms.size), "fault_latency_ms": float(ms.mean()),
+            "fault_latency_p50_ms": float(np.percentile(ms, 50)),
+            "fault_latency_p99_ms": float(np.percentile(ms, 99))}
+
+
+def engine_latency(acc) -> dict[str, float]:
+    """The engine's fault latencies of a CostAccumulator (its summary's keys)."""
+    faults = acc.counts["faults"]
+    return {"fault_latency_ms": acc.latency_sum_ns / 1e6 / faults if faults else 0.0,
+            "fault_latency_p50_ms": acc.percentile_ms(50), "fault_latency_p99_ms": acc.percentile_ms(99)}
+
+
+def latency_agreement(engine: dict, cluster: dict) -> dict:
+    """Each fault-latency figure of the cluster against the engine's, within its named
+    relative tolerance (LATENCY_TOLERANCES)."""
+    rows = []
+    for key, rel in LATENCY_TOLERANCES.items():
+        e, c = float(engine[key]), float(cluster[key])
+        ok = abs(c - e) <= rel * abs(e)
+        rows.append({"key": key, "engine": round(e, 4), "cluster": round(c, 4),
+                     "difference": round((c - e) / e, 4) if e else None, "tolerance_rel": rel,
+                     "ok": bool(ok)})
+    return {"equal": all(r["ok"] for r in rows), "rows": rows}
 
 
 def compare(

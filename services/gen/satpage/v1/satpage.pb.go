@@ -393,8 +393,12 @@ type ReadPageResponse struct {
 	PreviousOwner uint32 `protobuf:"varint,5,opt,name=previous_owner,json=previousOwner,proto3" json:"previous_owner,omitempty"`
 	// Scenario time of the access (live sessions: the clock's time the gateway used).
 	ScenarioTimeNs int64 `protobuf:"varint,6,opt,name=scenario_time_ns,json=scenarioTimeNs,proto3" json:"scenario_time_ns,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A moved page: how long the serving satellite waited for it, the round trip
+	// of the fetch that brought it (pages fetched together share it; with link
+	// emulation the ISLs' delays included, docs/emulation.md). 0 otherwise.
+	FaultNs       int64 `protobuf:"varint,7,opt,name=fault_ns,json=faultNs,proto3" json:"fault_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReadPageResponse) Reset() {
@@ -465,6 +469,13 @@ func (x *ReadPageResponse) GetPreviousOwner() uint32 {
 func (x *ReadPageResponse) GetScenarioTimeNs() int64 {
 	if x != nil {
 		return x.ScenarioTimeNs
+	}
+	return 0
+}
+
+func (x *ReadPageResponse) GetFaultNs() int64 {
+	if x != nil {
+		return x.FaultNs
 	}
 	return 0
 }
@@ -4203,14 +4214,15 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x04page\x18\x02 \x01(\rR\x04page\x12(\n" +
 	"\x10scenario_time_ns\x18\x03 \x01(\x03R\x0escenarioTimeNs\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"\xd8\x01\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\xf3\x01\n" +
 	"\x10ReadPageResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\x12-\n" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x13.satpage.v1.OutcomeR\aoutcome\x12\x1c\n" +
 	"\tsatellite\x18\x04 \x01(\rR\tsatellite\x12%\n" +
 	"\x0eprevious_owner\x18\x05 \x01(\rR\rpreviousOwner\x12(\n" +
-	"\x10scenario_time_ns\x18\x06 \x01(\x03R\x0escenarioTimeNs\"\xad\x01\n" +
+	"\x10scenario_time_ns\x18\x06 \x01(\x03R\x0escenarioTimeNs\x12\x19\n" +
+	"\bfault_ns\x18\a \x01(\x03R\afaultNs\"\xad\x01\n" +
 	"\x10ReadPagesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
