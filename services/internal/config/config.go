@@ -64,6 +64,7 @@ type Config struct {
 	RateBurst          int           // token-bucket depth of RateLimit
 	SessionIdle        time.Duration // gateway: a session idle this long is ended; 0: never
 	StoreQuota         float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
+	StoreCacheMiB      int           // satnode: page tables and recent frames held in memory in front of Redis; 0: off
 
 	// Live mode (docs/live.md); the gateway is live when Ephemeris is set.
 	Ephemeris  string  // satpage-ephemeris/1 file from orbit_model ("": replay only)
@@ -123,6 +124,7 @@ func DefaultConfig() Config {
 		RateBurst:          400,
 		SessionIdle:        time.Hour,
 		StoreQuota:         0.8,
+		StoreCacheMiB:      16,
 		Speed:              1,
 		PushLead:           10 * time.Second,
 		EmulateLinks:       true,
@@ -216,6 +218,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.StoreQuota < 0 || c.StoreQuota > 0.95 {
 		bad("--store-quota %v outside [0, 0.95]", c.StoreQuota)
+	}
+	if c.StoreCacheMiB < 0 || c.StoreCacheMiB > 4096 {
+		bad("--store-cache-mib %d outside [0, 4096]", c.StoreCacheMiB)
 	}
 	if c.PushLead < 0 || c.PushLead > time.Hour {
 		bad("--push-lead %v is outside 0..1h", c.PushLead)
@@ -390,6 +395,7 @@ var settings = []setting{
 	{"rate-burst", "SATPAGE_RATE_BURST", "token-bucket depth of --rate-limit", num(func(c *Config) *int { return &c.RateBurst })},
 	{"session-idle", "SATPAGE_SESSION_IDLE", "gateway: end a session idle this long (0 never)", dur(func(c *Config) *time.Duration { return &c.SessionIdle })},
 	{"store-quota", "SATPAGE_STORE_QUOTA", "satnode: refuse new page frames above this fraction of Redis maxmemory (0 off)", float(func(c *Config) *float64 { return &c.StoreQuota })},
+	{"store-cache-mib", "SATPAGE_STORE_CACHE_MIB", "satnode: MiB of page tables and recently stored frames held in memory in front of Redis, written through (0 off)", num(func(c *Config) *int { return &c.StoreCacheMiB })},
 }
 
 // Load reads the environment (getenv), then the flags in args (flags win),

@@ -47,6 +47,9 @@ func TestLoad(t *testing.T) {
 		{"a negative wait for Redis", Satnode, []string{"--index", "1", "--redis-wait", "-1s"}, nil, "h", nil, "--redis-wait -1s"},
 		{"the wait for Redis from the environment", Satnode, []string{"--index", "1"}, map[string]string{"SATPAGE_REDIS_WAIT": "5m"}, "h",
 			func(c Config) string { return check(c.RedisWait, 5*time.Minute) }, ""},
+		{"the store cache from the environment", Satnode, []string{"--index", "1"}, map[string]string{"SATPAGE_STORE_CACHE_MIB": "0"}, "h",
+			func(c Config) string { return check(c.StoreCacheMiB, 0) }, ""},
+		{"a negative store cache", Satnode, []string{"--index", "1", "--store-cache-mib", "-1"}, nil, "h", nil, "--store-cache-mib -1"},
 		{"a stray argument", Gateway, []string{"extra"}, nil, "h", nil, `"extra"`},
 	}
 	for _, tt := range tests {

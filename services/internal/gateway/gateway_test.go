@@ -192,7 +192,7 @@ func TestTheClusterOnRedisGivesTheScalarModelsCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
+		return store.Stack(r, 0.8, 16<<20) // as a satnode builds it: tables and recent frames held in memory
 	}})
 	w := zipfWorkload(7, []uint32{0, 1, 2, 3, 4, 5}, 200, 100)
 	for _, s := range []satpagev1.Strategy{satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE} {

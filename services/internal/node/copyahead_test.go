@@ -29,7 +29,7 @@ func TestCopyAheadThenClaimKeepsEveryPageAndMovesOnlyWhatChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
+		return store.Stack(r, 0.8, 16<<20) // as a satnode builds it
 	}})
 	ctx := context.Background()
 	const id = "live.pa.1.2.staged"

@@ -45,11 +45,12 @@ func redisCluster(t *testing.T, crash *crashAfterChange) *clustertest.Cluster {
 		if err != nil {
 			t.Fatal(err)
 		}
+		st := store.Stack(r, 0.8, 16<<20) // as a satnode builds it
 		if i == 1 {
-			crash.PageStore = r
+			crash.PageStore = st
 			return crash
 		}
-		return r
+		return st
 	}})
 }
 

@@ -28,7 +28,7 @@ func TestAFloodCannotFillASatelliteSoFarThatSessionsCannotBeEnded(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		return store.WithQuota(r, 0.8)
+		return store.Stack(r, 0.8, 16<<20)
 	}})
 	ctx := context.Background()
 	reg := func(id string, visits ...*satpagev1.Visit) {

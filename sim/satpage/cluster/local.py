@@ -329,7 +329,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                insecure: bool = False, live: dict | None = None,
                replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
                link_epoch: str | None = None, link_hours: float = 24.0,
-               isl_capacity_gbps: float = 100.0, per_hop_processing_ms: float = 0.1) -> ClusterState:
+               isl_capacity_gbps: float = 100.0, per_hop_processing_ms: float = 0.1,
+               pprof: bool = False) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -345,6 +346,9 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     Raises OSError when a cluster is already recorded in state_dir and running, when
     a port is taken, or when a process does not come up (the ones started are
     stopped again).
+
+    pprof serves the Go profiler on every satnode's metrics port (``--pprof``;
+    bench/profile_fault.py reads it).
 
     live puts the gateway in live mode: ``{"ephemeris": PATH, "speed": FACTOR,
     "idle_timeout_s": S}`` (``satpage.live.live_up`` writes the ephemeris); the
@@ -447,7 +451,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                     "--store", store, "--redis", str(redis_dir / f"{i}.sock"),
                     "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
                     "--log-level", "warn", "--stop-timeout", "5s", "--replicas", str(replicas),
-                    *schedule_args, *security_args, *link_args]
+                    *schedule_args, *security_args, *link_args, *(["--pprof"] if pprof else [])]
             records.append(_spawn("satnode", i, argv, log_dir, env))
         _save(state)
         sat_addrs = [state.satellite_addr(i) for i in range(n)]

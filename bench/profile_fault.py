@@ -1,0 +1,225 @@
+"""Where the CPU of a one-page, one-hop page fault goes (docs/services.md, "Speed").
+
+    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--out DIR] [--json]
+
+Starts the default local cluster (150 satellites, mutual TLS) with the Go
+profiler on every satnode, and in the same run:
+
+- measures the bare gRPC round trip (health Check) and one-hop page faults at
+  one page per request (bin/satload, 32 sessions, closed loop), their ratio and
+  the CPU per request of the cluster's processes and the load generator;
+- counts the Redis commands per fault (INFO commandstats of all 150
+  redis-servers, before and after; the load generator's set-up, 64 writes per
+  session, is counted in the calls and subtracted from nothing: it is printed);
+- records a CPU profile of every satnode during the fault run (pprof, merged
+  into DIR/pprof-satnodes.pb.gz when `go` is on PATH) and, with --perf, a
+  system-wide `perf record -a -g` (DIR/perf.data) whose satnode samples are
+  grouped by what their stack holds (the first rule that matches wins).
+
+Not a make target (about a minute). perf needs the `linux-perf` package; on a VM
+without hardware counters it samples the cpu-clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from bench_services import satload
+
+from satpage.cluster import cluster_down, cluster_up
+from satpage.cluster.driver import _free_port_base
+from satpage.cluster.local import DEFAULT_CONSTELLATION
+
+# Stack contents -> bucket, first match wins (Go symbols as perf prints them).
+BUCKETS = [
+    ("page faults (first touch of heap memory)", ["asm_exc_page_fault"]),
+    ("garbage collector", ["gcBgMarkWorker", "gcAssistAlloc", "runtime.gcStart", "bgsweep", "bgscavenge"]),
+    ("runtime: sysmon thread", ["runtime.sysmon"]),
+    ("Redis client (go-redis, its syscalls)", ["go-redis"]),
+    ("TLS record crypto", ["crypto/internal/fips140/aes", "gcmAes"]),
+    ("gRPC client call S -> O", ["grpc.(*ClientConn).Invoke"]),
+    ("gRPC transport: reading (read syscalls, HTTP/2 frames, TLS open)", ["http2Server).HandleStreams",
+                                                                          "http2Client).reader"]),
+    ("gRPC transport: writing (loopy writer, write syscalls, TLS seal)", ["loopyWriter"]),
+    ("access control (token, request codec)", ["auth.(*Policy).admit"]),
+    ("metrics (Prometheus)", ["prometheus"]),
+    ("satnode handlers (page tables, frames, routing)", ["internal/node."]),
+    ("gRPC server: decode, dispatch, encode", ["grpc.(*Server).processRPC", "grpc.(*Server).handleStream"]),
+    ("runtime: scheduler, idle, netpoll", ["runtime.schedule", "runtime.findRunnable", "runtime.park_m",
+                                           "runtime.mcall", "runtime.netpoll", "runtime.stopm", "runtime.mstart",
+                                           "runtime.goexit"]),
+]
+
+
+SETUP_S = 4  # seconds the profiles wait for the load generator's set-up
+
+
+def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
+    """Calls per command summed over every satellite's redis-server."""
+    total: collections.Counter = collections.Counter()
+    for i in range(n):
+        out = subprocess.run(["redis-cli", "-s", str(redis_dir / f"{i}.sock"), "INFO", "commandstats"],
+                             capture_output=True, text=True, timeout=30).stdout
+        for m in re.finditer(r"cmdstat_([\w|]+):calls=(\d+)", out):
+            total[m.group(1)] += int(m.group(2))
+    return total
+
+
+def fetch_profiles(st, n: int, seconds: int, out: Path) -> list[Path]:
+    """CPU profiles of every satnode over the next seconds (pprof on its metrics port)."""
+    files = [out / f"satnode-{i}.pb.gz" for i in range(n)]
+
+    def get(i: int) -> None:
+        url = f"http://127.0.0.1:{st.port_base + 2 + n + i}/debug/pprof/profile?seconds={seconds}"
+        with urllib.request.urlopen(url, timeout=seconds + 60) as r:
+            files[i].write_bytes(r.read())
+
+    threads = [threading.Thread(target=get, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [f for f in files if f.exists() and f.stat().st_size > 0]
+
+
+def perf_buckets(perf_data: Path, comm: str) -> tuple[dict[str, float], int]:
+    """Share of comm's samples per bucket of BUCKETS (and 'other')."""
+    out = subprocess.run(["perf", "script", "-i", str(perf_data), "--comm", comm],
+                         capture_output=True, text=True, timeout=600).stdout
+    counts: collections.Counter = collections.Counter()
+    total = 0
+    for block in out.split("\n\n"):
+        frames = block.strip().splitlines()[1:]
+        if not frames:
+            continue
+        total += 1
+        stack = "\n".join(frames)
+        counts[next((name for name, pats in BUCKETS if any(p in stack for p in pats)), "other")] += 1
+    return {k: v / total for k, v in counts.most_common()}, total
+
+
+def perf_comms(perf_data: Path) -> dict[str, float]:
+    """Share of all samples per command name."""
+    out = subprocess.run(["perf", "report", "-i", str(perf_data), "--no-children", "--sort", "comm", "-g", "none",
+                          "--stdio"], capture_output=True, text=True, timeout=600).stdout
+    shares = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(\S.*?)\s*$", line)
+        if m:
+            shares[m.group(2)] = float(m.group(1)) / 100
+    return shares
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
+    ap.add_argument("--seconds", type=int, default=5, help="length of each measurement")
+    ap.add_argument("--workers", type=int, default=32)
+    ap.add_argument("--perf", action="store_true", help="also perf record -a -g during the fault run")
+    ap.add_argument("--out", type=Path, help="keep the profiles here (default: a temporary directory)")
+    ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = ap.parse_args()
+    if args.seconds < 2 or args.seconds > 60:
+        print(f"error: --seconds {args.seconds} outside [2, 60]", file=sys.stderr)
+        return 2
+    if args.perf and not shutil.which("perf"):
+        print("error: --perf: perf not found (apt-get install linux-perf)", file=sys.stderr)
+        return 2
+    out = args.out or Path(tempfile.mkdtemp(prefix="satpage-profile-"))
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="satpage-profile-cluster-") as tmp:
+        base = _free_port_base(args.constellation)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, pprof=True)
+        n = st.satellites
+        try:
+            pid_file = Path(tmp) / "pids.txt"
+            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+            run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
+                                          workers=args.workers, duration=args.seconds, **kw)[0]
+            echo = run("echo")
+            calls0 = redis_calls(Path(tmp) / "redis", n)
+            side: list[threading.Thread] = []
+            profiles: list[Path] = []
+            # The profiles cover the middle of the fault run: they start after the
+            # load generator's set-up (sessions opened, 64 pages written each:
+            # seconds on a loaded machine) and end before its measurement does.
+            window = args.seconds
+            perf: list[subprocess.Popen] = []
+
+            def profile() -> None:
+                time.sleep(SETUP_S)
+                if args.perf:
+                    perf.append(subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-o",
+                                                  str(out / "perf.data"), "--", "sleep", str(window)],
+                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                profiles.extend(fetch_profiles(st, n, window, out))
+
+            side.append(threading.Thread(target=profile))
+            for t in side:
+                t.start()
+            fault = satload(base, args.constellation, pid_file, "1", tls_dir=st.tls_dir, workers=args.workers,
+                            duration=args.seconds + SETUP_S + 2, batch=1)[0]
+            for t in side:
+                t.join()
+            for p in perf:
+                p.wait()
+            calls = redis_calls(Path(tmp) / "redis", n) - calls0
+        finally:
+            cluster_down(Path(tmp))
+    faults = fault["accesses"]
+    result = {
+        "bare_round_trips_per_s": echo["accesses_per_s"], "bare_cpu_us": echo["cpu_us_per_access"],
+        "one_hop_faults_per_s": fault["accesses_per_s"], "fault_cpu_us": fault["cpu_us_per_access"],
+        "single_page_vs_bare": fault["accesses_per_s"] / echo["accesses_per_s"],
+        "fault_cpu_in_bare_round_trips": fault["cpu_us_per_access"] / echo["cpu_us_per_access"],
+        "hops_ok": fault["measured_hops_sum"] == faults and fault["unexpected_outcomes"] == 0,
+        "faults": faults, "setup_writes": args.workers * 64,
+        "redis_calls_per_fault": {k: v / faults for k, v in calls.most_common()},
+        "load_average": os.getloadavg(), "out": str(out),
+    }
+    if profiles and shutil.which("go"):
+        merged = out / "pprof-satnodes.pb.gz"
+        with merged.open("wb") as f:
+            subprocess.run(["go", "tool", "pprof", "-proto", *map(str, profiles)], stdout=f,
+                           stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
+        result["pprof"] = str(merged)
+    if args.perf:
+        buckets, samples = perf_buckets(out / "perf.data", "satnode")
+        result["perf_satnode_buckets"], result["perf_satnode_samples"] = buckets, samples
+        result["perf_comms"] = perf_comms(out / "perf.data")
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"bare gRPC round trip {echo['accesses_per_s']:,.0f}/s ({echo['cpu_us_per_access']:.0f} us CPU each); "
+          f"one-hop fault, one page per request {fault['accesses_per_s']:,.0f}/s "
+          f"({fault['cpu_us_per_access']:.0f} us CPU each): ratio {result['single_page_vs_bare']:.3f}, "
+          f"CPU {result['fault_cpu_in_bare_round_trips']:.2f} bare round trips; hops ok {result['hops_ok']}; "
+          f"load average {result['load_average'][0]:.1f}")
+    print(f"Redis calls per fault ({faults:,} faults; the set-up's {result['setup_writes']:,} writes included):")
+    for k, v in result["redis_calls_per_fault"].items():
+        print(f"  {k:<14} {v:6.3f}")
+    if args.perf:
+        comms = result["perf_comms"]
+        print("perf, share of all samples: " + ", ".join(f"{c} {comms.get(c, 0):.1%}"
+                                                        for c in ("satnode", "redis-server", "satload")))
+        print(f"satnode samples ({result['perf_satnode_samples']:,}) by what their stack holds:")
+        for k, v in result["perf_satnode_buckets"].items():
+            print(f"  {v:6.1%}  {k}")
+    print(f"profiles in {out}" + (f" (go tool pprof -top {result['pprof']})" if "pprof" in result else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
