@@ -6,7 +6,9 @@ redis-server and a bare gRPC round trip (the standard health Check) to the satno
     make bench-services            # or: .venv/bin/python bench/bench_services.py [--quick]
 
 It starts its own cluster (default constellation, 150 satellites: 301 processes),
-runs bin/satload (bounded in time and count), and stops the cluster.
+runs bin/satload (bounded in time and count), and stops the cluster. Every
+cluster here runs without link emulation (docs/emulation.md): the figures are
+what the machine itself costs on loopback, not the light time of the links.
 
 - Throughput: 32 sessions in a closed loop, one page per request (ReadPage) and
   16 or 64 per request (ReadPages, whose faults travel as one FetchPages per old
@@ -113,7 +115,7 @@ def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, l
     cluster started --insecure (plain text, no tokens)."""
     with tempfile.TemporaryDirectory(prefix="satpage-bench-insecure-") as tmp:
         base = _free_port_base(args.constellation)
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, insecure=True)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, insecure=True, emulate_links=False)
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
@@ -133,7 +135,7 @@ def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
     for r in rs:
         with tempfile.TemporaryDirectory(prefix=f"satpage-bench-r{r}-") as tmp:
             base = _free_port_base(args.constellation)
-            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, replicas=r)
+            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, replicas=r, emulate_links=False)
             try:
                 pid_file = Path(tmp) / "pids.txt"
                 pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
@@ -186,7 +188,7 @@ def main() -> int:
         eph = Path(tmp) / "ephemeris.bin"
         write_live_ephemeris(eph, args.constellation, dt.datetime.now(dt.UTC).replace(microsecond=0), 2.0)
         st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base,
-                        live={"ephemeris": str(eph), "speed": 1.0})
+                        live={"ephemeris": str(eph), "speed": 1.0}, emulate_links=False)
         print(f"cluster up: {st.satellites} satellites, {len(st.processes)} processes "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         try:

@@ -141,7 +141,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="satpage-profile-cluster-") as tmp:
         base = _free_port_base(args.constellation)
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, pprof=True)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, pprof=True, emulate_links=False)
         n = st.satellites
         try:
             pid_file = Path(tmp) / "pids.txt"
