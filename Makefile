@@ -126,7 +126,7 @@ bench-compare-baseline:  ## default compare here vs BENCH_BASELINE (before the i
 	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario large --sessions 5000 --hours 2 --repeats 2
 
 .PHONY: bench-scale
-bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starlink-gen1 and the Starlink TLEs, 1M on starlink-gen1, Dask 1 vs 2 workers (hours; --quick: minutes)
+bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starlink-gen1 and the Starlink TLEs, 1M on starlink-gen1, Dask 1 vs 2 workers, starlink-15s (10k sessions, 24 h) beside its elevation-driven baseline (hours; --quick: minutes; --only-15s: just that)
 	$(PY) bench/bench_scale.py $(BENCH_SCALE_FLAGS)
 
 .PHONY: chaos

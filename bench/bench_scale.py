@@ -4,8 +4,7 @@ the Starlink TLE catalogue (data/tle/starlink-2022-09-14.tle, 3,023 satellites);
 time and memory grow with the session count; Dask with one and two workers against
 the in-process run; and the shipped `starlink-15s` scenario (15 s scheduled
 reallocation, 10,000 sessions over 24 h) beside the elevation-driven baseline on the
-same clients, whose per-strategy costs go to bench/results/ (docs/strategies.md,
-"Under 15 s reallocation").
+same clients, whose per-strategy costs go to bench/results/ (docs/reallocation.md).
 
     make bench-scale                              # full sizes (hours on 2 cores)
     .venv/bin/python bench/bench_scale.py --quick # minutes: small sizes, same report
@@ -86,12 +85,16 @@ def run_compare(constellation: str, sessions: int, hours: float, dask: str | Non
             "load_average": round(os.getloadavg()[0], 1)}
 
 
-def run_reallocation(sessions: int, hours: float, baseline: bool) -> tuple[dict, dict]:
+def run_reallocation(sessions: int, hours: float, baseline: bool,
+                     spec: str | None = None) -> tuple[dict, dict]:
     """One whole `satpage compare starlink-15s` process (``baseline``: the same scenario,
-    clients and step without the schedule: elevation-driven, sticky); its figures and JSON."""
+    clients and step without the schedule: elevation-driven, sticky; ``spec``: another
+    constellation); its figures and JSON."""
     exe = Path(sys.executable).with_name("satpage")
     cmd = [str(exe), "compare", "starlink-15s", "--sessions", str(sessions),
            "--set", f"time.duration_s={hours * 3600:g}", "--json"]
+    if spec:
+        cmd += ["--set", f"constellation.spec={spec}"]
     if baseline:
         cmd += ["--set", "handover.interval_s=0", "--set", "handover.phase_s=0"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,21 +112,23 @@ def run_reallocation(sessions: int, hours: float, baseline: bool) -> tuple[dict,
             "load_average": round(os.getloadavg()[0], 1)}, result
 
 
-def reallocation(sessions: int, hours: float) -> dict:
-    """starlink-15s and its elevation-driven baseline; writes
-    bench/results/reallocation-15s-<sessions>-<hours>h.json and returns it."""
+def reallocation(sessions: int, hours: float, spec: str | None = None) -> dict:
+    """starlink-15s and its elevation-driven baseline (on ``spec`` instead of the scenario's
+    constellation when given); writes
+    bench/results/reallocation-15s-<sessions>-<hours>h[-<spec>].json and returns it."""
     runs, results = {}, {}
     for key, baseline in (("15s", False), ("elevation", True)):
         log(f"compare: starlink-15s{' baseline' if baseline else ''}, {sessions:,} sessions, "
-            f"{hours:g} h ...")
-        runs[key], results[key] = run_reallocation(sessions, hours, baseline)
+            f"{hours:g} h{' on ' + spec if spec else ''} ...")
+        runs[key], results[key] = run_reallocation(sessions, hours, baseline, spec)
         r = runs[key]
         log(f"  {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s, peak {r['peak_rss_mb']:.0f} MB "
             f"(load {r['load_average']})")
     a, b = results["15s"], results["elevation"]
     report = {
         "format": "satpage-bench-reallocation/1", "sessions": sessions, "hours": hours,
-        "version": a["version"], "runs": runs,
+        "constellation": a["config"]["constellation"]["spec"], "version": a["version"],
+        "runs": runs,
         "workload": {k: {f: r["workload"][f] for f in ("visits", "handovers_per_session",
                                                         "accesses", "uncovered_step_fraction")}
                      for k, r in (("15s", a), ("elevation", b))},
@@ -134,7 +139,8 @@ def reallocation(sessions: int, hours: float) -> dict:
                               for c in COSTS}
                        for name in a["strategies"]}}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"reallocation-15s-{sessions}-{hours:g}h.json"
+    tag = "-" + spec.replace(":", "-").replace("/", "-") if spec else ""
+    path = RESULTS / f"reallocation-15s-{sessions}-{hours:g}h{tag}.json"
     path.write_text(json.dumps(report, indent=1) + "\n")
     log(f"wrote {path}")
     return report
@@ -142,9 +148,12 @@ def reallocation(sessions: int, hours: float) -> dict:
 
 def reallocation_table(report: dict) -> str:
     """Markdown table of the report: each strategy's costs under the schedule as a ratio
-    to the elevation-driven baseline (docs/strategies.md quotes it)."""
+    to the elevation-driven baseline (docs/reallocation.md quotes it)."""
     w = report["workload"]
-    lines = [f"{report['sessions']:,} sessions over {report['hours']:g} h: handovers per session "
+    # the first files, written before the field, ran the scenario's own constellation
+    spec = report.get("constellation", "starlink-gen1")
+    lines = [f"{spec}, {report['sessions']:,} sessions over {report['hours']:g} h: "
+             f"handovers per session "
              f"{w['15s']['handovers_per_session']:.2f} (15 s) vs "
              f"{w['elevation']['handovers_per_session']:.2f} (elevation-driven)", "",
              "| strategy | page moves | page-hops | moves with no ISL path | mean access latency "
@@ -195,9 +204,17 @@ def main() -> int:
                     help="only starlink-15s (15 s reallocation) and its elevation-driven baseline")
     ap.add_argument("--reallocation-sessions", type=int, default=None,
                     help="session count of the starlink-15s runs (full plan: 10,000)")
+    ap.add_argument("--reallocation-spec", default=None,
+                    help="run starlink-15s and its baseline on this constellation instead")
     ap.add_argument("--skip-15s", action="store_true", help="no starlink-15s runs")
+    ap.add_argument("--table", type=Path, default=None, metavar="RESULTS_JSON",
+                    help="print the Markdown table of a bench/results/reallocation-15s-*.json "
+                         "and exit (docs/reallocation.md quotes them)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = ap.parse_args()
+    if args.table:
+        print(reallocation_table(json.loads(args.table.read_text())))
+        return 0
     plan = dict(QUICK if args.quick else FULL)
     hours = args.hours or plan["hours"]
     names = args.constellations.split(",") if args.constellations else list(plan["sizes"])
@@ -293,7 +310,8 @@ def main() -> int:
             median_ratio(f"cpu_overhead_local1_vs_in_process{suffix}",
                          lambda g, b=base: g["local:1"]["cpu_s"] / g[b]["cpu_s"] - 1)
 
-    realloc = {} if args.skip_15s else reallocation(plan["reallocation_sessions"], hours)
+    realloc = {} if args.skip_15s else reallocation(plan["reallocation_sessions"], hours,
+                                                    args.reallocation_spec)
 
     report = {"plan": "quick" if args.quick else "full", "hours": hours, "runs": runs,
               "growth": growth, "dask": dask, "reallocation": realloc,

@@ -334,7 +334,8 @@ def default_scenario_path() -> Path:
 
 
 def shipped_scenario(name: str) -> Path:
-    """Path of a scenario shipped with satpage: ``default``, ``paper-mimic``, ``large``."""
+    """Path of a scenario shipped with satpage: ``default``, ``paper-mimic``, ``large``,
+    ``faults``, ``starlink-15s``."""
     path = Path(str(resources.files("satpage") / "scenarios" / f"{name}.toml"))
     if not path.is_file():
         raise ValueError(f"no shipped scenario named {name!r} (looked for {path})")

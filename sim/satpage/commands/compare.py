@@ -2,7 +2,7 @@
 
 With no argument it runs the shipped default scenario in-process (no server, no
 ../shared). SCENARIO may be a path or the name of a shipped scenario
-(``default``, ``paper-mimic``, ``large``). ``--set section.key=value`` (repeatable)
+(``default``, ``paper-mimic``, ``large``, ``faults``, ``starlink-15s``). ``--set section.key=value`` (repeatable)
 and the shortcut options override single keys.
 """
 
@@ -283,7 +283,7 @@ def latency_agreement(engine: dict, cluster: dict) -> dict:
 
 def compare(
     scenario: Annotated[str | None, typer.Argument(help="Scenario TOML file or shipped name "
-                                   "(default, paper-mimic, large). Default: default.")] = None,
+                                   "(default, paper-mimic, large, faults, starlink-15s). Default: default.")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override one key: section.key=value "
                                    "(repeatable), e.g. --set workload.zipf_s=0.8")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Override the scenario seed.")] = None,
