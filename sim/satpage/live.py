@@ -225,7 +225,11 @@ class DemoClient:
 
         out = {"lat_deg": self.lat_deg, "lon_deg": self.lon_deg, "session_id": self.session_id,
                "pages_written": self.pages_written, "pages_read_back_ok": self.pages_read_back_ok,
-               "read_mismatches": self.read_mismatches, "accesses": len(acc),
+               "read_mismatches": self.read_mismatches,
+               # every access as the client saw it (latency_ms: its round trip at the client)
+               "accesses": [{"time_s": a.scenario_time_ns / NS_PER_S, "satellite": a.satellite,
+                             "outcome": a.outcome, "hops": a.hops, "page": a.page, "write": a.write,
+                             "latency_ms": round(a.latency_s * 1e3, 3)} for a in acc],
                "fault_latency_ms": summary(faults), "local_latency_ms": summary(local)}
         if st is not None:
             out.update({"schedule": [{"time_s": h.time_ns / NS_PER_S, "satellite": h.satellite}

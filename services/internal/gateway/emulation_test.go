@@ -73,7 +73,9 @@ func TestARelayedFaultWaitsEveryISLOfItsPathThereAndBack(t *testing.T) {
 		t.Fatalf("access: outcome %v after %d hops, want moved after %d", r.Outcome, r.Hops, hops)
 	}
 	want := time.Duration(math.Round(intended))
-	if took < want || took > want+slack {
+	t.Logf("fault over %d hops: %v on the wire, %v intended", hops, took, want)
+	// Early by at most what the timers' smoothed lateness takes off (capped at 2 ms a wait).
+	if took < want-2*time.Millisecond || took > want+slack {
 		t.Errorf("fault over %d hops took %v, want %v (distance / c from the ephemeris, there and back)", hops, took, want)
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -72,50 +76,121 @@ func size(m any) int {
 	return 0
 }
 
-// ClientInterceptor is the interceptor of a connection to satellite to: a
-// routed request waits its ISL (propagation at its scenario time, its place
-// in the link's queue) before it is sent. Its reply waits on the way back at
-// the replier (ServerInterceptor), so each directed link is queued by its
-// sending end only. Other requests pass untouched.
+// dueKey is the gRPC metadata (request header, reply trailer) that carries
+// when a message is due at its receiver on the sky's schedule: wall-clock ns.
+const dueKey = "satpage-link-due-ns"
+
+// hop is what a satellite's server interceptor knows of a routed request it
+// handles, for the calls its handler makes (a relay's next hop) and its reply.
+type hop struct {
+	due   int64        // when the request was due here (wall ns)
+	reply atomic.Int64 // when the reply of the next hop is due here (0: none)
+}
+
+type hopKey struct{}
+
+// ClientInterceptor is the interceptor of a connection to satellite to. A
+// routed request is due at to one hop's time (propagation at its scenario
+// time, its place in the link's queue, the per-hop processing) after it was
+// due here (after now at the origin); it is sent at that instant less the
+// substrate, carrying the instant (metadata satpage-link-due-ns). Timing
+// against one schedule rather than adding each hop's wait to the last keeps
+// the machine's lateness at one hop from adding up along the path: a late
+// hop is absorbed by the next one's wait. The reply is timed by the replier
+// (ServerInterceptor); at the origin the call returns no earlier than the
+// reply is due. Other requests pass untouched.
 func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		from, tNs, ok := sender(req)
-		if ok && from != to {
-			if !m.wait(ctx, from, to, tNs, size(req)) {
-				return status.FromContextError(ctx.Err()).Err()
-			}
+		if !ok || from == to {
+			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		return invoker(ctx, method, req, reply, cc, opts...)
+		h, _ := ctx.Value(hopKey{}).(*hop)
+		base := time.Now().UnixNano()
+		if h != nil {
+			base = h.due
+		}
+		due, ok := m.due(from, to, tNs, size(req), base)
+		if !ok {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		if !m.SleepUntil(ctx, due-int64(m.Substrate())) {
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		var trailer metadata.MD
+		ctx = metadata.AppendToOutgoingContext(ctx, dueKey, strconv.FormatInt(due, 10))
+		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Trailer(&trailer))...)
+		back, ok := dueOf(trailer)
+		switch {
+		case !ok:
+		case h != nil:
+			h.reply.Store(back) // this relay's own reply leaves from there
+		case !m.SleepUntil(ctx, back) && err == nil:
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		return err
 	}
 }
 
-// ServerInterceptor is satellite self's server interceptor: the reply to a
-// routed request waits the ISL back to the satellite that sent it, at the
-// request's scenario time plus the time it spent here (the reply's own time).
+// ServerInterceptor is satellite self's server interceptor. The reply to a
+// routed request is due back at the satellite that sent it one hop's time
+// after the reply was ready here on the schedule: when the next hop's reply
+// was due (a relay), else when the request was due (the machine's own
+// handling is part of what is subtracted). It is sent at that instant less the
+// substrate, with the instant in the trailer.
 func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		from, tNs, ok := sender(req) // before the handler: a relay appends itself to the path
 		if !ok || from == self {
 			return handler(ctx, req)
 		}
-		arrived := time.Now()
-		resp, err := handler(ctx, req)
-		if !m.wait(ctx, self, from, tNs+int64(time.Since(arrived)), size(resp)) && err == nil {
+		md, _ := metadata.FromIncomingContext(ctx)
+		h := &hop{due: time.Now().UnixNano()}
+		if due, ok := dueOf(md); ok {
+			h.due = due
+		}
+		resp, err := handler(context.WithValue(ctx, hopKey{}, h), req)
+		ready := h.due
+		if r := h.reply.Load(); r > 0 {
+			ready = r
+		}
+		due, ok := m.due(self, from, tNs+(ready-h.due), size(resp), ready)
+		if !ok {
+			return resp, err
+		}
+		if !m.SleepUntil(ctx, due-int64(m.Substrate())) && err == nil {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(dueKey, strconv.FormatInt(due, 10))) // no stream: an in-process call
 		return resp, err
 	}
 }
 
-// wait sleeps what a message of bytes from -> to at tNs waits (false: ctx ended).
-// A time the ephemeris does not cover is not emulated (counted in Unemulated).
-func (m *Model) wait(ctx context.Context, from, to uint32, tNs int64, bytes int) bool {
-	d, err := m.Wait(from, to, tNs, bytes, Now())
+// due is when a message of bytes sent from -> to at scenario time tNs, leaving
+// at wall ns base, is due at its receiver; false when tNs is outside the
+// positions (counted in Unemulated: the message crosses without waiting).
+func (m *Model) due(from, to uint32, tNs int64, bytes int, base int64) (int64, bool) {
+	prop, err := m.PropagationNs(from, to, tNs)
 	if err != nil {
 		m.unemulated.Add(1)
-		return ctx.Err() == nil
+		return 0, false
 	}
-	return m.Sleep(ctx, d)
+	return base + int64(math.Round(prop)) + int64(m.perHop) + int64(m.Serialise(from, to, bytes, time.Duration(base))), true
+}
+
+func dueOf(md metadata.MD) (int64, bool) {
+	v := md.Get(dueKey)
+	if len(v) != 1 {
+		return 0, false
+	}
+	due, err := strconv.ParseInt(v[0], 10, 64)
+	return due, err == nil && due > 0
+}
+
+// SleepUntil waits until wall ns `at`, less the timers' smoothed lateness
+// (false: ctx ended first).
+func (m *Model) SleepUntil(ctx context.Context, at int64) bool {
+	return m.Sleep(ctx, time.Duration(at-time.Now().UnixNano())-m.Lateness())
 }
 
 // Unemulated counts the messages that crossed without waiting: their time is

@@ -199,7 +199,7 @@ func TestATimeOutsideTheEphemerisIsNotEmulatedAndCounted(t *testing.T) {
 	if _, err := m.Wait(1, 2, e.EndNs()+1, 100, 0); err == nil {
 		t.Fatal("a time after the ephemeris gave a wait")
 	}
-	if !m.wait(context.Background(), 1, 2, e.EndNs()+1, 100) || m.Unemulated() != 1 {
-		t.Errorf("unemulated %d, want 1", m.Unemulated())
+	if _, ok := m.due(1, 2, e.EndNs()+1, 100, 0); ok || m.Unemulated() != 1 {
+		t.Errorf("a time after the ephemeris is due: %v; unemulated %d, want 1", ok, m.Unemulated())
 	}
 }
