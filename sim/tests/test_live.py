@@ -297,3 +297,35 @@ def test_bad_live_input_exits_2_naming_the_value(args, named, tmp_path):
     out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     assert "error:" in out.stderr and named in out.stderr
+
+
+def test_a_demo_under_15_s_reallocation_follows_orbit_models_reallocated_schedule():
+    """`live demo --interval-s 15 --phase-s 12` starts a cluster whose gateway reallocates
+    (the ephemeris header carries the schedule, the Clock RPC reports it), and every
+    client's handovers are orbit_model's reallocated schedule for its place, which differs
+    from the elevation-driven one."""
+    out = subprocess.run([SATPAGE, "live", "demo", "--lat", "59.9", "--lon", "10.7", "--lat", "-6.2",
+                          "--lon", "106.8", "--minutes", "20", "--speed", str(SPEED), "--pages", "8",
+                          "--store", "memory", "--interval-s", "15", "--phase-s", "12", "--json"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["interval_s"], doc["phase_s"], doc["step_s"]) == (15.0, 12.0, 3.0)
+    differs = 0
+    for c in doc["clients"]:
+        assert c["pages_written"] == c["pages_read_back_ok"] > 0
+        window = []
+        for interval in (15, 0):
+            ref = reference_schedule(doc["constellation"], doc["epoch"], c["lat_deg"], c["lon_deg"],
+                                     int(c["end_time_s"] * NS), policy=doc["policy"],
+                                     sticky=doc["sticky"], min_elevation_deg=doc["min_elevation_deg"],
+                                     step_ns=3 * NS, interval_ns=interval * NS,
+                                     phase_ns=12 * NS if interval else 0)
+            window.append([(t / NS, s) for t, s in ref
+                           if c["schedule"][0]["time_s"] <= t / NS <= c["end_time_s"]])
+        want, elevation_driven = window
+        differs += want != elevation_driven
+        got = [(h["time_s"], h["satellite"]) for h in c["schedule"]]
+        assert [s for _, s in got] == [s for _, s in want], (got, want)
+        assert all(abs(a - b) <= 3 for (a, _), (b, _) in zip(got, want, strict=True)), (got, want)
+    assert differs, "the reallocated and the elevation-driven schedules agree: nothing was tested"
