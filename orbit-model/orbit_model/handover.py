@@ -322,20 +322,19 @@ def _sweep(position, theta, step0, n_steps_total, g_first, g_last, g_xyz, g_up, 
 
 
 @numba.njit(cache=True)
-def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, instant_steps, h_client,
-             h_step, h_sat, h_forced):
+def _longest(offsets, p_sat, p_rise, p_set, g_first, g_last, sticky, scheduled, instant_steps,
+             h_client, h_step, h_sat, h_forced):
     """Schedule under "longest remaining visibility" from step-resolution passes.
 
     Passes of each client are sorted by rise; at each decision step the candidates
     are the passes with rise <= step < set, the choice the latest set (lowest
     index on ties). Sticky: decide only when the serving pass ends; otherwise
-    also whenever a pass rises. With ``instant_steps`` (ascending step indices of the
-    reallocation instants; ``scheduled``) decide at every instant, and between them
-    only when the serving pass ends or (none serving) a pass rises: forced.
+    also whenever a pass rises. ``scheduled``: decide at every instant of
+    ``instant_steps`` (ascending step indices; there may be none in the span), and
+    between them only when the serving pass ends or (none serving) a pass rises: forced.
     """
     n = 0
     active = np.empty(p_sat.size, np.int64)
-    scheduled = instant_steps.size > 0
     for c in range(offsets.size - 1):
         lo, hi = offsets[c], offsets[c + 1]
         nxt = lo  # next pass to become active
@@ -677,7 +676,8 @@ def _schedule(constellation, ground, t_ns, first, last, min_elevation_deg, polic
         h_client, h_step, h_sat = (np.empty(size, np.int32) for _ in range(3))
         h_forced = np.empty(size, np.bool_)
         nh = _longest(offsets, passes["satellite"], passes["rise_step"], passes["set_step"],
-                      first, last, sticky, instant_steps, h_client, h_step, h_sat, h_forced)
+                      first, last, sticky, interval_ns > 0, instant_steps, h_client, h_step,
+                      h_sat, h_forced)
         h_client, h_step, h_sat, h_forced = h_client[:nh], h_step[:nh], h_sat[:nh], h_forced[:nh]
     else:
         h_client, h_step, h_sat, h_forced = (np.concatenate([part[k] for part in hand_parts])

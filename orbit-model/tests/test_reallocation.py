@@ -143,6 +143,24 @@ def test_session_windows_start_with_a_fresh_pick_and_follow_the_replay():
             assert entries(schedule, g) == want
 
 
+@pytest.mark.parametrize("policy", ["highest", "longest"])
+def test_a_span_without_an_instant_holds_every_assignment_until_it_sets(policy):
+    """An hour-long interval whose first instant lies past the span: no instant at all,
+    yet the assignment holds (non-sticky or not) and every change is forced."""
+    c, points, t_ns, min_el, sin_el, rng_km, visible = geometry("walker")
+    interval, phase = 7200 * S, 7197 * S
+    instant = reallocation_steps(t_ns, interval, phase)
+    assert not instant.any()
+    schedule = handover_schedule(c, points, t_ns, min_elevation_deg=min_el, policy=policy,
+                                 sticky=False, interval_ns=interval, phase_ns=phase)
+    for g in range(len(points)):
+        want = replay(sin_el[g], rng_km[g], visible[g], policy, instant, 0, t_ns.size - 1)
+        assert entries(schedule, g) == want
+    rest = np.ones(schedule.forced.size, bool)
+    rest[schedule.offsets[:-1]] = False
+    assert schedule.forced[rest].all() and rest.any()
+
+
 def test_without_an_interval_nothing_is_forced_and_the_schedule_is_unchanged():
     c, points, t_ns, min_el, *_ = geometry("walker")
     a = handover_schedule(c, points, t_ns, min_elevation_deg=min_el)
