@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 TOOLS := $(CURDIR)/.tools/bin
 export PATH := $(TOOLS):$(PATH)
 GO_TEST_FLAGS ?= -race -count=1
-PYTEST_FLAGS ?= -n 2
+# loadgroup: the tests sharing a module- or session-scoped fixture run on one worker
+# (conftest.py), so a cluster or a compare run is made once, not once per worker.
+PYTEST_FLAGS ?= -n 2 --dist loadgroup
 # Every run prints its 15 slowest tests.
 PYTEST_COMMON := --durations=15
 
@@ -21,22 +23,25 @@ setup:  ## install everything (Debian packages, .venv, Go tools, helm); safe to 
 run: setup build  ## the main job: satpage compare on the default scenario, in-process
 	$(VENV)/bin/satpage compare
 
-test: setup build proto-check view-check lint pytest gotest  ## the whole suite, both tiers (what CI runs)
+test: setup build proto-check view-check lint  ## the whole suite, both tiers (what CI runs)
+	@# Python and Go side by side: the integration tests spend much of their time waiting
+	@# (clusters starting, chaos runs of fixed length), which the Go tests fill.
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest gotest
 
-test-unit:  ## the unit tier: tests that start no process (no redis, cluster, helm, chromium, Dask, subprocess)
-	$(MAKE) --no-print-directory pytest-unit gotest-unit
+test-unit:  ## the unit tier: in-process tests only (no redis, cluster, helm, chromium, Dask, subprocess), under 90 s
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-unit gotest-unit
 
 pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a failure
 	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON)
 
-pytest-unit:  ## Python unit tier: not marked integration (the root conftest.py fails a unit test that starts a process)
-	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON) -m "not integration"
+pytest-unit:  ## Python unit tier: neither integration nor slow (the root conftest.py fails a unit test that starts a process)
+	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON) -m "not integration and not slow"
 
 gotest:  ## Go tests with the race detector
 	cd services && go test $(GO_TEST_FLAGS) ./...
 
-gotest-unit:  ## Go unit tier: -short skips every test that starts a redis-server (storetest.RedisServer)
-	cd services && go test $(GO_TEST_FLAGS) -short ./...
+gotest-unit:  ## Go unit tier: -short skips every test that starts a redis-server (storetest.RedisServer); the race detector is make test's
+	cd services && go test -count=1 -short ./...
 
 lint:  ## ruff for Python, go vet for Go
 	$(VENV)/bin/ruff check orbit-model pager client sim bench

@@ -14,6 +14,11 @@ subprocess and multiprocessing's spawn and forkserver, ``os.posix_spawn``,
 ``os.fork``, ``os.system``, the ``exec`` family) are replaced for the setup, call
 and teardown of each unit test, and each attempt is recorded and reported even if
 the code under test catches the error it raises.
+
+Sharing: under ``--dist loadgroup`` (make's PYTEST_FLAGS) the tests of a module that
+use a module-scoped fixture (a cluster, a compare run, a browser) go to one worker,
+so the fixture is made once rather than once per worker; a fixture shared across
+modules (sim/tests/conftest.py) names its group with ``@pytest.mark.xdist_group``.
 """
 
 from __future__ import annotations
@@ -100,3 +105,30 @@ def pytest_configure(config):
     # The reports' version string asks git once per test process, here, outside
     # any test: unit tests then read the cached value.
     code_version()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("loadgroup", False):  # set in an xdist worker of --dist loadgroup
+        return
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            info = getattr(item, "_fixtureinfo", None)
+            if info and any(d[-1].scope == "module" for d in info.name2fixturedefs.values()):
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        _name_the_group(item)
+
+
+def _name_the_group(item) -> None:
+    """loadgroup sends tests whose node id ends in ``@group`` to one worker. xdist 3.8
+    appends it by setting ``item._nodeid``, which pytest 9 no longer reads (the id is
+    ``item._id``, a NodeId); until xdist follows, the suffix is set here the way
+    pytest 9 stores it. Without it every test is scheduled alone."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9: xdist's own suffix works
+        return
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    if names and "@" not in item.nodeid and hasattr(item, "_id"):
+        item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")

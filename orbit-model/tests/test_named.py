@@ -47,6 +47,7 @@ def test_the_five_shells_are_the_filings_4408_satellites_in_order(starlink):
         first += planes * per_plane
 
 
+@pytest.mark.slow  # the unit tier (make test-unit) leaves it to make test
 @pytest.mark.parametrize("shell_id", range(5))
 def test_skyfield_sees_each_shell_at_its_filed_altitude_and_inclination(starlink, shell_id):
     planes, per_plane, alt, inc = FILING[shell_id]
@@ -89,6 +90,7 @@ def test_each_shell_is_its_own_plus_grid_and_no_link_joins_two_shells(starlink):
     assert all(d == 4 for _, d in got.degree)
 
 
+@pytest.mark.slow  # the unit tier (make test-unit) leaves it to make test
 def test_routes_stay_inside_a_shell_and_are_networkx_shortest_paths(starlink):
     network = IslNetwork(starlink)
     graph = nx.Graph(network.links.endpoints.tolist())

@@ -129,6 +129,7 @@ def test_forced_handovers_occur(name, policy):
     assert schedule.forced.sum() >= 10
 
 
+@pytest.mark.slow  # the unit tier (make test-unit) leaves it to make test
 def test_session_windows_start_with_a_fresh_pick_and_follow_the_replay():
     c, points, t_ns, min_el, sin_el, rng_km, visible = geometry("starlink")
     instant = reallocation_steps(t_ns, INTERVAL, PHASE)

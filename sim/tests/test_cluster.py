@@ -45,13 +45,6 @@ def _satpage(*args, env=None, check=True):
     return out
 
 
-def _start(state_dir, constellation="walker-star:150/10/1:500:87"):
-    base = _free_port_base(constellation)
-    _satpage("cluster", "up", "--constellation", constellation, "--state-dir", str(state_dir),
-             "--port-base", str(base))
-    return load_state(state_dir)
-
-
 def _check_paper(gateway, seed, tls_dir):
     """A given --target is reached with the TLS material named by $SATPAGE_TLS_DIR."""
     args = ("paper", "--runs", "1", "--seed", str(seed), "--json")
@@ -97,27 +90,24 @@ def _check_relayed_hops(cluster):
     assert got["pages_deleted"] == got["pages_created"]
 
 
-def test_the_default_cluster_gives_the_engines_counts(tmp_path):
-    """One test for the 150-satellite cluster (301 processes), so that parallel test
-    workers never start two of them."""
-    _need_binaries()
-    cluster = _start(tmp_path)
-    try:
-        st = cluster_status(tmp_path)
-        assert st["running"], st
-        assert st["alive"] == {"redis": 150, "satnode": 150, "gateway": 1}
-        out = _satpage("cluster", "status", "--state-dir", str(tmp_path), "--json")
-        assert json.loads(out.stdout)["running"] is True
-        for seed in (5, 2024):
-            _check_paper(cluster.gateway, seed, cluster.tls_dir)
-        _check_relayed_hops(cluster)
-        trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
-                                  np.random.default_rng(0))
-        with pytest.raises(ValueError, match="hot-k"):
-            replay_trace(trace, "hot-k", target=cluster.gateway)
-    finally:
-        _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
-    assert cluster_status(tmp_path, check_health=False)["processes"] == 0
+@pytest.mark.xdist_group("default-cluster")
+def test_the_default_cluster_gives_the_engines_counts(default_cluster):
+    """The 150-satellite cluster (301 processes) of the session, which
+    test_compare_cluster replays through too (sim/tests/conftest.py); `down` is
+    test_down_stops_exactly_what_up_started's."""
+    cluster = default_cluster
+    st = cluster_status(cluster.state_dir)
+    assert st["running"], st
+    assert st["alive"] == {"redis": 150, "satnode": 150, "gateway": 1}
+    out = _satpage("cluster", "status", "--state-dir", cluster.state_dir, "--json")
+    assert json.loads(out.stdout)["running"] is True
+    for seed in (5, 2024):
+        _check_paper(cluster.gateway, seed, cluster.tls_dir)
+    _check_relayed_hops(cluster)
+    trace = pager.paper_trace(pager.PaperParams(n_pages=10, accesses=5, handovers=1), 1,
+                              np.random.default_rng(0))
+    with pytest.raises(ValueError, match="hot-k"):
+        replay_trace(trace, "hot-k", target=cluster.gateway)
 
 
 def test_an_unreachable_gateway_is_an_error_naming_it():

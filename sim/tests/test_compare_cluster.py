@@ -1,6 +1,7 @@
 """`satpage compare --backend cluster`: the deployed service gives the engine's counts."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,12 +23,14 @@ def _need_cluster() -> None:
         pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
 
 
-def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts():
-    _need_cluster()
-    # a subprocess: the local cluster's daemons outlive the Popen objects that start them
+@pytest.mark.xdist_group("default-cluster")
+def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts(default_cluster):
+    """Through the session's 150-satellite cluster, recorded in $SATPAGE_CLUSTER_DIR
+    (paper-mimic's constellation; its R and link epoch do not change these counts)."""
     exe = str(Path(sys.executable).with_name("satpage"))
+    env = {**os.environ, "SATPAGE_CLUSTER_DIR": default_cluster.state_dir}
     r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--backend",
-                        "cluster", "--json"], capture_output=True, text=True, timeout=600)
+                        "cluster", "--json"], capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert set(out["strategies"]) == {"proactive", "on-demand"}

@@ -210,6 +210,7 @@ def waits_of(acc):
     return acc.stalls.n, acc.stalls.sum_ns
 
 
+@pytest.mark.slow  # the unit tier (make test-unit) leaves it to make test
 @pytest.mark.parametrize("name", ["on-demand", "proactive", "multipath", "custody",
                                   "idle-link", "replicate-next", "push-ahead"])
 def test_compiled_pricing_matches_a_plain_per_event_implementation(world, name):

@@ -93,6 +93,7 @@ def test_a_malformed_tle_names_the_file_and_line(tmp_path):
     assert "broken.tle line 2: TLE line 2 without a line 1" in " ".join(result.stderr.split())
 
 
+@pytest.mark.slow  # the unit tier (make test-unit) leaves it to make test
 def test_isl_on_the_five_shell_starlink_routes_inside_a_shell_only():
     inside = run("isl", "--constellation", "starlink-gen1", "--src", "0", "--dst", "1583", "--json")
     across = run("isl", "--constellation", "starlink-gen1", "--src", "0", "--dst", "1584", "--json")

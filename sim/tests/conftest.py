@@ -1,0 +1,46 @@
+"""Fixtures shared by the sim tests of one test process: clusters that several tests
+can use as they are, started once and stopped at the end of the session. A test that
+uses one carries ``@pytest.mark.xdist_group`` with the fixture's name, so that
+``--dist loadgroup`` runs every user on the same worker and one cluster serves them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: the default constellation's cluster: 150 satellites, 301 processes
+DEFAULT_SPEC = "walker-star:150/10/1:500:87"
+SATPAGE = str(Path(sys.executable).with_name("satpage"))
+
+
+@pytest.fixture(scope="session")
+def default_cluster(tmp_path_factory):
+    """``satpage cluster up`` of the default constellation (secure, the default R),
+    as its recorded state; replays through it end their sessions, so tests can follow
+    each other on it. Group: ``default-cluster``."""
+    from satpage.cluster import load_state
+    from satpage.cluster.driver import _free_port_base
+    from satpage.cluster.local import find_binary
+
+    try:
+        find_binary("satnode")
+        find_binary("gateway")
+    except OSError:
+        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+    state_dir = tmp_path_factory.mktemp("default-cluster")
+    up = subprocess.run([SATPAGE, "cluster", "up", "--constellation", DEFAULT_SPEC,
+                         "--state-dir", str(state_dir), "--port-base",
+                         str(_free_port_base(DEFAULT_SPEC))],
+                        capture_output=True, text=True, timeout=600)
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        yield load_state(state_dir)
+    finally:
+        subprocess.run([SATPAGE, "cluster", "down", "--state-dir", str(state_dir)],
+                       capture_output=True, timeout=300)
