@@ -134,6 +134,12 @@ def test_the_demo_prints_one_json_object_with_the_schedule_of_each_client(gatewa
     assert c["pages_written"] == c["pages_read_back_ok"] > 0
     assert c["schedule"][0].keys() == {"time_s", "satellite"}
     assert c["fault_latency_ms"]["n"] <= c["movements"]
+    # every access, as the client saw it, served by a satellite of the schedule
+    assert c["accesses"] and set(c["accesses"][0]) == {"time_s", "satellite", "outcome", "hops", "page",
+                                                      "write", "latency_ms"}
+    assert {a["satellite"] for a in c["accesses"]} <= {h["satellite"] for h in c["schedule"]}
+    assert all(a["latency_ms"] > 0 and (a["hops"] > 0) == (a["outcome"] == "moved") for a in c["accesses"])
+    assert sum(a["outcome"] == "moved" for a in c["accesses"]) == c["fault_latency_ms"]["n"]
     # the schedule the live service followed is `satpage orbit handovers` for the place, cut to the window
     hours = (int(c["end_time_s"] // 60) + 1) / 60
     ref = subprocess.run([SATPAGE, "orbit", "handovers", "--constellation", doc["constellation"], "--start",
