@@ -89,27 +89,45 @@ func (c *names) addrs(ctx context.Context, host string) ([]string, error) {
 		ch := make(chan struct{})
 		e.lookup, e.asked = ch, c.now()
 		c.mu.Unlock()
-
-		addrs, err := c.r.LookupHost(ctx, host)
-		if err == nil && len(addrs) == 0 {
-			err = fmt.Errorf("lookup %s: %w", host, errNoAddress)
+		go c.resolve(host, e, ch)
+		select {
+		case <-ch:
+			continue // the entry holds the answer now
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		c.mu.Lock()
-		e.lookup = nil
-		close(ch)
-		switch {
-		case err == nil:
-			e.addrs, e.err, e.until = addrs, nil, c.now().Add(c.ttl)
-		case ctx.Err() != nil:
-			// The caller gave up: that says nothing about the name; ask again next time.
-		default:
-			e.addrs, e.err = nil, err
-			e.until = c.now().Add(c.bo.Delay(e.fails))
-			e.fails++
-		}
-		c.mu.Unlock()
-		return addrs, err
 	}
+}
+
+// LookupTimeout bounds one lookup. It is the cache's, not the connection
+// attempt's: an attempt gives up after about a second, and on a loaded machine
+// the cluster DNS takes longer than that to answer (make e2e-k8s, 2026-11-27:
+// "lookup satpage-9.satpage-headless on 10.96.0.10:53: dial udp 10.96.0.10:53:
+// i/o timeout"); a lookup cut off with its attempt was asked again by the next
+// attempt, and never finished. Now the answer fills the cache for the attempts
+// that follow.
+const LookupTimeout = 10 * time.Second
+
+// resolve looks host up for entry e and closes done (one goroutine per lookup,
+// ended within LookupTimeout).
+func (c *names) resolve(host string, e *nameEntry, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), LookupTimeout)
+	defer cancel()
+	addrs, err := c.r.LookupHost(ctx, host)
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("lookup %s: %w", host, errNoAddress)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.lookup = nil
+	close(done)
+	if err == nil {
+		e.addrs, e.err, e.until = addrs, nil, c.now().Add(c.ttl)
+		return
+	}
+	e.addrs, e.err = nil, err
+	e.until = c.now().Add(c.bo.Delay(e.fails))
+	e.fails++
 }
 
 // failed records that a connection to host's kept address failed. The first

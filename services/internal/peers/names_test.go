@@ -202,3 +202,26 @@ func TestAnIPAddressIsNotLookedUp(t *testing.T) {
 		t.Errorf("unknown name: got %v, want the resolver's DNSError", err)
 	}
 }
+
+// A lookup slower than the connection attempt that asked for it (the cluster
+// DNS on a loaded machine) is not cut off with the attempt: it fills the cache,
+// and the attempts after it use the answer instead of asking again.
+func TestALookupOutlivesTheAttemptThatAskedForIt(t *testing.T) {
+	dns, _ := newFake()
+	dns.set("sat-4", "10.0.0.4")
+	dns.delay = 200 * time.Millisecond
+	c := newNames(dns, 5*time.Second, exact)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.addrs(ctx, "sat-4"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an attempt of 20 ms against a 200 ms lookup: got %v, want its deadline", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	a, err := c.addrs(context.Background(), "sat-4")
+	if err != nil || a[0] != "10.0.0.4" {
+		t.Fatalf("after the lookup finished: got %v, %v", a, err)
+	}
+	if got := dns.asked.Load(); got != 1 {
+		t.Errorf("%d lookups, want 1 (the first one, finished after its attempt gave up)", got)
+	}
+}
