@@ -17,10 +17,13 @@ one the channel is plaintext (a gateway started ``--insecure``). The session
 token the gateway returns at open goes with every later call of the session in
 gRPC metadata ``satpage-token``.
 
-Errors are typed: ``SessionExpired`` (the session ended, for example idle past
-the gateway's timeout), ``Unavailable`` (no gateway, satellite or ephemeris
-answers now: retry later), ``InvalidArgument`` (also a ``ValueError``); any other
-failure is a ``SatpageError``.
+Errors are typed by the reason the service attaches (``satpage_client.errinfo``),
+not by their text: ``SessionExpired`` (the session ended, for example idle past
+the gateway's timeout: reason UNKNOWN_SESSION), ``PageLost`` (a page the session
+had is gone: every holder of it lost its memory, PAGE_NOT_FOUND),
+``Unavailable`` (no gateway, satellite or ephemeris answers now: retry later),
+``InvalidArgument`` (also a ``ValueError``); any other failure is a
+``SatpageError``, whose ``reason`` says which.
 
 This package depends on grpcio and protobuf only (``pip install satpage-client``);
 it also holds the Python stubs generated from services/proto (``satpage_client.rpc``),
@@ -33,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SatpageError", "SessionExpired", "Unavailable", "InvalidArgument", "Access", "Handover",
+__all__ = ["SatpageError", "SessionExpired", "PageLost", "Unavailable", "InvalidArgument", "Access", "Handover",
            "SessionStats", "ClockInfo", "Gateway", "Session", "STRATEGIES"]
 
 #: satpage.v1.Strategy values of the live strategies.
@@ -43,15 +46,21 @@ TOKEN_KEY = "satpage-token"
 
 
 class SatpageError(Exception):
-    """A satpage request failed; ``code`` is the gRPC status name."""
+    """A satpage request failed; ``code`` is the gRPC status name, ``reason``
+    the service's ErrorInfo reason ("" when it gave none)."""
 
-    def __init__(self, message: str, code: str = "UNKNOWN"):
+    def __init__(self, message: str, code: str = "UNKNOWN", reason: str = ""):
         super().__init__(message)
         self.code = code
+        self.reason = reason
 
 
 class SessionExpired(SatpageError):
     """The session is gone: ended, or idle longer than the gateway's timeout."""
+
+
+class PageLost(SatpageError):
+    """A page the session had is gone (every satellite holding it lost its memory)."""
 
 
 class Unavailable(SatpageError):
@@ -65,16 +74,21 @@ class InvalidArgument(SatpageError, ValueError):
 def _translate(exc, what: str) -> SatpageError:
     import grpc
 
+    from satpage_client import errinfo
+
     code = exc.code() if hasattr(exc, "code") else None
     name = code.name if code is not None else "UNKNOWN"
+    why = errinfo.reason(exc)
     message = f"{what}: {name}: {exc.details() if hasattr(exc, 'details') else exc}"
-    if code == grpc.StatusCode.NOT_FOUND:
-        return SessionExpired(message, name)
+    if why == errinfo.UNKNOWN_SESSION:
+        return SessionExpired(message, name, why)
+    if why == errinfo.PAGE_NOT_FOUND:
+        return PageLost(message, name, why)
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return Unavailable(message, name)
+        return Unavailable(message, name, why)
     if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE):
-        return InvalidArgument(message, name)
-    return SatpageError(message, name)
+        return InvalidArgument(message, name, why)
+    return SatpageError(message, name, why)
 
 
 @dataclass(frozen=True)
@@ -231,7 +245,7 @@ class Session:
 
     def _call(self, method, request, what: str):
         if self._closed:
-            raise SessionExpired(f"session {self.id} is closed", "NOT_FOUND")
+            raise SessionExpired(f"session {self.id} is closed", "NOT_FOUND", "UNKNOWN_SESSION")
         try:
             return method(request, timeout=self.gateway.timeout_s, metadata=self._metadata())
         except Exception as exc:

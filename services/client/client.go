@@ -3,8 +3,10 @@
 // the service hands the session over between satellites by itself.
 //
 // The operations are those of the Python library satpage.client: Open, Write,
-// Read, Stats, Close. Errors wrap one of ErrSessionExpired, ErrUnavailable,
-// ErrInvalidArgument (test with errors.Is), never a bare gRPC status.
+// Read, Stats, Close. Errors wrap one of ErrSessionExpired, ErrPageLost,
+// ErrUnavailable, ErrInvalidArgument (test with errors.Is), never a bare gRPC
+// status; the kind is decided on the service's ErrorInfo reason (Error.Reason),
+// not on the message text.
 //
 // TLS (docs/security.md): Dial with Options.TLSDir (ca.pem, client.pem,
 // client-key.pem) dials mutual TLS 1.3 and checks that the gateway presents
@@ -27,6 +29,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
@@ -34,6 +37,9 @@ import (
 var (
 	// ErrSessionExpired: the session is gone (ended, or idle past the gateway's timeout).
 	ErrSessionExpired = errors.New("session expired")
+	// ErrPageLost: a page the session had is gone (every satellite that held
+	// it lost its memory).
+	ErrPageLost = errors.New("page lost")
 	// ErrUnavailable: no answer now (gateway or satellite down, no satellite above
 	// the minimum elevation, the ephemeris horizon passed); retry later.
 	ErrUnavailable = errors.New("unavailable")
@@ -47,12 +53,15 @@ var (
 const TokenKey = "satpage-token"
 
 // Error is a failed request: Kind is one of the sentinel errors above, Code
-// the gRPC status code it came from.
+// the gRPC status code it came from and Reason the service's ErrorInfo reason
+// (UNKNOWN_SESSION, PAGE_NOT_FOUND, ...; "" when it gave none), on which Kind
+// is decided: NOT_FOUND alone is both an expired session and a lost page.
 type Error struct {
-	Kind error
-	Code codes.Code
-	Op   string
-	Msg  string
+	Kind   error
+	Code   codes.Code
+	Reason string
+	Op     string
+	Msg    string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", e.Op, e.Kind, e.Msg) }
@@ -63,16 +72,19 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	st, _ := status.FromError(err)
+	reason := errs.Reason(err)
 	kind := ErrFailed
-	switch st.Code() {
-	case codes.NotFound:
+	switch {
+	case reason == errs.ReasonUnknownSession:
 		kind = ErrSessionExpired
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case reason == errs.ReasonNotFound:
+		kind = ErrPageLost
+	case st.Code() == codes.Unavailable, st.Code() == codes.DeadlineExceeded:
 		kind = ErrUnavailable
-	case codes.InvalidArgument, codes.OutOfRange:
+	case st.Code() == codes.InvalidArgument, st.Code() == codes.OutOfRange:
 		kind = ErrInvalidArgument
 	}
-	return &Error{Kind: kind, Code: st.Code(), Op: op, Msg: st.Message()}
+	return &Error{Kind: kind, Code: st.Code(), Reason: reason, Op: op, Msg: st.Message()}
 }
 
 // Strategy is how a session's pages follow it from satellite to satellite.

@@ -9,6 +9,7 @@ from satpage_client import (
     Gateway,
     Handover,
     InvalidArgument,
+    PageLost,
     SatpageError,
     Session,
     SessionExpired,
@@ -16,5 +17,5 @@ from satpage_client import (
     Unavailable,
 )
 
-__all__ = ["SatpageError", "SessionExpired", "Unavailable", "InvalidArgument", "Access", "Handover",
+__all__ = ["SatpageError", "SessionExpired", "PageLost", "Unavailable", "InvalidArgument", "Access", "Handover",
            "SessionStats", "ClockInfo", "Gateway", "Session", "STRATEGIES"]

@@ -89,12 +89,14 @@ func run() error {
 	} else {
 		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")
 	}
-	go g.ExpireIdle(ctx)
 	if live != nil {
 		log.Info("live mode", "ephemeris", cfg.Ephemeris, "epoch", live.Clock.Epoch, "speed", live.Clock.Speed, "push_lead", cfg.PushLead,
 			"horizon_ns", live.Ephemeris.EndNs(), "now_ns", live.Clock.NowNs())
-		go g.RunLive(ctx)
 	}
+	// Idle expiry and live handovers; stopped and waited for (deferred after
+	// pool.Close, so before it: they call satellites until they end).
+	g.Start(ctx)
+	defer g.Close()
 	log.Info("starting", "constellation", cfg.Constellation, "peer_template", cfg.PeerTemplate, "peer_port_base", cfg.PeerPortBase)
 	return daemon.Run(ctx, daemon.Options{Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: g.Register, Logger: log,

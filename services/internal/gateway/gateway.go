@@ -46,6 +46,37 @@ type Gateway struct {
 
 	mu       sync.Mutex // guards sessions (the map, not the sessions)
 	sessions map[string]*session
+
+	// The background work Start runs (ExpireIdle, RunLive): Close cancels
+	// it and waits for it.
+	bg     sync.WaitGroup
+	bgMu   sync.Mutex         // guards stopBg
+	stopBg context.CancelFunc // nil before Start
+}
+
+// Start runs the gateway's background work until ctx ends or Close: the
+// expiry of idle sessions and, in live mode, the handovers and ephemeris
+// reloads (RunLive). The gateway owns it: Close waits for it, so the peers
+// it uses may be closed after Close returns.
+func (g *Gateway) Start(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	g.bgMu.Lock()
+	g.stopBg = cancel
+	g.bgMu.Unlock()
+	g.bg.Go(func() { g.ExpireIdle(ctx) })
+	g.bg.Go(func() { g.RunLive(ctx) })
+}
+
+// Close stops the background work Start runs and waits for it. Call it after
+// the gRPC server has stopped and before the peers are closed.
+func (g *Gateway) Close() {
+	g.bgMu.Lock()
+	stop := g.stopBg
+	g.bgMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	g.bg.Wait()
 }
 
 // session is one registered session.

@@ -303,7 +303,7 @@ func (d *Detector) startProbe(ctx context.Context, i uint32, timeout time.Durati
 		c := &probeCall{done: make(chan struct{}), sent: time.Now()}
 		s.inflight = c
 		d.mu.Unlock()
-		go func() {
+		go func() { // ends within timeout; waited for by its callers (Run's: by Run)
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			d.probes.Add(1)
 			err := d.probe(pctx, i)
@@ -438,7 +438,23 @@ func (d *Detector) Run(ctx context.Context, interval time.Duration) {
 	}
 	timer := time.NewTimer(interval)
 	defer timer.Stop()
+	// The probes Run started: once ctx ends, Run returns only after they have
+	// (each within its timeout), so that whoever owns Run owns them too.
+	var started []*probeCall
+	defer func() {
+		for _, c := range started {
+			<-c.done
+		}
+	}()
 	for {
+		started = slices.DeleteFunc(started, func(c *probeCall) bool {
+			select {
+			case <-c.done:
+				return true
+			default:
+				return false
+			}
+		})
 		sleep := interval
 		var due []uint32
 		d.mu.Lock() // Run reads the view under it: a change and its poke come together
@@ -460,7 +476,7 @@ func (d *Detector) Run(ctx context.Context, interval time.Duration) {
 			if _, dead := down[i]; dead {
 				timeout = 2 * d.timeout // a loaded satellite gets longer to come back
 			}
-			d.startProbe(ctx, i, timeout, time.Time{})
+			started = append(started, d.startProbe(ctx, i, timeout, time.Time{}))
 		}
 		timer.Reset(sleep)
 		select {

@@ -75,6 +75,12 @@ type Node struct {
 	primary   *replica.Primary // this satellite's replicated store (nil when R = 1)
 	replicas  int              // R
 	retries   *retry.Budget    // origin retries of routed requests (routing.go)
+
+	// The background work Start runs (the detector's re-probing, the
+	// replicas' upkeep and restores): Close cancels it and waits for it.
+	bg     sync.WaitGroup
+	bgMu   sync.Mutex         // guards stopBg
+	stopBg context.CancelFunc // nil before Start
 }
 
 // Options are what New needs.
@@ -124,15 +130,36 @@ func New(o Options) (*Node, error) {
 
 // Close ends the node's background work: it waits for the releases being sent
 // in the background and sends those still pending, within ctx (a release cut
-// off leaves a stale copy at an old owner, never a lost page), and retries the
-// deletes of stale page tables. Call it after the gRPC server has stopped; it
-// closes neither the store nor the peers. It returns ctx's error when ctx
-// ended first, or the deletes that failed again.
+// off leaves a stale copy at an old owner, never a lost page), retries the
+// deletes of stale page tables, and then stops what Start runs (the detector,
+// its probes in flight, the replicas' upkeep) and waits for it, within ctx.
+// Call it after the gRPC server has stopped; it closes neither the store nor
+// the peers. It returns ctx's error when ctx ended first, or the deletes that
+// failed again.
 func (n *Node) Close(ctx context.Context) error {
-	if err := n.closeReleases(ctx); err != nil {
-		return err
+	err := n.closeReleases(ctx)
+	if err == nil {
+		err = n.closeStale(ctx)
 	}
-	return n.closeStale(ctx)
+	return errors.Join(err, n.stopBackground(ctx))
+}
+
+// stopBackground cancels Start's background work and waits for it, within ctx.
+func (n *Node) stopBackground(ctx context.Context) error {
+	n.bgMu.Lock()
+	stop := n.stopBg
+	n.bgMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	done := make(chan struct{})
+	go func() { n.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("background work still running: %w", ctx.Err())
+	}
 }
 
 // Index is this satellite's index.

@@ -106,8 +106,14 @@ func (n *Node) Ready() bool { return n.primary == nil || n.primary.Ready() }
 // must already listen: the replicas' primaries call back) and then runs the
 // detector's re-probing and the replicas' upkeep until ctx ends. It returns
 // once the node is ready.
+//
+// The background work belongs to the node: Close stops it and waits for it.
 func (n *Node) Start(ctx context.Context) error {
-	go n.faults.Run(ctx, 0)
+	ctx, cancel := context.WithCancel(ctx)
+	n.bgMu.Lock()
+	n.stopBg = cancel
+	n.bgMu.Unlock()
+	n.bg.Go(func() { n.faults.Run(ctx, 0) })
 	if n.primary != nil {
 		for try := 0; ; try++ {
 			err := n.primary.Restore(ctx)
@@ -120,7 +126,7 @@ func (n *Node) Start(ctx context.Context) error {
 				return ctx.Err()
 			}
 		}
-		go n.primary.Maintain(ctx, maintainInterval)
+		n.bg.Go(func() { n.primary.Maintain(ctx, maintainInterval) })
 	}
 	return nil
 }

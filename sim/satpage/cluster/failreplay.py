@@ -17,10 +17,10 @@ it loses can be set beside the engine's ``pages_lost`` for the same trace:
   its replicas before it serves; the run then waits ``settle_s`` for the primaries
   whose replica it was to send it their copies again.
 - A page is **lost** when an access or the read-back at the session's end is answered
-  NOT_FOUND (its frame is gone). An access batch answered so is sent again access by
+  NOT_FOUND with reason PAGE_NOT_FOUND (its frame is gone; satpage_client.errinfo). An access batch answered so is sent again access by
   access, to find the page; a lost page is not asked for again (the engine counts each
   (session, page) once). A session whose page table is gone (its serving satellite
-  died with R = 1) stops there: it counts in ``page_tables_lost``, and its pages lost
+  died with R = 1; reason UNKNOWN_SESSION) stops there: it counts in ``page_tables_lost``, and its pages lost
   are the frames the dead satellite held for it (SessionStats just before the kill);
   its pages on other satellites are unreachable but not lost, as in the engine.
 - At its end (``session_end_ns``, before a failure at the same instant, as the
@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from satpage_client import errinfo
+
 __all__ = ["COUNT_KEYS", "CommandKiller", "FailureReplay", "Target", "replay_with_failures",
            "run_schedule_replay"]
 
@@ -58,7 +60,6 @@ log = logging.getLogger(__name__)
 RPC_TIMEOUT_S = 120.0
 #: sessions advanced at once (each session's requests are sequential)
 CONCURRENCY = 4
-_TABLE_GONE = "has no page table"
 
 
 @dataclass
@@ -160,7 +161,7 @@ class _Replayer:
     def _table_gone(self, s: _Session, exc) -> bool:
         """exc says the session's page table is gone: the session stops, its pages lost
         are what the satellite that served it held when it was killed."""
-        if _code(exc) != "NOT_FOUND" or _TABLE_GONE not in _details(exc):
+        if errinfo.reason(exc) != errinfo.UNKNOWN_SESSION:
             return False
         s.table_lost = True
         served = [k for k in s.at_kills if k[2]]
@@ -191,9 +192,9 @@ class _Replayer:
         except grpc.RpcError as exc:
             if self._table_gone(s, exc):
                 return
-            if _code(exc) != "NOT_FOUND":
+            if errinfo.reason(exc) != errinfo.PAGE_NOT_FOUND:
                 raise
-        # One access at a time: the ones answered NOT_FOUND name the pages lost.
+        # One access at a time: the ones answered PAGE_NOT_FOUND name the pages lost.
         for p, t in zip(pages.tolist(), times.tolist(), strict=True):
             if p in s.lost:
                 continue
@@ -205,7 +206,7 @@ class _Replayer:
             except grpc.RpcError as exc:
                 if self._table_gone(s, exc):
                     return
-                if _code(exc) != "NOT_FOUND":
+                if errinfo.reason(exc) != errinfo.PAGE_NOT_FOUND:
                     raise
                 s.lost.add(p)
                 log.info("session %s: page %d lost (%s)", s.sid, p, _details(exc))

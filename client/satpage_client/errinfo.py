@@ -1,0 +1,83 @@
+"""satpage_client.errinfo: the reason a satpage service error carries (google.rpc.ErrorInfo, domain "satpage").
+
+gRPC codes are shared by several causes: NOT_FOUND is both a session the
+service no longer knows and a page that was lost, UNAVAILABLE both a satellite
+that refused and a missing ISL route. The Go services attach to every error of
+their own a ``google.rpc.ErrorInfo`` (services/internal/errs: ``Reason*``) in
+the status details, which gRPC sends as the ``grpc-status-details-bin``
+trailer. Callers decide on that reason, never on the message text.
+
+The trailer is a ``google.rpc.Status`` (field 3: repeated ``google.protobuf.Any``);
+an ``Any`` holds ``type_url`` (1) and ``value`` (2); an ``ErrorInfo`` holds
+``reason`` (1) and ``domain`` (2). They are decoded here from the protobuf wire
+format, so no googleapis package is needed.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DOMAIN", "UNKNOWN_SESSION", "PAGE_NOT_FOUND", "STALE_EPOCH", "SATELLITE_SILENT", "NO_ROUTE",
+           "NOT_SERVING", "NO_FAILOVER", "reason"]
+
+DOMAIN = "satpage"
+UNKNOWN_SESSION = "UNKNOWN_SESSION"  # no page table (satellite) or no registration (gateway)
+PAGE_NOT_FOUND = "PAGE_NOT_FOUND"  # a page frame or page-table entry is not held (a lost page)
+STALE_EPOCH = "STALE_EPOCH"  # a fenced satellite's change, refused (docs/faults.md)
+SATELLITE_SILENT = "SATELLITE_SILENT"  # no answer within the deadline (paused or slow)
+NO_ROUTE = "NO_ROUTE"  # no ISL path at the scenario time
+NOT_SERVING = "NOT_SERVING"  # the session's table is held by another satellite
+NO_FAILOVER = "NO_FAILOVER"  # the session cannot be taken over (R = 1, or its server is alive)
+
+_DETAILS_KEY = "grpc-status-details-bin"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+
+
+def _fields(buf: bytes) -> dict[int, list[bytes]]:
+    """The length-delimited fields of one message, by number (others skipped)."""
+    out: dict[int, list[bytes]] = {}
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            out.setdefault(number, []).append(buf[i:i + n])
+            i += n
+        else:
+            raise ValueError(f"wire type {wire} of field {number} is not supported")
+    return out
+
+
+def reason(exc) -> str:
+    """The satpage ErrorInfo reason of a ``grpc.RpcError`` ("" when it has none)."""
+    trailers = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
+    for key, value in trailers or ():
+        if key != _DETAILS_KEY:
+            continue
+        try:
+            for detail in _fields(value).get(3, []):
+                any_ = _fields(detail)
+                if any_.get(1, [b""])[0].decode() != _ERROR_INFO:
+                    continue
+                info = _fields(any_.get(2, [b""])[0])
+                if info.get(2, [b""])[0].decode() == DOMAIN:
+                    return info.get(1, [b""])[0].decode()
+        except (IndexError, ValueError, UnicodeDecodeError):
+            return ""
+    return ""
