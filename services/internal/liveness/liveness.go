@@ -32,13 +32,14 @@ import (
 	"errors"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // Defaults of the detector (docs/faults.md).
@@ -353,38 +354,31 @@ func (d *Detector) settle(i uint32, err error, now time.Time) bool {
 	}
 }
 
-// Silent reports whether a probe's error is a timeout (the satellite may be
-// alive but slow) rather than a refusal (nothing answers at its address).
+// Silent reports whether a call's error is silence (the satellite may be
+// alive but paused or slow) rather than a refusal (nothing runs at its
+// address): the caller marked it errs.ErrSilent (the node's probe does, from
+// the call's deadline and peers.Pool.Unanswered), it carries that reason from
+// another process, or it is a deadline or a network timeout. Never the text:
+// gRPC's messages are no interface.
 func Silent(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+	if err == nil {
+		return false
+	}
+	if errs.Has(err, errs.ErrSilent) || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 		return true
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return true
-	}
-	// gRPC reports a connection that failed to come up (TLS handshake cut off
-	// by the connect deadline, dial timeout) as Unavailable with the cause in text.
-	msg := err.Error()
-	return strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "i/o timeout") ||
-		strings.Contains(msg, "timed out")
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Absent reports whether a call's error says that nothing runs at the
-// satellite's address: the connection was refused, or its name or address is
-// unknown (no pod or task yet, or no longer). Unlike a timeout, that is no slow
+// satellite's address: a transport failure (Unavailable with no reason of
+// satpage's own: a satnode that is restoring answers Unavailable with one)
+// that was no silence, such as a refused connection or an unknown name (no
+// pod or task yet, or no longer). Unlike a timeout, that is no slow
 // satellite: a satellite whose process does not run holds no state in it.
 func Absent(err error) bool {
-	if err == nil || Silent(err) {
-		return false
-	}
-	msg := err.Error()
-	for _, s := range []string{"connection refused", "no such host", "no route to host", "network is unreachable"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return err != nil && !Silent(err) && status.Code(err) == codes.Unavailable && errs.Reason(err) == ""
 }
 
 // SetCut replaces the set of cut ISLs.

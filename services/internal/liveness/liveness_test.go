@@ -3,12 +3,16 @@ package liveness
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // fakeSky answers probes: a dead satellite never answers (the probe waits out
@@ -84,7 +88,10 @@ func TestASilentSatelliteIsMarkedDeadWithinTheDetectionBound(t *testing.T) {
 // (SilentMisses-1) probe timeouts, so a burst of them does not mark a live but
 // loaded satellite dead, and a satellite that stays so is still marked.
 func TestFastTimeoutsMarkDeadOnlyAfterTheirSpan(t *testing.T) {
-	handshake := status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`)
+	// As the node's probe marks it: the connection's last attempt timed out
+	// (peers.Pool.Unanswered), so the cached failure is silence.
+	handshake := fmt.Errorf("satellite 6: %w: %w", errs.ErrSilent,
+		status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`))
 	const timeout, recheck = 100 * time.Millisecond, 10 * time.Millisecond
 	d := New(func(context.Context, uint32) error { return handshake }, timeout)
 	d.SetRecheck(recheck, recheck)
@@ -249,22 +256,37 @@ func TestCutsOnlyKeepsTheCutsAndDropsTheSuspicions(t *testing.T) {
 	}
 }
 
+// Silence and absence are decided on types and reasons, never on the text:
+// a transport failure is silence only when the caller marked it so (the
+// node's probe, from the deadline and peers.Pool.Unanswered).
 func TestSilentTellsTimeoutsFromRefusals(t *testing.T) {
+	handshake := status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`)
+	restoring := errs.Status(fmt.Errorf("satellite is restoring: %w", errs.ErrUnavailable))
 	for _, tc := range []struct {
-		err  error
-		want bool
+		name           string
+		err            error
+		silent, absent bool
 	}{
-		{context.DeadlineExceeded, true},
-		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true},
-		{status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: context deadline exceeded"`), true},
-		{status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 10.0.0.7:7000: i/o timeout"`), true},
-		{status.Error(codes.Unavailable, errRefused.Error()), false},
-		{status.Error(codes.Unavailable, `name resolver error: produced zero addresses`), false},
-		{status.Error(codes.Unavailable, `dial tcp: lookup sat-7: no such host`), false},
+		{"the caller's deadline", context.DeadlineExceeded, true, false},
+		{"a deadline over the wire", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), true, false},
+		{"a network timeout", &net.DNSError{Err: "i/o timeout", Name: "sat-7", IsTimeout: true}, true, false},
+		{"marked silent by the probe", fmt.Errorf("satellite 7: %w: %w", errs.ErrSilent, handshake), true, false},
+		{"silent, from another satnode", errs.Status(fmt.Errorf("satellite 7: %w", errs.ErrSilent)), true, false},
+		{"a timeout in the text only", handshake, false, true},
+		{"refused", status.Error(codes.Unavailable, errRefused.Error()), false, true},
+		{"no address", status.Error(codes.Unavailable, `name resolver error: produced zero addresses`), false, true},
+		{"a running satnode that is restoring", restoring, false, false},
+		{"no route", errs.Status(fmt.Errorf("x: %w", errs.ErrNoRoute)), false, false},
+		{"nil", nil, false, false},
 	} {
-		if got := Silent(tc.err); got != tc.want {
-			t.Errorf("Silent(%v) = %v, want %v", tc.err, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Silent(tc.err); got != tc.silent {
+				t.Errorf("Silent(%v) = %v, want %v", tc.err, got, tc.silent)
+			}
+			if got := Absent(tc.err); got != tc.absent {
+				t.Errorf("Absent(%v) = %v, want %v", tc.err, got, tc.absent)
+			}
+		})
 	}
 }
 

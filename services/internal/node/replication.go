@@ -42,6 +42,31 @@ type healthDialer interface {
 // service must answer, SERVING or NOT_SERVING (restoring: alive, it relays
 // and holds copies; its own requests fail with Unavailable until it is ready).
 func (n *Node) probe(ctx context.Context, i uint32) error {
+	err := n.check(ctx, i)
+	return n.silent(ctx, i, err)
+}
+
+// unanswered is a Dialer that remembers which satellites left a call
+// unanswered (peers.Pool.Unanswered).
+type unanswered interface{ Unanswered(i uint32) bool }
+
+// silent marks err, a call's failure at satellite i, as silence
+// (errs.ErrSilent) when no answer came within a deadline: the call's context
+// ran out, or the connection to i last timed out (peers.Pool.Unanswered).
+// The failure detector and the restore decide on that, never on the text.
+func (n *Node) silent(ctx context.Context, i uint32, err error) error {
+	if err == nil {
+		return nil
+	}
+	u, ok := n.peers.(unanswered)
+	if ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded || (ok && u.Unanswered(i)) {
+		return fmt.Errorf("satellite %d: %w: %w", i, errs.ErrSilent, err)
+	}
+	return err
+}
+
+// check asks satellite i whether it runs (the probe, unclassified).
+func (n *Node) check(ctx context.Context, i uint32) error {
 	if h, ok := n.peers.(healthDialer); ok {
 		c, err := h.Health(i)
 		if err != nil {
@@ -161,7 +186,8 @@ func (t transport) ReplicaState(ctx context.Context, at uint32, req *satpagev1.R
 	if err != nil {
 		return nil, err
 	}
-	return c.ReplicaState(ctx, req)
+	r, err := c.ReplicaState(ctx, req)
+	return r, t.n.silent(ctx, at, err)
 }
 
 func (t transport) RequestSync(ctx context.Context, primary, replica uint32) error {

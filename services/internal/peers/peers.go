@@ -55,11 +55,54 @@ type Pool struct {
 	opts []grpc.DialOption
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 
-	mu            sync.Mutex // guards conns, onUnavailable, onAnswer and intercept
+	mu            sync.Mutex // guards conns, onUnavailable, onAnswer, intercept and unanswered
 	conns         map[uint32]*grpc.ClientConn
 	onUnavailable func(ctx context.Context, i uint32)
 	onAnswer      func(i uint32)
 	intercept     func(i uint32) grpc.UnaryClientInterceptor
+	// unanswered: satellites whose last call got no answer within a deadline
+	// (Unanswered), until one answers.
+	unanswered map[uint32]bool
+}
+
+// connectGiveUp is how long a connection attempt to an address that answers
+// nothing waits (grpc.ConnectParams.MinConnectTimeout, below): a call that
+// failed as unavailable only after it had waited that long met silence, not
+// a refusal.
+const connectGiveUp = time.Second
+
+// Unanswered reports whether the last call to satellite i (a health check
+// included) got no answer within a deadline: it ran out of its deadline, or
+// its connection attempt timed out (a dial or TLS handshake that nothing
+// answered), and no call has been answered since. gRPC reports such a
+// connection's failure, and the next calls' while it waits to reconnect, as
+// Unavailable with the cause only in its text: the failure detector asks this
+// instead, to tell silence (a paused or slow satellite) from a refusal.
+func (p *Pool) Unanswered(i uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.unanswered[i]
+}
+
+// observe records whether a call to i, begun at start, was answered.
+func (p *Pool) observe(ctx context.Context, i uint32, start time.Time, err error) {
+	code := status.Code(err)
+	silent := code == codes.DeadlineExceeded ||
+		(code == codes.Unavailable && (ctx.Err() != nil || time.Since(start) >= connectGiveUp))
+	answered := code != codes.Unavailable && code != codes.DeadlineExceeded && code != codes.Canceled
+	if !silent && !answered {
+		return // a refusal right away, or a caller that gave up: no news of silence
+	}
+	p.mu.Lock()
+	if p.unanswered == nil {
+		p.unanswered = map[uint32]bool{}
+	}
+	if silent {
+		p.unanswered[i] = true
+	} else {
+		delete(p.unanswered, i)
+	}
+	p.mu.Unlock()
 }
 
 // OnUnavailable registers f, called (before the caller sees the error) when a
@@ -92,7 +135,9 @@ func (p *Pool) Intercept(f func(i uint32) grpc.UnaryClientInterceptor) {
 
 func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
+		p.observe(ctx, i, start, err)
 		if method == healthpb.Health_Check_FullMethodName {
 			return err
 		}
@@ -159,7 +204,7 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 	// retry (origins resend idempotent requests, on the live graph) or turn to a replica.
 	opts = append(opts, grpc.WithDefaultCallOptions(grpc.WaitForReady(false),
 		grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
-		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: connectGiveUp,
 			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}),
 		grpc.WithInitialWindowSize(streamWindowBytes), grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithWriteBufferSize(bufferBytes), grpc.WithReadBufferSize(bufferBytes))

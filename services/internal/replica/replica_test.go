@@ -13,6 +13,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/store"
 )
 
@@ -50,7 +51,9 @@ func (l skyLink) reach(to uint32) (*Holder, *Primary, error) {
 	cut := l.s.unreachable[to]
 	l.s.mu.Unlock()
 	if cut {
-		return nil, nil, status.Errorf(codes.Unavailable, "from satellite 87 to %d at 0 ns on the live graph: no ISL route", to)
+		// As a relay answers it: Unavailable with reason NO_ROUTE (a running
+		// satellite said so: not absent).
+		return nil, nil, errs.Status(fmt.Errorf("from satellite 87 to %d at 0 ns on the live graph: %w", to, errs.ErrNoRoute))
 	}
 	if l.s.isDead(to) {
 		return nil, nil, status.Errorf(codes.Unavailable, "satellite %d is dead", to)
