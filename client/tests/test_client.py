@@ -16,6 +16,7 @@ import satpage_client
 from satpage_client import (
     Gateway,
     InvalidArgument,
+    PageLost,
     SatpageError,
     Session,
     SessionExpired,
@@ -29,20 +30,24 @@ TOKEN = "tok-1"
 
 
 class FakeGateway(pbg.PageServiceServicer, pbg.GatewayServiceServicer):
-    """One session; pages in a dict; fails the next call with ``fail_next`` if set."""
+    """One session; pages in a dict; fails the next call with ``fail_next`` (a code,
+    and the ErrorInfo details to send with it, or None) if set."""
 
     def __init__(self):
         self.pages: dict[int, bytes] = {}
         self.tokens: list[str] = []
-        self.fail_next: grpc.StatusCode | None = None
+        self.fail_next: tuple[grpc.StatusCode, bytes | None] | None = None
         self.lock = threading.Lock()  # guards pages, tokens, fail_next (server threads)
 
     def _check(self, context):
         with self.lock:
             md = dict(context.invocation_metadata())
             self.tokens.append(md.get("satpage-token", ""))
-            code, self.fail_next = self.fail_next, None
-        if code is not None:
+            fail, self.fail_next = self.fail_next, None
+        if fail is not None:
+            code, details = fail
+            if details is not None:
+                context.set_trailing_metadata((("grpc-status-details-bin", details),))
             context.abort(code, f"injected {code.name}")
 
     def OpenLiveSession(self, request, context):
@@ -103,19 +108,23 @@ def test_a_session_writes_reads_and_carries_its_token_on_every_call(gateway, tmp
     assert fake.pages == {}
 
 
-@pytest.mark.parametrize("code, error", [
-    (grpc.StatusCode.NOT_FOUND, SessionExpired),
-    (grpc.StatusCode.UNAVAILABLE, Unavailable),
-    (grpc.StatusCode.DEADLINE_EXCEEDED, Unavailable),
-    (grpc.StatusCode.OUT_OF_RANGE, InvalidArgument),
-    (grpc.StatusCode.PERMISSION_DENIED, SatpageError),
+@pytest.mark.parametrize("code, reason, error", [
+    (grpc.StatusCode.NOT_FOUND, "UNKNOWN_SESSION", SessionExpired),
+    (grpc.StatusCode.NOT_FOUND, "PAGE_NOT_FOUND", PageLost),
+    (grpc.StatusCode.NOT_FOUND, None, SatpageError),  # NOT_FOUND alone says neither
+    (grpc.StatusCode.UNAVAILABLE, None, Unavailable),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, None, Unavailable),
+    (grpc.StatusCode.OUT_OF_RANGE, None, InvalidArgument),
+    (grpc.StatusCode.PERMISSION_DENIED, None, SatpageError),
 ])
-def test_grpc_codes_become_the_typed_errors(gateway, tmp_path, monkeypatch, code, error):
+def test_grpc_codes_and_reasons_become_the_typed_errors(gateway, tmp_path, monkeypatch, code, reason, error,
+                                                        error_details):
     monkeypatch.chdir(tmp_path)
     fake, target = gateway
     with Gateway(target) as gw:
         s = Session.open(gw, lat_deg=0.0, lon_deg=0.0)
-        fake.fail_next = code
+        details = None if reason is None else error_details(code.value[0], "m", reason)
+        fake.fail_next = (code, details)
         with pytest.raises(error) as info:
             s.read(1)
         assert info.value.code == code.name and "session s1" in str(info.value)
