@@ -159,11 +159,14 @@ def main() -> int:
             perf: list[subprocess.Popen] = []
 
             def profile() -> None:
-                time.sleep(SETUP_S)
                 if args.perf:
-                    perf.append(subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-o",
-                                                  str(out / "perf.data"), "--", "sleep", str(window)],
+                    # Started now, recording after the set-up (-D): perf takes seconds
+                    # to read the maps of every process on a busy machine.
+                    perf.append(subprocess.Popen(["perf", "record", "-a", "-g", "-F", "499", "-D",
+                                                  str(SETUP_S * 1000), "-o", str(out / "perf.data"), "--",
+                                                  "sleep", str(SETUP_S + window)],
                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                time.sleep(SETUP_S)
                 profiles.extend(fetch_profiles(st, n, window, out))
 
             side.append(threading.Thread(target=profile))
