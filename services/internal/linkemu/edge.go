@@ -118,7 +118,10 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 			return status.FromContextError(ctx.Err()).Err()
 		}
 		var trailer metadata.MD
-		ctx = metadata.AppendToOutgoingContext(ctx, dueKey, strconv.FormatInt(due, 10))
+		md, _ := metadata.FromOutgoingContext(ctx)
+		md = md.Copy() // set, not append: this hop's instant replaces any an outer call carried
+		md.Set(dueKey, strconv.FormatInt(due, 10))
+		ctx = metadata.NewOutgoingContext(ctx, md)
 		err := invoker(ctx, method, req, reply, cc, append(opts, grpc.Trailer(&trailer))...)
 		back, ok := dueOf(trailer)
 		switch {

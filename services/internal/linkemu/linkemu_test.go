@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -201,5 +202,75 @@ func TestATimeOutsideTheEphemerisIsNotEmulatedAndCounted(t *testing.T) {
 	}
 	if _, ok := m.due(1, 2, e.EndNs()+1, 100, 0); ok || m.Unemulated() != 1 {
 		t.Errorf("a time after the ephemeris is due: %v; unemulated %d, want 1", ok, m.Unemulated())
+	}
+}
+
+// stream records what a server interceptor sets as its trailer.
+type stream struct{ trailer metadata.MD }
+
+func (s *stream) Method() string               { return "/satpage.v1.SatelliteService/FetchPages" }
+func (s *stream) SetHeader(metadata.MD) error  { return nil }
+func (s *stream) SendHeader(metadata.MD) error { return nil }
+func (s *stream) SetTrailer(md metadata.MD) error {
+	s.trailer = metadata.Join(s.trailer, md)
+	return nil
+}
+
+// wire is an in-process hop from one satellite's client interceptor to the
+// next one's server interceptor, carrying metadata as gRPC does.
+func wire(m *Model, to uint32, handler grpc.UnaryHandler) func(ctx context.Context, req any) error {
+	return func(ctx context.Context, req any) error {
+		return m.ClientInterceptor(to)(ctx, "/satpage.v1.SatelliteService/FetchPages", req, nil, nil,
+			func(ctx context.Context, _ string, req, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+				out, _ := metadata.FromOutgoingContext(ctx)
+				st := &stream{}
+				sctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, out), st)
+				_, err := m.ServerInterceptor(to)(sctx, req, &grpc.UnaryServerInfo{}, handler)
+				for _, o := range opts {
+					if t, ok := o.(grpc.TrailerCallOption); ok {
+						*t.TrailerAddr = st.trailer
+					}
+				}
+				return err
+			})
+	}
+}
+
+func TestARelayMadeLateIsAbsorbedByTheNextHopsWait(t *testing.T) {
+	m, _ := New(still{}, DefaultCapacityGbps)
+	hop := int64(math.Round(3000 / SpeedOfLightKmS * 1e9)) // 10 ms between 0, 3 and 6
+	const late = 8 * time.Millisecond
+	dueAt := map[uint32]int64{}
+	record := func(ctx context.Context, at uint32) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		dueAt[at], _ = dueOf(md)
+	}
+	last := wire(m, 6, func(ctx context.Context, _ any) (any, error) {
+		record(ctx, 6)
+		return &satpagev1.FetchPagesResponse{}, nil
+	})
+	relay := wire(m, 3, func(ctx context.Context, _ any) (any, error) {
+		record(ctx, 3)
+		time.Sleep(late) // the relay is slow (a loaded machine)
+		fwd := &satpagev1.FetchPagesRequest{Route: &satpagev1.Route{Origin: 0, Destination: 6, Hops: 2, Path: []uint32{0, 3}}}
+		return &satpagev1.FetchPagesResponse{}, last(ctx, fwd)
+	})
+	sent := time.Now().UnixNano()
+	req := &satpagev1.FetchPagesRequest{Route: &satpagev1.Route{Origin: 0, Destination: 6, Hops: 1, Path: []uint32{0}}}
+	if err := relay(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	returned := time.Now().UnixNano()
+	// Due at 3 one hop after the origin sent it; due at 6 one hop after it was due
+	// at 3, not one hop after the late relay sent it on.
+	if d := dueAt[3] - sent; d < hop || d > hop+int64(time.Millisecond) {
+		t.Errorf("due at satellite 3 %v after it was sent, want %v", time.Duration(d), time.Duration(hop))
+	}
+	if d := dueAt[6] - dueAt[3]; d < hop || d > hop+10 { // + the request's serialisation: ns at 100 Gbit/s
+		t.Errorf("due at satellite 6 %v after satellite 3, want %v: the relay's %v late absorbed", time.Duration(d), time.Duration(hop), late)
+	}
+	// The origin's call returns no earlier than the reply is due: four hops.
+	if d := returned - sent; d < 4*hop-int64(time.Millisecond) {
+		t.Errorf("round trip %v, want at least %v", time.Duration(d), time.Duration(4*hop))
 	}
 }
