@@ -9,8 +9,6 @@ GO_TEST_FLAGS ?= -race -count=1
 # loadgroup: the tests sharing a module- or session-scoped fixture run on one worker
 # (conftest.py), so a cluster or a compare run is made once, not once per worker.
 PYTEST_FLAGS ?= -n 2 --dist loadgroup
-# Every run prints its 15 slowest tests.
-PYTEST_COMMON := --durations=15
 
 .PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit lint proto proto-check build bench help
 
@@ -32,10 +30,10 @@ test-unit:  ## the unit tier: in-process tests only (no redis, cluster, helm, ch
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-unit gotest-unit
 
 pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a failure
-	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON)
+	$(PY) -m pytest $(PYTEST_FLAGS)
 
 pytest-unit:  ## Python unit tier: neither integration nor slow (the root conftest.py fails a unit test that starts a process)
-	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_COMMON) -m "not integration and not slow"
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not integration and not slow"
 
 gotest:  ## Go tests with the race detector
 	cd services && go test $(GO_TEST_FLAGS) ./...

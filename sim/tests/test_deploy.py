@@ -187,6 +187,7 @@ def test_the_swarm_stack_replicates_twice_by_default_and_refuses_more_copies_tha
 
 
 @pytest.mark.skipif(not HELM.exists(), reason="helm is not in .tools/bin (scripts/setup.sh --with-helm)")
+@pytest.mark.integration  # helm template
 def test_redis_runs_its_timers_once_a_second_in_both_deployments():
     """Idle cost: at Redis' default hz 10, 150 idle Redis used 0.15 of a core."""
     stack = yaml.safe_load(deploy.render_stack(deploy.DEFAULT_SPEC, images=deploy.ImageSet()))
