@@ -5,8 +5,11 @@ The run starts its own local cluster (loopback only) with replication factor
 R, replays sessions of reads and writes through the gateway (every write a
 fresh value with a CRC-32), SIGKILLs whole satellites (satnode and its
 redis-server: the memory is gone) at seeded times, one at a time, restarting
-each empty after ``restart_after_s``, cuts ISLs at seeded times (SetFaults to
-every satnode), and stops by itself after ``seconds``. At the end every page a
+each empty after ``restart_after_s``, pauses satnodes (SIGSTOP for ``pause_s``,
+past the failure detector's bound, then SIGCONT: the satellite serving a seeded
+session, taken over while it sleeps and fenced when it wakes), cuts ISLs at
+seeded times (SetFaults to every satnode), and stops by itself after
+``seconds``. At the end every page a
 session touched is read back, the history goes to ``bin/satcheck`` (Porcupine,
 one register per page) and the result is one dict:
 
@@ -21,6 +24,8 @@ one register per page) and the result is one dict:
 - call_ms: latency of the successful calls (p50, p99, max), and per kill
   slowest_call_ms: the slowest successful call made while the satellite was down
   (a request that waited for a takeover).
+- satellites_killed, pauses, links_cut: the events injected (kills, paused, cuts
+  list each).
 - takeovers: the gateway's failovers (docs/faults.md): sessions taken over from a
   dead serving satellite, handovers sent to the stand-in of a dead next one.
 """
@@ -69,6 +74,12 @@ class ChaosConfig:
     replicas: int = 2
     kill: int = 3
     cut_links: int = 2
+    #: satellites (a seeded session's serving one) SIGSTOPped for pause_s, then SIGCONTed
+    pause: int = 0
+    #: longer than the failure detector's bound (liveness.DetectionBound, 3.5 s):
+    #: the paused satellite's sessions are taken over while it sleeps, and the
+    #: fencing (docs/faults.md) must keep it from acknowledging anything when it wakes
+    pause_s: float = 6.0
     seed: int = 0
     sessions: int = 8
     seconds: float = 60.0
@@ -88,8 +99,10 @@ class ChaosConfig:
         problems = []
         if self.replicas < 1:
             problems.append(f"--replicas {self.replicas} must be at least 1")
-        if self.kill < 0 or self.cut_links < 0:
-            problems.append(f"--kill {self.kill} and --cut-links {self.cut_links} must be >= 0")
+        if self.kill < 0 or self.cut_links < 0 or self.pause < 0:
+            problems.append(f"--kill {self.kill}, --cut-links {self.cut_links} and --pause {self.pause} must be >= 0")
+        if not 0.0 < self.pause_s <= 60.0:
+            problems.append(f"pause of {self.pause_s} s outside (0, 60] s")
         if self.sessions < 1 or self.pages < 1:
             problems.append(f"--sessions {self.sessions} and --pages {self.pages} must be >= 1")
         if not 5.0 <= self.seconds <= 3600.0:
@@ -322,6 +335,24 @@ class _Cluster:
             except ChildProcessError:  # not ours (`satpage cluster kill`): wait till it exited
                 _wait_exited(p.pid)
 
+    def _signal(self, i: int, sig: int) -> None:
+        with self.lock:
+            recs = [p for p in self.state.processes if p.index == i and p.role == "satnode"]
+        for p in recs:
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, i: int) -> None:
+        """Pause satellite i's satnode (SIGSTOP): it answers nothing and sends nothing,
+        its state kept (its redis-server runs on)."""
+        self._signal(i, signal.SIGSTOP)
+
+    def cont(self, i: int) -> None:
+        """Resume a paused satnode (SIGCONT)."""
+        self._signal(i, signal.SIGCONT)
+
     def fail(self, i: int) -> float:
         """Kill satellite i and start it again at once, empty; seconds until SERVING
         (the failure replay's killer)."""
@@ -456,6 +487,11 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         links = _isls(t, planes)
         cut_at = np.sort(rng.uniform(0.05, 0.8, size=cfg.cut_links)) * cfg.seconds
         cut_pick = [links[int(x)] for x in rng.choice(len(links), size=cfg.cut_links, replace=False)]
+        # Pauses: the satellite serving a seeded session then (its session is taken
+        # over while it sleeps), drawn after the kills and cuts so that a run
+        # without pauses has the schedule it had before.
+        pause_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.pause)) * cfg.seconds
+        pause_of = [(int(rng.integers(cfg.sessions)), False) for _ in range(cfg.pause)]
 
         rec = _Recorder()
         t0 = time.monotonic()
@@ -466,9 +502,10 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                     for k in range(cfg.sessions)]
         for s in sessions:
             s.start()
-        kills, cuts = [], []
+        kills, cuts, pauses = [], [], []
         events = sorted([(float(a), "kill", v) for a, v in zip(kill_at, victim_of, strict=True)]
-                        + [(float(a), "cut", c) for a, c in zip(cut_at, cut_pick, strict=True)])
+                        + [(float(a), "cut", c) for a, c in zip(cut_at, cut_pick, strict=True)]
+                        + [(float(a), "pause", v) for a, v in zip(pause_at, pause_of, strict=True)])
         for at, what, arg in events:
             now = time.monotonic() - t0
             if at > now:
@@ -484,6 +521,16 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                 continue
             k_ns = time.monotonic_ns()
             arg = victim(*arg, k_ns - t0_ns)
+            if what == "pause":
+                cl.stop(arg)
+                say(f"paused satellite {arg} (SIGSTOP) at {time.monotonic() - t0:.1f} s")
+                try:
+                    time.sleep(cfg.pause_s)
+                finally:
+                    cl.cont(arg)
+                pauses.append({"satellite": arg, "at_s": round((k_ns - t0_ns) / 1e9, 2), "paused_s": cfg.pause_s})
+                say(f"resumed satellite {arg} (SIGCONT) after {cfg.pause_s:.1f} s")
+                continue
             cl.kill(arg)
             say(f"killed satellite {arg} (satnode and redis-server) at {time.monotonic() - t0:.1f} s")
             time.sleep(cfg.restart_after_s)
@@ -529,7 +576,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         return {
             "replicas": cfg.replicas, "constellation": cfg.constellation, "satellites": t,
             "seed": cfg.seed, "seconds": cfg.seconds, "sessions": cfg.sessions,
-            "satellites_killed": len(kills), "links_cut": len(cuts),
+            "satellites_killed": len(kills), "links_cut": len(cuts), "pauses": len(pauses),
             "requests_total": len(ops), "requests_failed": rec.failed,
             "reads": sum(o["kind"] == "read" for o in ops), "writes": sum(o["kind"] == "write" for o in ops),
             "pages_checked": sum(len(s.final) for s in sessions),
@@ -543,7 +590,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             "call_ms": {k: v for k, v in _percentiles([(o["return_ns"] - o["call_ns"]) / 1e6
                                                        for o in ops if o["ok"]]).items() if k != "streaks"},
             "takeovers": takeovers,
-            "kills": kills, "cuts": cuts,
+            "kills": kills, "cuts": cuts, "paused": pauses,
             "history": str(history),
         }
     finally:

@@ -269,6 +269,12 @@ def chaos(
         "--kill", help="Satellites to SIGKILL (satnode and its redis-server), one at a time, each "
         "restarted empty.")] = 3,
     cut_links: Annotated[int, typer.Option("--cut-links", help="ISLs to cut at seeded times.")] = 2,
+    pause: Annotated[int, typer.Option(
+        "--pause", help="Satellites serving a seeded session to pause (SIGSTOP) for --pause-seconds, "
+        "longer than the failure detector's bound, then resume (SIGCONT): their sessions are "
+        "taken over meanwhile, and fencing keeps them from acknowledging a write when they wake.")] = 0,
+    pause_seconds: Annotated[float, typer.Option(
+        "--pause-seconds", help="How long each --pause lasts.")] = 6.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and the fault schedule.")] = 0,
     sessions: Annotated[int, typer.Option("--sessions", help="Client sessions replayed at once.")] = 8,
     seconds: Annotated[float, typer.Option("--seconds", help="Length of the run; it stops by itself.")] = 60.0,
@@ -306,7 +312,8 @@ def chaos(
     if target or kill_command or fail_satellite or fail_busiest or fail_at is not None:
         fail("--target, --kill-command, --fail-satellite, --fail-busiest and --fail-at need "
              "--failure-schedule")
-    cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links, seed=seed, sessions=sessions,
+    cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links,
+                      pause=pause, pause_s=pause_seconds, seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
                       history=history)
