@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/store"
+	"github.com/satpage/satpage/services/internal/storetest"
 )
 
 func TestAMovedPageTravelsTheShortestPathHopByHop(t *testing.T) {
@@ -223,5 +228,69 @@ func TestABatchReadEqualsReadingOneByOne(t *testing.T) {
 	ts, _ := single.Stores[2].GetTable(ctx, "b")
 	if !maps.Equal(tb, ts) {
 		t.Errorf("page table after the batch %v, one by one %v", tb, ts)
+	}
+}
+
+// redisCalls is the calls per command a redis-server has served (INFO commandstats).
+func redisCalls(t *testing.T, sock string) map[string]int {
+	t.Helper()
+	r := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2})
+	defer r.Close()
+	info, err := r.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	for _, m := range regexp.MustCompile(`cmdstat_([\w|]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
+		calls[m[1]], _ = strconv.Atoi(m[2])
+	}
+	return calls
+}
+
+// The fast path on the satnode's own store stack (store.Stack, real Redis): a
+// one-page, one-hop fault looks the owner up and reads the frame at the old
+// owner from memory, so the serving satellite's Redis serves one call (the
+// adopt: frame and table entry in one script) and the old owner's none.
+func TestAOneHopFaultMakesOneRedisCallAtTheServingSatelliteAndNoneAtTheOwner(t *testing.T) {
+	socks := map[int]string{}
+	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: func(t testing.TB, i int) store.PageStore {
+		if i > 1 {
+			return store.NewMemory()
+		}
+		socks[i] = storetest.RedisServer(t)
+		r, err := store.NewRedis(context.Background(), socks[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.Stack(r, 0, 16<<20) // no quota: its usage readings would be Redis calls too
+	}})
+	data := bytes.Repeat([]byte{7}, 4096)
+	placePage(t, c, "s", 0, 1, data)
+	rp, _ := c.Satellite(t, 1)
+	// A page created at the serving satellite first: its Redis then knows the
+	// adopt script (the first call of a script may load it with an EVAL).
+	if r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 8}); err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_CREATED {
+		t.Fatalf("ReadPage of a new page: got %v, %v, want CREATED", r, err)
+	}
+	atS, atO := redisCalls(t, socks[1]), redisCalls(t, socks[0])
+	r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 || !bytes.Equal(r.Data, data) {
+		t.Fatalf("ReadPage: got %v, %v, want MOVED over 1 hop with the data written", r, err)
+	}
+	diff := func(after, before map[string]int) map[string]int {
+		d := map[string]int{}
+		for k, v := range after {
+			if v != before[k] && k != "info" && k != "hello" { // the test's own reading
+				d[k] = v - before[k]
+			}
+		}
+		return d
+	}
+	// A script's own commands count too: the adopt is evalsha + hexists + 2 hset.
+	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"evalsha": 1, "hexists": 1, "hset": 2}; !maps.Equal(got, want) {
+		t.Errorf("Redis calls at the serving satellite: got %v, want %v", got, want)
+	}
+	if got := diff(redisCalls(t, socks[0]), atO); len(got) != 0 {
+		t.Errorf("Redis calls at the old owner: got %v, want none", got)
 	}
 }
