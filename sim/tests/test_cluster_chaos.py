@@ -4,7 +4,7 @@ empty) lose nothing and the history is linearizable by Porcupine, also when
 every victim is a serving satellite down for 5 s (its sessions are taken over
 by the satellite behind it); with R = 1 the same seeded faults lose pages, and
 the run says so; satellites paused past the detector's bound (SIGSTOP) are
-taken over and fenced, and lose nothing either."""
+taken over and fenced, and a partitioned one waits, and they lose nothing either."""
 
 import json
 import shutil
@@ -81,15 +81,17 @@ def test_one_replica_reports_the_pages_it_loses(tmp_path):
     assert r["linearizable"] is True and r["corrupt_reads"] == 0
 
 
-def test_paused_serving_satellites_are_taken_over_and_fenced(tmp_path):
+def test_paused_and_partitioned_serving_satellites_lose_nothing(tmp_path):
     _need_binaries()
     # Each pause (SIGSTOP) outlasts the failure detector's bound, so the
     # paused satellite's session is taken over by the satellite behind it;
     # when it wakes (SIGCONT) with requests inside, the takeover's fence keeps
     # it from acknowledging any (docs/faults.md): nothing lost, nothing stale.
+    # A partition cuts a serving satellite's ISLs both ways for 4 s.
     r = _chaos(tmp_path, 2, "--kill", "0", "--cut-links", "0", "--pause", "2", "--pause-seconds", "5",
-               seconds=30)
-    assert r["pauses"] == 2 and r["satellites_killed"] == 0
+               "--partition", "1", "--partition-seconds", "4", seconds=30)
+    assert r["pauses"] == 2 and r["partitions"] == 1 and r["satellites_killed"] == 0
+    assert r["partitioned"][0]["both_ways"] is True
     assert all(p["paused_s"] == 5 for p in r["paused"])
     assert r["pages_lost"] == 0 and r["sessions_failed"] == 0 and r["corrupt_reads"] == 0
     assert r["linearizable"] is True

@@ -80,6 +80,12 @@ class ChaosConfig:
     #: the paused satellite's sessions are taken over while it sleeps, and the
     #: fencing (docs/faults.md) must keep it from acknowledging anything when it wakes
     pause_s: float = 6.0
+    #: satellites (a seeded session's serving one) cut off from their ISL
+    #: neighbours for partition_s, then healed: both ways (every satellite holds
+    #: the links cut) or one way (only the victim does: it cannot send on them,
+    #: its neighbours still can), alternately; the gateway still reaches it
+    partition: int = 0
+    partition_s: float = 6.0
     seed: int = 0
     sessions: int = 8
     seconds: float = 60.0
@@ -99,8 +105,11 @@ class ChaosConfig:
         problems = []
         if self.replicas < 1:
             problems.append(f"--replicas {self.replicas} must be at least 1")
-        if self.kill < 0 or self.cut_links < 0 or self.pause < 0:
-            problems.append(f"--kill {self.kill}, --cut-links {self.cut_links} and --pause {self.pause} must be >= 0")
+        if min(self.kill, self.cut_links, self.pause, self.partition) < 0:
+            problems.append(f"--kill {self.kill}, --cut-links {self.cut_links}, --pause {self.pause} and "
+                            f"--partition {self.partition} must be >= 0")
+        if not 0.0 < self.partition_s <= 60.0:
+            problems.append(f"partition of {self.partition_s} s outside (0, 60] s")
         if not 0.0 < self.pause_s <= 60.0:
             problems.append(f"pause of {self.pause_s} s outside (0, 60] s")
         if self.sessions < 1 or self.pages < 1:
@@ -291,8 +300,10 @@ class _Cluster:
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.lock = threading.Lock()  # guards state (records replaced on restart) and cut
+        self.lock = threading.Lock()  # guards state (records replaced on restart), cut and one_way
         self.cut: list[tuple[int, int]] = []
+        #: links cut at one satellite only (a one-way partition): satellite -> links
+        self.one_way: dict[int, list[tuple[int, int]]] = {}
 
     def _satellite_channel(self, i: int):
         import grpc
@@ -313,8 +324,10 @@ class _Cluster:
         from satpage_client.rpc import satpage_pb2 as pb
         from satpage_client.rpc import satpage_pb2_grpc as rpc
 
-        req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in self.cut])
+        with self.lock:
+            cut, one_way = list(self.cut), {k: list(v) for k, v in self.one_way.items()}
         for i in satellites:
+            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in cut + one_way.get(i, [])])
             with self._satellite_channel(i) as ch:
                 try:
                     rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)
@@ -492,6 +505,8 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         # without pauses has the schedule it had before.
         pause_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.pause)) * cfg.seconds
         pause_of = [(int(rng.integers(cfg.sessions)), False) for _ in range(cfg.pause)]
+        part_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.partition)) * cfg.seconds
+        part_of = [(int(rng.integers(cfg.sessions)), False) for _ in range(cfg.partition)]
 
         rec = _Recorder()
         t0 = time.monotonic()
@@ -502,10 +517,11 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                     for k in range(cfg.sessions)]
         for s in sessions:
             s.start()
-        kills, cuts, pauses = [], [], []
+        kills, cuts, pauses, partitions = [], [], [], []
         events = sorted([(float(a), "kill", v) for a, v in zip(kill_at, victim_of, strict=True)]
                         + [(float(a), "cut", c) for a, c in zip(cut_at, cut_pick, strict=True)]
-                        + [(float(a), "pause", v) for a, v in zip(pause_at, pause_of, strict=True)])
+                        + [(float(a), "pause", v) for a, v in zip(pause_at, pause_of, strict=True)]
+                        + [(float(a), "partition", v) for a, v in zip(part_at, part_of, strict=True)])
         for at, what, arg in events:
             now = time.monotonic() - t0
             if at > now:
@@ -521,6 +537,26 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                 continue
             k_ns = time.monotonic_ns()
             arg = victim(*arg, k_ns - t0_ns)
+            if what == "partition":
+                both = len(partitions) % 2 == 0
+                mine = [lk for lk in links if arg in lk]
+                with cl.lock:
+                    added = [lk for lk in mine if lk not in cl.cut] if both else []
+                    cl.cut.extend(added)
+                    if not both:
+                        cl.one_way[arg] = mine
+                cl.set_faults(list(range(t)) if both else [arg])
+                say(f"partitioned satellite {arg} from its ISL neighbours ({'both ways' if both else 'one way'}) "
+                    f"at {time.monotonic() - t0:.1f} s")
+                time.sleep(cfg.partition_s)
+                with cl.lock:
+                    cl.cut = [lk for lk in cl.cut if lk not in added]
+                    cl.one_way.pop(arg, None)
+                cl.set_faults(list(range(t)) if both else [arg])
+                partitions.append({"satellite": arg, "at_s": round((k_ns - t0_ns) / 1e9, 2),
+                                   "both_ways": both, "seconds": cfg.partition_s})
+                say(f"healed the partition of satellite {arg}")
+                continue
             if what == "pause":
                 cl.stop(arg)
                 say(f"paused satellite {arg} (SIGSTOP) at {time.monotonic() - t0:.1f} s")
@@ -576,7 +612,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         return {
             "replicas": cfg.replicas, "constellation": cfg.constellation, "satellites": t,
             "seed": cfg.seed, "seconds": cfg.seconds, "sessions": cfg.sessions,
-            "satellites_killed": len(kills), "links_cut": len(cuts), "pauses": len(pauses),
+            "satellites_killed": len(kills), "links_cut": len(cuts), "pauses": len(pauses), "partitions": len(partitions),
             "requests_total": len(ops), "requests_failed": rec.failed,
             "reads": sum(o["kind"] == "read" for o in ops), "writes": sum(o["kind"] == "write" for o in ops),
             "pages_checked": sum(len(s.final) for s in sessions),
@@ -590,7 +626,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             "call_ms": {k: v for k, v in _percentiles([(o["return_ns"] - o["call_ns"]) / 1e6
                                                        for o in ops if o["ok"]]).items() if k != "streaks"},
             "takeovers": takeovers,
-            "kills": kills, "cuts": cuts, "paused": pauses,
+            "kills": kills, "cuts": cuts, "paused": pauses, "partitioned": partitions,
             "history": str(history),
         }
     finally:

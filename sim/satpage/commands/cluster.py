@@ -275,6 +275,12 @@ def chaos(
         "taken over meanwhile, and fencing keeps them from acknowledging a write when they wake.")] = 0,
     pause_seconds: Annotated[float, typer.Option(
         "--pause-seconds", help="How long each --pause lasts.")] = 6.0,
+    partition: Annotated[int, typer.Option(
+        "--partition", help="Satellites serving a seeded session to cut off from their ISL "
+        "neighbours for --partition-seconds (in the daemons' fault layer, as --cut-links), both ways "
+        "and one way alternately; the gateway still reaches them.")] = 0,
+    partition_seconds: Annotated[float, typer.Option(
+        "--partition-seconds", help="How long each --partition lasts.")] = 6.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and the fault schedule.")] = 0,
     sessions: Annotated[int, typer.Option("--sessions", help="Client sessions replayed at once.")] = 8,
     seconds: Annotated[float, typer.Option("--seconds", help="Length of the run; it stops by itself.")] = 60.0,
@@ -313,7 +319,8 @@ def chaos(
         fail("--target, --kill-command, --fail-satellite, --fail-busiest and --fail-at need "
              "--failure-schedule")
     cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links,
-                      pause=pause, pause_s=pause_seconds, seed=seed, sessions=sessions,
+                      pause=pause, pause_s=pause_seconds, partition=partition, partition_s=partition_seconds,
+                      seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
                       history=history)
