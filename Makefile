@@ -87,18 +87,18 @@ bench-view:  ## satpage view at Starlink scale (4,408 satellites, 10,000 session
 	$(PY) bench/bench_view.py
 
 .PHONY: bench-strategies
-bench-strategies:  ## default compare: all ten strategies vs the five of before, wall and CPU (issue 20: < 60 s)
+bench-strategies:  ## default compare: all ten strategies vs the five of before, wall and CPU (target < 60 s)
 	$(PY) bench/bench_strategies.py
 
 .PHONY: bench-faults
-bench-faults:  ## compare faults (R = 1, 2) vs the default run without failures, wall and CPU (issue 15: < 60 s)
+bench-faults:  ## compare faults (R = 1, 2) vs the default run without failures, wall and CPU (target < 60 s)
 	$(PY) bench/bench_faults.py
 
 .PHONY: bench-population
 bench-population:  ## footprint population, 150 satellites x 1 day at 10 s, vs brute force and NumPy
 	$(PY) bench/bench_population.py
 
-# --- deployment (issue 11): images, Docker Swarm and Kubernetes end-to-end runs ---
+# --- deployment: images, Docker Swarm and Kubernetes end-to-end runs ---
 .PHONY: images e2e-swarm e2e-k8s
 images: setup  ## build the satnode, gateway and redis images (Docker if an engine answers, else scripts/image-pack.py) and print their sizes
 	bash scripts/build-images.sh
@@ -118,13 +118,13 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 	$(PY) bench/bench_pager.py
 
 .PHONY: bench-compare
-# the commit before issue 18's refactoring: bench-compare-baseline times both trees
+# the commit before sim's own model copies were removed (satpage.network etc.): bench-compare-baseline times both trees
 BENCH_BASELINE ?= 2f1a3d4
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
 
 .PHONY: bench-compare-baseline
-bench-compare-baseline:  ## default compare here vs BENCH_BASELINE (before the issue 18 refactoring), same run, ratio
+bench-compare-baseline:  ## default compare here vs BENCH_BASELINE (before sim's model copies went), same run, ratio
 	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario default
 	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario large --sessions 5000 --hours 2 --repeats 2
 
