@@ -49,20 +49,20 @@ if [[ ! -f $stamp || constraints.txt -nt $stamp || orbit-model/pyproject.toml -n
   touch "$stamp"
 fi
 
-# The wheels' dependencies as a local wheelhouse (one download; refreshed when the
-# pins or the packages' dependencies change): sim/tests/test_wheels.py installs
-# `make wheels` into a fresh virtual environment from it with --no-index, so the
-# test neither waits on PyPI nor needs it.
+# The wheels' dependencies as a local wheelhouse outside the checkout (one download,
+# shared by every clone; again only when the pins or the packages' dependencies
+# change, by content): sim/tests/test_wheels.py installs `make wheels` into a fresh
+# virtual environment from it with --no-index, so the test neither waits on PyPI
+# nor needs it.
 WHEELHOUSE=${SATPAGE_WHEELHOUSE:-$HOME/.cache/satpage/wheels}
 wstamp=$WHEELHOUSE/.satpage-downloaded
-if [[ ! -f $wstamp || constraints.txt -nt $wstamp || orbit-model/pyproject.toml -nt $wstamp \
-      || pager/pyproject.toml -nt $wstamp || client/pyproject.toml -nt $wstamp \
-      || sim/pyproject.toml -nt $wstamp ]]; then
+wwant=$(cat constraints.txt {orbit-model,pager,client,sim}/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [[ "$(cat "$wstamp" 2>/dev/null)" != "$wwant" ]]; then
   log "pip download the wheels' dependencies into $WHEELHOUSE"
   mkdir -p "$WHEELHOUSE"
   .venv/bin/python -m pip download -q -d "$WHEELHOUSE" -c constraints.txt \
     ./orbit-model ./pager ./client ./sim
-  touch "$wstamp"
+  echo "$wwant" > "$wstamp"
 fi
 
 # satpage view's front end: pinned npm dependencies (package-lock.json), bundled by

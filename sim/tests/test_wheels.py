@@ -59,7 +59,7 @@ WHEELHOUSE = Path(os.environ.get("SATPAGE_WHEELHOUSE",
 
 def _pip(tmp: Path, *args: str) -> None:
     where = (["--no-index", "--find-links", str(WHEELHOUSE)]
-             if (WHEELHOUSE / ".satpage-downloaded").exists() else [])
+             if (WHEELHOUSE / ".satpage-downloaded").is_file() else [])
     _run([str(tmp / "venv" / "bin" / "python"), "-m", "pip", "install", "-q",
           "--disable-pip-version-check", *where, *args], timeout=900, env=_clean_env(tmp))
 
