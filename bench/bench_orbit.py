@@ -28,8 +28,14 @@ import networkx as nx
 import numpy as np
 from skyfield.api import EarthSatellite, wgs84
 
-from orbit_model import Constellation, GroundPoints, IslNetwork, handover_schedule, step_times_ns
-from orbit_model.propagate import teme_positions_km
+from orbit_model import (
+    Constellation,
+    GroundPoints,
+    IslNetwork,
+    handover_schedule,
+    step_times_ns,
+    teme_positions_km,
+)
 from orbit_model.timebase import skyfield_times, timescale
 
 S = 1_000_000_000

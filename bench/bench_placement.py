@@ -17,9 +17,7 @@ import json
 
 import numpy as np
 
-from orbit_model import Constellation
-from orbit_model.handover import handover_schedule
-from orbit_model.visibility import GroundPoints
+from orbit_model import Constellation, GroundPoints, handover_schedule
 
 
 def main() -> None:

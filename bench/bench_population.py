@@ -21,13 +21,9 @@ import time
 
 import numpy as np
 
-from orbit_model import (
-    EARTH_RADIUS_KM,
-    Constellation,
-    PopulationGrid,
-    footprint_central_angle_rad,
-    subsatellite_points,
-)
+from orbit_model import Constellation, PopulationGrid, subsatellite_points
+from orbit_model.constants import EARTH_RADIUS_KM
+from orbit_model.kernels import footprint_central_angle_rad
 
 SPEC = "walker-star:150/10/1:500:87"
 EPOCH = "2023-06-01T00:00:00Z"

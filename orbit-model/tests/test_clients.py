@@ -11,15 +11,8 @@ import shapely
 from scipy import stats
 from shapely.geometry import Polygon, box
 
-from orbit_model import (
-    PopulationGrid,
-    place_clients,
-    population_in_region,
-    read_clients,
-    read_region,
-    region_mask,
-    write_clients,
-)
+from orbit_model import PopulationGrid, place_clients, population_in_region, region_mask
+from orbit_model.io import read_clients, read_region, write_clients
 
 # Significance for the statistical checks: a correct sampler fails one in 10^4 seeds.
 ALPHA = 1e-4

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from orbit_model import (
-    EARTH_RADIUS_KM,
     PopulationGrid,
-    footprint_central_angle_rad,
     footprint_load,
     footprint_outline_deg,
     footprint_population,
     footprint_radius_km,
 )
+from orbit_model.constants import EARTH_RADIUS_KM
+from orbit_model.kernels import footprint_central_angle_rad
 
 ELEVATION_TOLERANCE_DEG = 1e-9
 EDGE_TOLERANCE_KM = 1e-6  # a micrometre-scale slack on the outline distance

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from sgp4.api import jday
 
-from orbit_model import Constellation, IslNetwork, RoutingSnapshots, isl_test_vectors
+from orbit_model import Constellation, IslNetwork, RoutingSnapshots
+from orbit_model.io import isl_test_vectors
 from orbit_model.propagate import itrs_positions_km
 
 EPOCH = "2022-09-14T00:00:00Z"

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbit_model import EARTH_RADIUS_KM, PopulationGrid
+from orbit_model import PopulationGrid
+from orbit_model.constants import EARTH_RADIUS_KM
 from orbit_model.population import default_population_path
 
 SHARED_GPW = (Path(__file__).resolve().parents[2].parent / "shared" / "data"

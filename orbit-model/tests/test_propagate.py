@@ -8,7 +8,8 @@ from sgp4.api import WGS72, Satrec, jday
 from skyfield.api import EarthSatellite, wgs84
 from skyfield.framelib import itrs
 
-from orbit_model import Constellation, geodetic_from_itrs, itrs_positions_km, propagate
+from orbit_model import Constellation, itrs_positions_km, propagate
+from orbit_model.kernels import geodetic_from_itrs
 from orbit_model.propagate import teme_to_itrs_matrices, teme_to_itrs_matrices_skyfield
 from orbit_model.timebase import skyfield_times, timescale
 
@@ -95,7 +96,8 @@ def test_times_must_be_integer_nanoseconds(walker):
 
 
 def test_a_kept_block_is_the_direct_propagation_to_the_bit_and_is_not_propagated_twice(walker):
-    from orbit_model import BLOCK_STEPS, itrs_block_km, teme_block_km, teme_positions_km
+    from orbit_model import teme_positions_km
+    from orbit_model.kernels import BLOCK_STEPS, itrs_block_km, teme_block_km
     from orbit_model.propagate import gmst_angles_rad
 
     t_ns = np.arange(BLOCK_STEPS, 2 * BLOCK_STEPS, dtype=np.int64) * 10 * S

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from sgp4.io import compute_checksum
 
-from orbit_model import Constellation, read_tle_file
+from orbit_model import Constellation
+from orbit_model.io import read_tle_file
 from orbit_model.tle import parse_tle_lines, tle_checksum
 
 # The ISS element set printed in Skyfield's documentation (earth-satellites.rst).

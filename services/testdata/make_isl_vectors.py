@@ -1,5 +1,5 @@
 """Write services/testdata/isl_vectors.json with orbit_model's one writer of the +Grid
-test vectors (``orbit_model.write_isl_test_vectors``, which also writes
+test vectors (``orbit_model.io.write_isl_test_vectors``, which also writes
 orbit-model/tests/data/isl_vectors.json: the two files are the same bytes). The Go
 constellation package must reproduce it (internal/constellation/vectors_test.go);
 sim/tests/test_cluster_vectors.py checks both copies against the writer.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orbit_model import write_isl_test_vectors
+from orbit_model.io import write_isl_test_vectors
 
 OUT = Path(__file__).resolve().parent / "isl_vectors.json"
 

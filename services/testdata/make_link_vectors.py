@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from orbit_model import SPEED_OF_LIGHT_KM_S, Constellation, GroundPoints, parse_epoch
-from orbit_model.isl import grid_links
-from orbit_model.propagate import itrs_positions_km
+from orbit_model import Constellation, GroundPoints, itrs_positions_km, parse_epoch
+from orbit_model.constants import SPEED_OF_LIGHT_KM_S
+from orbit_model.kernels import grid_links
 
 HERE = Path(__file__).resolve().parent
 CONSTELLATION = "walker-star:150/10/1:500:87"  # the constellation of live_ephemeris.bin

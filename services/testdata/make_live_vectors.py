@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from orbit_model import Constellation, GroundPoints, handover_schedule, parse_epoch, step_times_ns
-from orbit_model.ephemeris_io import write_ephemeris
+from orbit_model.io import write_ephemeris
 
 HERE = Path(__file__).resolve().parent
 CONSTELLATION = "walker-star:150/10/1:500:87"

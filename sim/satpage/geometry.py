@@ -17,7 +17,8 @@ import logging
 
 import numpy as np
 
-from orbit_model import BLOCK_STEPS, Constellation, grid_links, itrs_block_km, itrs_positions_km
+from orbit_model import Constellation, itrs_positions_km
+from orbit_model.kernels import BLOCK_STEPS, grid_links, itrs_block_km
 
 __all__ = ["SatelliteSet", "PositionCache"]
 
@@ -28,7 +29,7 @@ class SatelliteSet:
     """The satellites of a scenario: count, plane layout, +Grid links, Earth-fixed positions.
 
     ``links`` int32 (m, 2) and ``link_cross_plane`` bool (m,) are the +Grid ISLs
-    (orbit_model.grid_links: docs/conventions.md, "+Grid", including TLE catalogues
+    (orbit_model.kernels.grid_links: docs/conventions.md, "+Grid", including TLE catalogues
     grouped into planes); ``constellation`` is the orbit_model object."""
 
     def __init__(self, spec: str, epoch: dt.datetime) -> None:

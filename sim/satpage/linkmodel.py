@@ -16,8 +16,8 @@
   downtimes into the waits of the accesses (vectorised, per chunk).
 
 Routes are orbit_model's: ``price_events`` reads its stacked routing tables
-(``RoutingSnapshots.stack``) and walks them with ``orbit_model.route_links`` and
-``orbit_model.disjoint_route``; custody looks hop counts up in the tables. Link ids
+(``RoutingSnapshots.stack``) and walks them with ``orbit_model.kernels.route_links`` and
+``orbit_model.kernels.disjoint_route``; custody looks hop counts up in the tables. Link ids
 are rows of orbit_model's link list (``IslLinks.endpoints``); both directions of a
 link share its capacity (conservative).
 """
@@ -32,8 +32,8 @@ import numba
 import numpy as np
 
 import pager
-from orbit_model import disjoint_route, route_links
 from orbit_model.constants import SPEED_OF_LIGHT_KM_S as C_KM_S
+from orbit_model.kernels import disjoint_route, route_links
 
 __all__ = ["LinkModel", "price_events", "transfer_stalls", "migration_waits",
            "background_utilisation", "PRICE_KEYS", "RHO_MAX", "LogHistogram",
@@ -115,7 +115,7 @@ def background_utilisation(profile: str, load: float, link_ends: np.ndarray,
         out[:, link_ids] = load
         return out
     import orbit_model
-    from orbit_model.footprint import footprint_central_angle_rad
+    from orbit_model.kernels import footprint_central_angle_rad
 
     mid = 0.5 * (positions_at_bins_km[link_ends[:, 0]] + positions_at_bins_km[link_ends[:, 1]])
     r = np.linalg.norm(mid, axis=-1)

@@ -35,9 +35,10 @@ ISL_SCHEDULE_FILE = "isl-schedule.json"
 def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hours: float, *,
                          policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
                          step_s: float = 10.0, interval_s: float = 0.0, phase_s: float = 0.0) -> int:
-    """Write the gateway's ephemeris (orbit_model.write_ephemeris); returns its size in bytes.
+    """Write the gateway's ephemeris (orbit_model.io.write_ephemeris); returns its size in bytes.
     ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s``."""
-    from orbit_model import Constellation, write_ephemeris
+    from orbit_model import Constellation
+    from orbit_model.io import write_ephemeris
 
     const = Constellation.from_spec(constellation, epoch=epoch)
     write_ephemeris(path, const, int(round(hours * 3600 * NS_PER_S)), policy=policy, sticky=sticky,
@@ -163,7 +164,8 @@ def refresh_once(constellation: str, live: dict, now: dt.datetime | None = None)
     """Rewrite the ephemeris with a longer horizon when the clock has passed half of the
     current one (same epoch, knots and policy: the gateway re-reads it in place); returns
     the new horizon in hours, or None when nothing was due."""
-    from orbit_model import parse_epoch, read_ephemeris
+    from orbit_model import parse_epoch
+    from orbit_model.io import read_ephemeris
 
     t_h = clock_now_ns(live, now) / NS_PER_S / 3600
     current_h = read_ephemeris(live["ephemeris"]).end_ns / NS_PER_S / 3600

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import pager
-from orbit_model import BLOCK_STEPS, GroundPoints, session_schedule
+from orbit_model import GroundPoints, session_schedule
+from orbit_model.kernels import BLOCK_STEPS
 from pager import Trace
 from satpage.geometry import PositionCache, SatelliteSet
 from satpage.scenario import Scenario

@@ -111,7 +111,7 @@ def test_a_values_file_with_a_misspelt_key_is_rejected(helm, tmp_path):
     ],
 )
 def test_a_constellation_that_does_not_make_sense_fails_before_anything_renders(helm, spec, why):
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     with pytest.raises(ValueError):  # the authority agrees the spec is wrong
         parse_walker_spec(spec)
@@ -122,7 +122,7 @@ def test_a_constellation_that_does_not_make_sense_fails_before_anything_renders(
 @pytest.mark.parametrize("spec", ["walker-star:150/10/1:500:87", "walker:24/4/1:550:53",
                                   "walker-star:66/6/2:780:86.4", "walker:1/1/0:500:0"])
 def test_the_statefulset_runs_one_pod_per_satellite_of_the_spec(helm, spec):
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     objs = render(helm, "--set", f"constellation.spec={spec}")
     (sts,) = objs["StatefulSet"]
@@ -525,7 +525,7 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
     import base64
     import datetime as dt
 
-    from orbit_model import read_ephemeris
+    from orbit_model.io import read_ephemeris
     from satpage.live import write_live_ephemeris
 
     eph = tmp_path / "eph.bin"

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import pager
-from orbit_model import Constellation
-from orbit_model.isl import IslNetwork
+from orbit_model import Constellation, IslNetwork
 from satpage.cluster import cluster_status, load_state, replay_trace
 from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import find_binary

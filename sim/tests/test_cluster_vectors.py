@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orbit_model import isl_test_vectors, write_isl_test_vectors
+from orbit_model.io import isl_test_vectors, write_isl_test_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "services" / "testdata" / "isl_vectors.json"

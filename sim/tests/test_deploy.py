@@ -142,7 +142,7 @@ def test_the_checked_in_swarm_stack_is_what_the_generator_writes():
 
 @pytest.mark.parametrize("spec", ["walker-star:150/10/1:500:87", "walker:24/4/1:550:53"])
 def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec):
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     total = parse_walker_spec(spec)[1]
     stack = yaml.safe_load(deploy.render_stack(spec, images=deploy.ImageSet(tag="7")))
@@ -236,7 +236,7 @@ def test_rendered_values_install_with_plain_helm(tmp_path, args):
     values = yaml.safe_load(out.read_text())
     docs = [d for d in yaml.safe_load_all(lint.stdout) if d]
     (sts,) = [d for d in docs if d["kind"] == "StatefulSet"]
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     assert sts["spec"]["replicas"] == parse_walker_spec(values["constellation"]["spec"])[1]
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]

@@ -361,7 +361,7 @@ def test_at_very_high_capacity_the_figures_are_propagation_only(capacity_runs):
 
 def test_population_background_peaks_at_the_given_load_over_the_most_people():
     import orbit_model
-    from orbit_model.footprint import footprint_central_angle_rad
+    from orbit_model.kernels import footprint_central_angle_rad
 
     sc = small(**{"network.background_load": 0.4})
     w = prepare(sc)

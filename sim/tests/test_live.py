@@ -173,7 +173,7 @@ def test_a_session_idle_past_the_timeout_expires_and_errors_are_typed(gateway):
 def test_the_refresher_extends_the_ephemeris_once_the_clock_passes_half_of_it(tmp_path):
     import datetime as dt
 
-    from orbit_model import read_ephemeris
+    from orbit_model.io import read_ephemeris
     from satpage.live import clock_now_ns, refresh_once, write_live_ephemeris
 
     epoch = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -197,7 +197,7 @@ def test_the_refresher_keeps_the_reallocation_schedule(tmp_path):
     writes it again."""
     import datetime as dt
 
-    from orbit_model import read_ephemeris
+    from orbit_model.io import read_ephemeris
     from satpage.live import refresh_once, write_live_ephemeris
 
     epoch = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

@@ -9,13 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from orbit_model import (
-    Constellation,
-    itrs_positions_km,
-    parse_epoch,
-    read_ephemeris,
-    write_ephemeris,
-)
+from orbit_model import Constellation, itrs_positions_km, parse_epoch
+from orbit_model.io import read_ephemeris, write_ephemeris
 
 TESTDATA = Path(__file__).resolve().parents[2] / "services" / "testdata"
 

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from orbit_model import Constellation, GroundPoints, IslNetwork, find_passes, handover_schedule
-from orbit_model.handover import step_times_ns
+from orbit_model import (
+    Constellation,
+    GroundPoints,
+    IslNetwork,
+    find_passes,
+    handover_schedule,
+    step_times_ns,
+)
 from satpage.cli import app
 
 S = 1_000_000_000

@@ -16,7 +16,8 @@ import shapely
 from shapely.geometry import box
 from typer.testing import CliRunner
 
-from orbit_model import EARTH_RADIUS_KM, PopulationGrid
+from orbit_model import PopulationGrid
+from orbit_model.constants import EARTH_RADIUS_KM
 from satpage.cli import app
 
 MU_KM3_S2 = 398600.4418          # docs/conventions.md

@@ -4,7 +4,8 @@ orbit-model/tests), to float32, across block boundaries and for each constellati
 
 import numpy as np
 
-from orbit_model import BLOCK_STEPS, itrs_positions_km, parse_epoch
+from orbit_model import itrs_positions_km, parse_epoch
+from orbit_model.kernels import BLOCK_STEPS
 from satpage.geometry import PositionCache, SatelliteSet
 
 EPOCH = parse_epoch("2022-09-14T00:00:00Z")

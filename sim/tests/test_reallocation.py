@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from orbit_model import Constellation, GroundPoints, handover_schedule, session_schedule
-from orbit_model.handover import step_times_ns
+from orbit_model import (
+    Constellation,
+    GroundPoints,
+    handover_schedule,
+    session_schedule,
+    step_times_ns,
+)
 from satpage.cli import app
 from satpage.geometry import SatelliteSet
 from satpage.scenario import load_scenario, parse_scenario, shipped_scenario, with_overrides

@@ -29,7 +29,7 @@ SIM = ROOT / "sim" / "satpage"
 #: which sessions a view shows
 JOINS = {"routing_snapshots", "router", "sample_sessions", "session_sample"}
 #: the one compiled loop sim keeps: pricing an event log on orbit_model's routes (it walks
-#: them with orbit_model.route_links / disjoint_route and reads hop counts from its tables)
+#: them with orbit_model.kernels.route_links / disjoint_route and reads hop counts from its tables)
 #: and two small loops over one trace's accesses for the stall accounting
 SIM_KERNELS = {("linkmodel.py", "price_events"), ("linkmodel.py", "_first_times"),
                ("linkmodel.py", "_late_arrivals")}
@@ -116,6 +116,41 @@ def test_each_package_api_is_its_all_and_pager_has_no_import_cycle():
     paper = ast.parse((ROOT / "pager" / "pager" / "paper.py").read_text())
     imported = {n.module for n in ast.walk(paper) if isinstance(n, ast.ImportFrom)}
     assert "pager.engine" not in imported
+
+
+#: orbit_model's public face: the package and its three public submodules
+ORBIT_MODEL_PUBLIC = {"orbit_model", "orbit_model.constants", "orbit_model.io",
+                      "orbit_model.kernels"}
+
+
+def test_code_outside_orbit_model_imports_only_its_facade():
+    """sim, pager, the client, the benchmarks and the test-vector scripts import
+    orbit_model, orbit_model.constants, .io or .kernels, never a module behind them, and
+    the kernels are not in the facade's __all__ (orbit-model's own tests may look inside)."""
+    import ast
+
+    import orbit_model
+    import orbit_model.kernels
+
+    assert not set(orbit_model.__all__) & set(orbit_model.kernels.__all__)
+    for folder in ("sim", "pager", "client", "bench", "services/testdata"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "build" in path.relative_to(ROOT).parts:   # wheel build copies
+                continue
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                for name in names:
+                    if name.split(".")[0] != "orbit_model" or name in ORBIT_MODEL_PUBLIC:
+                        continue
+                    # bench_orbit times Skyfield on orbit_model's own time conversion
+                    assert (folder, name) == ("bench", "orbit_model.timebase"), \
+                        f"{path.relative_to(ROOT)} imports {name}"
 
 
 @pytest.mark.integration

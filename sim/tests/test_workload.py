@@ -2,7 +2,8 @@ import datetime as dt
 
 import numpy as np
 
-from orbit_model import BLOCK_STEPS, GroundPoints, handover_schedule, session_schedule
+from orbit_model import GroundPoints, handover_schedule, session_schedule
+from orbit_model.kernels import BLOCK_STEPS
 from pager import zipf_probabilities
 from satpage.geometry import SatelliteSet
 from satpage.scenario import load_scenario, shipped_scenario, with_overrides

@@ -7,7 +7,7 @@ import (
 	"github.com/satpage/satpage/services/internal/errs"
 )
 
-// WGS84 (orbit_model.propagate.WGS84_A_KM, WGS84_F).
+// WGS84 (orbit_model.constants.WGS84_A_KM, WGS84_F).
 const (
 	wgs84AKm = 6378.137
 	wgs84F   = 1 / 298.257223563

@@ -59,7 +59,7 @@ def relay_path(hops: np.ndarray, neighbours: list[np.ndarray], src: int, dst: in
 
 
 def _one_way_ms(positions_km: np.ndarray, path: list[int]) -> float:
-    from orbit_model import SPEED_OF_LIGHT_KM_S
+    from orbit_model.constants import SPEED_OF_LIGHT_KM_S
 
     p = positions_km[path]
     return float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum() / SPEED_OF_LIGHT_KM_S * 1e3)
@@ -88,9 +88,7 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
     through the gateway at ``target``; returns the report of `satpage cluster fidelity`."""
     import grpc
 
-    from orbit_model import Constellation
-    from orbit_model.isl import IslNetwork
-    from orbit_model.propagate import itrs_positions_km
+    from orbit_model import Constellation, IslNetwork, itrs_positions_km
     from satpage_client.channel import open_channel, tls_dir_for, token_metadata
     from satpage_client.rpc import satpage_pb2 as pb
     from satpage_client.rpc import satpage_pb2_grpc as pbg

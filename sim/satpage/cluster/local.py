@@ -306,7 +306,8 @@ def write_link_ephemeris(sdir: Path, constellation: str, epoch: str | None, hour
                 "hours": float(live.get("hours", 0.0))}
     if not 0 < hours <= 24 * 31:
         raise ValueError(f"link ephemeris horizon {hours} h must be above 0 and at most 31 days")
-    from orbit_model import Constellation, write_ephemeris
+    from orbit_model import Constellation
+    from orbit_model.io import write_ephemeris
     from satpage.scenario import TimeSection
 
     text = epoch or TimeSection().epoch

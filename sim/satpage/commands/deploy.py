@@ -73,7 +73,7 @@ class RedisSizing:
 
 def satellite_count(spec: str) -> int:
     """T of a Walker spec (``walker[-star]:T/P/F:ALT_KM:INC_DEG``); ValueError quotes the spec."""
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     if not spec.startswith(("walker:", "walker-star:")):
         raise ValueError(f"constellation {spec!r}: a deployment needs a Walker spec "
@@ -181,7 +181,7 @@ def render_stack(spec: str, *, images: ImageSet, gateway_port: int = SWARM_GATEW
         raise ValueError(f"live push-ahead lead {live_push_lead_s} s is outside 0..3600")
     if not 1 <= gateway_port <= 65535:
         raise ValueError(f"gateway port {gateway_port} is not a TCP port")
-    from orbit_model.constellation import parse_walker_spec
+    from orbit_model import parse_walker_spec
 
     per_plane = satellites // parse_walker_spec(spec)[2]
     if not 1 <= replicas <= min(64, per_plane):

@@ -216,7 +216,7 @@ def isl_vectors(
     out: Annotated[Path, typer.Argument(help="JSON file to write")],
 ) -> None:
     """Write the shared +Grid test vectors (constellations, neighbours, hop matrices)."""
-    from orbit_model import write_isl_test_vectors
+    from orbit_model.io import write_isl_test_vectors
 
     try:
         write_isl_test_vectors(out)

@@ -90,7 +90,7 @@ def population(
     if missing:
         fail(f"missing {', '.join(missing)} (a circle needs --lat, --lon and --radius-km)")
     grid = _grid(source)
-    from orbit_model import EARTH_RADIUS_KM
+    from orbit_model.constants import EARTH_RADIUS_KM
 
     try:
         value = grid.population_in_circle(lat, lon, radius_km)
@@ -336,7 +336,8 @@ def clients(
 ) -> None:
     """Place clients with probability proportional to population (a cell, then a uniform
     point in it) and write them for GIS tools."""
-    from orbit_model import place_clients, population_in_region, read_region, write_clients
+    from orbit_model import place_clients, population_in_region
+    from orbit_model.io import read_region, write_clients
 
     grid = _grid(source)
     try:

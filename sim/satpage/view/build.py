@@ -256,7 +256,7 @@ def view_from_parts(*, meta: dict, constellation, frame_ns: np.ndarray, links: n
     """A validated ViewData from its parts (shapes as in satpage.view.model); with
     capacities (and optionally a background utilisation (W, L)) the page shows
     link utilisation."""
-    from orbit_model import footprint_central_angle_rad
+    from orbit_model.kernels import footprint_central_angle_rad
 
     n_sats = constellation.n_satellites
     alt = np.array([sh.altitude_km for sh in constellation.shells])[np.asarray(constellation.shell)]

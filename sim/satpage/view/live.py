@@ -35,7 +35,8 @@ def live_view(clock, places: list[tuple[float, float]], minutes: float | None = 
     constellation time (default: 30 wall minutes at the clock's speed). ``clock`` is a
     satpage.client.ClockInfo; ``places`` (lat, lon) become sessions whose visits are
     orbit_model's schedule for them under the gateway's policy."""
-    from orbit_model import Constellation, PopulationGrid, grid_links, parse_epoch
+    from orbit_model import Constellation, PopulationGrid, parse_epoch
+    from orbit_model.kernels import grid_links
     from satpage.live import reference_schedule
 
     wall = time.time() if wall_unix_s is None else wall_unix_s

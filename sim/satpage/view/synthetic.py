@@ -39,7 +39,8 @@ def synthetic_view(spec: str = STARLINK_GEN1, n_sessions: int = 10_000, n_sample
                    pages: int = 1000, seed: int = 2023, epoch: str = "2023-06-01T00:00:00Z",
                    min_elevation_deg: float = 25.0) -> ViewData:
     """A validated ViewData of ``spec`` with ``n_sessions`` synthetic sessions."""
-    from orbit_model import Constellation, PopulationGrid, grid_links, place_clients
+    from orbit_model import Constellation, PopulationGrid, place_clients
+    from orbit_model.kernels import grid_links
 
     rng = np.random.default_rng(seed)
     c = Constellation.from_spec(spec, epoch=epoch)
