@@ -38,13 +38,17 @@ from pager.registry import (
     strategy_settings,
     strategy_summary,
 )
-from pager.strategies_extra import GroundStore, HotK, PushAhead
-from pager.strategies_related import (
+from pager.strategies import (
     ContainerMigration,
     Custody,
+    GroundStore,
+    HotK,
     IdleLink,
     MigrationModel,
     Multipath,
+    OnDemand,
+    Proactive,
+    PushAhead,
     ReplicateNext,
     replicate_next_log,
 )
@@ -57,8 +61,6 @@ from pager.strategy import (
     SELECT_SIGNATURE,
     EventKind,
     NetworkUse,
-    OnDemand,
-    Proactive,
     Strategy,
     handover_rule,
     network_use,

@@ -31,7 +31,7 @@ KIND_HANDOVER = 1
 KIND_PUSH = 2
 KIND_REMOTE = 3
 KIND_CREATE = 4
-KIND_REPLICA = 5  # written by pager.strategies_related.replicate_next_log, not the kernels
+KIND_REPLICA = 5  # written by pager.strategies.replication.replicate_next_log, not the kernels
 
 # Per-session counter columns (public names in pager.engine.COUNTER_FIELDS).
 C_ACCESSES = 0

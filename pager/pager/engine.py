@@ -26,7 +26,8 @@ import numpy as np
 
 from pager import _kernels as K
 from pager.paper import PaperCounts
-from pager.strategy import EVENT_DTYPE, OnDemand, Proactive, Strategy
+from pager.strategies import OnDemand, Proactive
+from pager.strategy import EVENT_DTYPE, Strategy
 from pager.trace import Trace
 from pager.workload import MAX_VISITS, PaperParams, _positive_int, paper_key
 

@@ -40,9 +40,19 @@ from typing import Any
 import numpy as np
 
 from pager import _kernels as K
-from pager.strategies_extra import GroundStore, HotK, PushAhead
-from pager.strategies_related import ContainerMigration, Custody, IdleLink, Multipath, ReplicateNext
-from pager.strategy import RULE_PARAMETERS, NetworkUse, OnDemand, Proactive
+from pager.strategies import (
+    ContainerMigration,
+    Custody,
+    GroundStore,
+    HotK,
+    IdleLink,
+    Multipath,
+    OnDemand,
+    Proactive,
+    PushAhead,
+    ReplicateNext,
+)
+from pager.strategy import RULE_PARAMETERS, NetworkUse
 
 __all__ = ["BUILTIN_STRATEGIES", "ENTRY_POINT_GROUP", "STRATEGY_NAMES", "StrategyError",
            "check_handover_rule", "check_strategy", "make_strategy", "plugin_module",

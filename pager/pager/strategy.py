@@ -1,4 +1,6 @@
-"""Transfer strategies: one Protocol, one class per strategy.
+"""The transfer strategy Protocol, its event log and its network use.
+
+The built-in strategies are classes in ``pager.strategies``, one module per family.
 
 A strategy tells the shared engine three things (docs/paging-model.md):
 
@@ -50,7 +52,7 @@ from __future__ import annotations
 import enum
 import inspect
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numba import njit
@@ -67,8 +69,6 @@ __all__ = [
     "SELECT_SIGNATURE",
     "EventKind",
     "NetworkUse",
-    "OnDemand",
-    "Proactive",
     "Strategy",
     "handover_rule",
     "network_use",
@@ -220,43 +220,3 @@ def select_all(owner, uses, last_use, new_pos, params, out):
             out[n] = p
             n += 1
     return n
-
-
-_NO_PARAMS = np.zeros(0, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class OnDemand:
-    """A page moves when accessed; a handover moves only the page table.
-
-    The paper's on-demand paging: the new satellite inherits the page table, not the
-    frames; one movement per fault."""
-
-    name: ClassVar[str] = "on-demand"
-    move_on_fault: ClassVar[bool] = True
-    create_on_ground: ClassVar[bool] = False
-    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
-    lead_ns: ClassVar[int] = 0
-    select: ClassVar[Any] = select_none
-    network: ClassVar[NetworkUse] = PAGING
-
-    def params(self) -> np.ndarray:
-        return _NO_PARAMS
-
-
-@dataclass(frozen=True)
-class Proactive:
-    """The whole session object moves at each handover (the paper's).
-
-    To the new serving satellite, one hop along the trail for each page."""
-
-    name: ClassVar[str] = "proactive"
-    move_on_fault: ClassVar[bool] = True
-    create_on_ground: ClassVar[bool] = False
-    handover_kind: ClassVar[EventKind] = EventKind.HANDOVER
-    lead_ns: ClassVar[int] = 0
-    select: ClassVar[Any] = select_all
-    network: ClassVar[NetworkUse] = PAGING
-
-    def params(self) -> np.ndarray:
-        return _NO_PARAMS

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pager
-from pager.strategies_extra import PushAhead
+from pager.strategies import PushAhead
 
 NOWHERE = -1
 

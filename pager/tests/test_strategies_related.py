@@ -10,7 +10,7 @@ import pytest
 
 import pager
 from pager import EventKind, Trace
-from pager.strategies_related import MIGRATION_DATA_FILE, _data_dir
+from pager.strategies.whole_object import MIGRATION_DATA_FILE, _data_dir
 
 KINDS = {k.value: k for k in EventKind}
 
@@ -98,7 +98,7 @@ def test_network_strategies_replay_the_page_table_of_their_paging_base(cls, base
 
 
 def test_idle_link_replays_push_ahead_with_the_same_lead():
-    from pager.strategies_extra import PushAhead
+    from pager.strategies import PushAhead
     tr = random_trace(5)
     a = pager.replay(tr, pager.IdleLink(recent_visits=2, lead_ns=10**9), events=True)
     b = pager.replay(tr, PushAhead(recent_visits=2, lead_ns=10**9), events=True)

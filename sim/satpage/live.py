@@ -394,7 +394,7 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str, *,
     read (a session's last visit may be a handover copied ahead for, not yet due)."""
     import pager
     from orbit_model import Constellation, IslNetwork, parse_epoch
-    from pager.strategies_extra import PushAhead
+    from pager.strategies import PushAhead
 
     strat = {"on-demand": pager.OnDemand(), "proactive": pager.Proactive(),
              "push-ahead": PushAhead(recent_visits=1, lead_ns=int(push_lead_ns), staged=True)}[strategy]

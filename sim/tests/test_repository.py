@@ -118,6 +118,30 @@ def test_each_package_api_is_its_all_and_pager_has_no_import_cycle():
     assert "pager.engine" not in imported
 
 
+def test_every_builtin_strategy_is_a_class_in_its_family_module():
+    """A built-in strategy is one class in pager.strategies.<family>; no other pager module
+    defines one (the Protocol and NetworkUse stay in pager.strategy)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import pager
+    import pager.strategies
+
+    families = {m.name for m in pkgutil.iter_modules(pager.strategies.__path__)}
+    assert families == {"on_demand", "whole_object", "push_ahead", "replication", "ground"}
+    for name, cls in pager.BUILTIN_STRATEGIES.items():
+        assert cls.__module__.rpartition(".")[0] == "pager.strategies", (name, cls.__module__)
+    for info in pkgutil.iter_modules(pager.__path__):
+        if info.name == "strategies":
+            continue
+        mod = importlib.import_module(f"pager.{info.name}")
+        defined = [c for _, c in inspect.getmembers(mod, inspect.isclass)
+                   if c.__module__ == mod.__name__ and hasattr(c, "select")
+                   and hasattr(c, "move_on_fault") and c is not pager.Strategy]
+        assert not defined, f"pager.{info.name} defines strategies {defined}"
+
+
 #: orbit_model's public face: the package and its three public submodules
 ORBIT_MODEL_PUBLIC = {"orbit_model", "orbit_model.constants", "orbit_model.io",
                       "orbit_model.kernels"}
