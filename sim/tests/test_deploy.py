@@ -176,6 +176,8 @@ def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec)
 def test_the_swarm_stack_replicates_twice_by_default_and_refuses_more_copies_than_a_plane_holds(tmp_path):
     stack = yaml.safe_load(deploy.render_stack(deploy.DEFAULT_SPEC, images=deploy.ImageSet()))
     assert stack["services"]["sat-7"]["environment"]["SATPAGE_REPLICAS"] == "2"
+    # a satnode waits for its Redis task as long as the health check's start period
+    assert stack["services"]["sat-7"]["environment"]["SATPAGE_REDIS_WAIT"] == "10m"
     one = yaml.safe_load(deploy.render_stack(deploy.DEFAULT_SPEC, images=deploy.ImageSet(), replicas=1))
     assert one["services"]["sat-7"]["environment"]["SATPAGE_REPLICAS"] == "1"
     # walker:6/6/0 has one satellite per plane: no satellite behind it to hold a copy.
@@ -186,6 +188,7 @@ def test_the_swarm_stack_replicates_twice_by_default_and_refuses_more_copies_tha
                                     "--out", str(tmp_path / "s.yml")]).exit_code == 0
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not HELM.exists(), reason="helm is not in .tools/bin (scripts/setup.sh --with-helm)")
 @pytest.mark.integration  # helm template
 def test_redis_runs_its_timers_once_a_second_in_both_deployments():

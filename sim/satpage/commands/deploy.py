@@ -223,6 +223,10 @@ x-satnode-env: &satnode-env
   SATPAGE_TLS_DIR: /run/secrets
   SATPAGE_HEALTH_LISTEN: "127.0.0.1:7001"
   SATPAGE_REPLICAS: "{replicas}"
+  # Swarm creates the {2 * satellites + 1} services one after another: a satnode may wait
+  # minutes for its Redis task. At the default 2 min, 8 satnodes exited and were
+  # started again (a start with restarts); the health check's start period is 10 min.
+  SATPAGE_REDIS_WAIT: "10m"
 
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
 # exec (one runc exec per check, about a core-second on a loaded machine). Every 30 s
