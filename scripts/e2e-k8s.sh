@@ -148,11 +148,12 @@ log "idle: the release's pods used $idle_cores cores over 30 s ($idle)"
 # Up to three tries: each check is one grpc_health_probe with a 5 s connect timeout,
 # and at a load average of 300 (other work on the machine) the cluster DNS or a TLS
 # handshake can take longer once (the 12:28 run of 2026-11-27 failed so, all 150 Ready).
+# A failed test pod stays (its hook deletes it only on success): its logs are kept.
 for try in 1 2 3; do
-	helm test "$REL" -n "$NS" --timeout 180s --logs >"$OUT/helm-test.txt" 2>&1 && break
-	((try < 3)) || { cat "$OUT/helm-test.txt" >&2; die "helm test failed 3 times"; }
-	log "helm test failed (try $try, load average $(cut -d' ' -f1 /proc/loadavg)): $(grep -iE 'error|fail|timeout' "$OUT/helm-test.txt" | head -3 | tr '\n' ' ')"
-	cp "$OUT/helm-test.txt" "$OUT/helm-test-try$try.txt"
+	helm test "$REL" -n "$NS" --timeout 180s >"$OUT/helm-test.txt" 2>&1 && break
+	kubectl -n "$NS" logs "$REL-test-health" --all-containers --timestamps >"$OUT/helm-test-try$try.log" 2>&1
+	((try < 3)) || { cat "$OUT/helm-test.txt" "$OUT/helm-test-try$try.log" >&2; die "helm test failed 3 times"; }
+	log "helm test failed (try $try, load average $(cut -d' ' -f1 /proc/loadavg)): $(tail -c 300 "$OUT/helm-test-try$try.log" | tr '\n' ' ')"
 	sleep 10
 done
 log "helm test: $(grep -E '^Phase|Succeeded' "$OUT/helm-test.txt" | tr '\n' ' ')"
