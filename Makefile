@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?= -race -count=1
 # (conftest.py), so a cluster or a compare run is made once, not once per worker.
 PYTEST_FLAGS ?= -n 2 --dist loadgroup
 
-.PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit lint proto proto-check build bench help
+.PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit replay-vectors lint proto proto-check build bench help
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -24,7 +24,7 @@ run: setup build  ## the main job: satpage compare on the default scenario, in-p
 test: setup build proto-check view-check lint  ## the whole suite, both tiers (what CI runs)
 	@# Python and Go side by side: the integration tests spend much of their time waiting
 	@# (clusters starting, chaos runs of fixed length), which the Go tests fill.
-	$(MAKE) --no-print-directory -j2 --output-sync=target pytest gotest
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest gotest replay-vectors
 
 test-unit:  ## the unit tier: in-process tests only (no redis, cluster, helm, chromium, Dask, subprocess), under 90 s
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-unit gotest-unit
@@ -40,6 +40,9 @@ gotest:  ## Go tests with the race detector
 
 gotest-unit:  ## Go unit tier: -short skips every test that starts a redis-server (storetest.RedisServer); the race detector is make test's
 	cd services && go test -count=1 -short ./...
+
+replay-vectors:  ## the engine's counts replayed in-process by the service, without -race (R = 2 too slow under it)
+	cd services && go test -count=1 -run ReplayVectors ./internal/clustertest/
 
 lint:  ## ruff for Python, go vet for Go
 	$(VENV)/bin/ruff check orbit-model pager client sim bench

@@ -142,12 +142,11 @@ def _start_refresher(st):
     with the cluster so ``down`` stops it too."""
     import sys
 
-    from satpage.cluster.local import _save, _spawn
+    from satpage.cluster.local import LocalCluster
 
-    argv = [sys.executable, "-m", "satpage.live", "--state-dir", st.state_dir]
-    st.processes.append(_spawn("refresher", -1, argv, Path(st.state_dir) / "logs"))
-    _save(st)
-    return st
+    cl = LocalCluster(st)
+    cl.spawn("refresher", -1, [sys.executable, "-m", "satpage.live", "--state-dir", st.state_dir])
+    return cl.state
 
 
 def clock_now_ns(live: dict, now: dt.datetime | None = None) -> int:
@@ -393,35 +392,31 @@ def engine_counts(trace, strategy: str, constellation: str, epoch: str, *,
     (one per session): count only the movements up to the time the relays' counts were
     read (a session's last visit may be a handover copied ahead for, not yet due)."""
     import pager
-    from orbit_model import Constellation, IslNetwork, parse_epoch
+    from orbit_model import Constellation, IslNetwork, RoutingSnapshots, parse_epoch
     from pager.strategies import PushAhead
 
     strat = {"on-demand": pager.OnDemand(), "proactive": pager.Proactive(),
              "push-ahead": PushAhead(recent_visits=1, lead_ns=int(push_lead_ns), staged=True)}[strategy]
     r = pager.replay(trace, strat, events=True)
     const = Constellation.from_spec(constellation, epoch=parse_epoch(epoch))
-    step_ns = int(round(routing_step_s * NS_PER_S))
-    timed = isl_latitude_cutoff_deg < 90
-    net = (IslNetwork(const, latitude_cutoff_deg=isl_latitude_cutoff_deg, resolution_ns=step_ns) if timed
-           else IslNetwork(const))
+    cutoff = isl_latitude_cutoff_deg if isl_latitude_cutoff_deg < 90 else None
+    # the engine's routing (compare prices with the same), on the satnodes' snapshots
+    routing = RoutingSnapshots(IslNetwork(const, latitude_cutoff_deg=cutoff),
+                               int(round(routing_step_s * NS_PER_S)))
     ev = r.events
     if until_ns is not None:
         ev = ev[ev["time_ns"] <= np.asarray(until_ns, np.int64)[ev["session"]]]
-    out = {"fault_moves": 0, "handover_moves": 0, "push_moves": 0, "fault_hops": 0, "handover_hops": 0,
-           "push_hops": 0}
-    kinds = {int(pager.EventKind.FAULT): "fault_hops", int(pager.EventKind.HANDOVER): "handover_hops",
-             int(pager.EventKind.PUSH): "push_hops"}
-    for e in ev:
-        key = kinds.get(int(e["kind"]))
-        if key is None:
-            continue
-        out[key.replace("_hops", "_moves")] += 1
-        if e["from_visit"] < 0:
-            continue
-        a, b = int(trace.visit_satellite[e["from_visit"]]), int(trace.visit_satellite[e["to_visit"]])
-        t = int(e["time_ns"]) // step_ns * step_ns if timed else int(e["time_ns"])
-        out[key] += int(net.route(a, b, t).hops)
-    return out
+    sats = np.asarray(trace.visit_satellite, np.int64)
+    out = {}
+    for kind, name in ((pager.EventKind.FAULT, "fault"), (pager.EventKind.HANDOVER, "handover"),
+                       (pager.EventKind.PUSH, "push")):
+        sel = ev[ev["kind"] == int(kind)]
+        out[f"{name}_moves"] = int(sel.size)
+        sel = sel[sel["from_visit"] >= 0]  # a page created where it is used did not move
+        out[f"{name}_hops"] = int(routing.hops(sats[sel["from_visit"]], sats[sel["to_visit"]],
+                                               sel["time_ns"]).sum())
+    return {k: out[k] for k in ("fault_moves", "handover_moves", "push_moves", "fault_hops",
+                                "handover_hops", "push_hops")}
 
 
 if __name__ == "__main__":  # the refresher process `satpage live up` starts

@@ -2,7 +2,10 @@
 replays a Trace through any cluster's gateway (local, Docker Swarm or Kubernetes).
 
 - ``cluster_up`` / ``cluster_status`` / ``cluster_down``: one redis-server and one
-  satnode per satellite plus a gateway on loopback, recorded in a state directory.
+  satnode per satellite plus a gateway on loopback, recorded in a state directory;
+  ``LocalCluster``: the one owner of those processes (kill, pause, restart, ISL cuts).
+- ``replayer.replay(trace, strategy, target, failures)``: the one replayer (a
+  failure-free run is an empty schedule); ``satpage.backend.ClusterBackend`` wraps it.
 - ``replay_trace(trace, strategy, target=...)``: counts for ``satpage compare``.
 - ``replay_paper(trace, target=...)``: ``pager.PaperCounts`` for ``satpage paper``.
 - ``counters.read_replication(state)``: the replication copies the satnodes counted.
@@ -21,6 +24,7 @@ from satpage.cluster.local import (
     DEFAULT_CONSTELLATION,
     DEFAULT_PORT_BASE,
     ClusterState,
+    LocalCluster,
     ProcessRecord,
     cluster_down,
     cluster_status,
@@ -33,6 +37,7 @@ __all__ = [
     "DEFAULT_CONSTELLATION",
     "DEFAULT_PORT_BASE",
     "ClusterState",
+    "LocalCluster",
     "ProcessRecord",
     "SessionCounts",
     "cluster_down",

@@ -283,16 +283,14 @@ class _Session(threading.Thread):
         return lost
 
 
-def _isls(t: int, planes: int) -> list[tuple[int, int]]:
-    """+Grid ISLs (a < b): in-plane rings and same-slot links to the next plane."""
-    per = t // planes
-    links = set()
-    for i in range(t):
-        p, k = divmod(i, per)
-        links.add(tuple(sorted((i, p * per + (k + 1) % per))))
-        if p + 1 < planes:
-            links.add((i, (p + 1) * per + k))
-    return sorted(links)
+def _isls(constellation: str) -> list[tuple[int, int]]:
+    """The constellation's +Grid ISLs (a < b, sorted): orbit_model's, which the Go
+    satellites' own grid is checked against (services/testdata/isl_vectors.json)."""
+    from orbit_model import Constellation, IslNetwork
+
+    # a Walker shell's links do not depend on the epoch it is placed at
+    ends = IslNetwork(Constellation.from_spec(constellation, epoch="2000-01-01T12:00:00Z")).links.endpoints
+    return [(int(a), int(b)) for a, b in ends.tolist()]
 
 
 class _Cluster:
@@ -497,7 +495,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             trail = visits[k]
             j = max(v for v in range(len(trail)) if trail[v][1] <= at_ns)
             return trail[j - 1][0] if previous and j > 0 and not cfg.kill_serving else trail[j][0]
-        links = _isls(t, planes)
+        links = _isls(cfg.constellation)
         cut_at = np.sort(rng.uniform(0.05, 0.8, size=cfg.cut_links)) * cfg.seconds
         cut_pick = [links[int(x)] for x in rng.choice(len(links), size=cfg.cut_links, replace=False)]
         # Pauses: the satellite serving a seeded session then (its session is taken

@@ -20,8 +20,9 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from satpage_client.channel import register_tls_dir
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_CONSTELLATION",
     "DEFAULT_PORT_BASE",
     "ClusterState",
+    "LocalCluster",
     "ProcessRecord",
     "cluster_down",
     "cluster_status",
@@ -137,11 +139,25 @@ def _alive(rec: ProcessRecord) -> bool:
     return _start_ticks(rec.pid) == rec.start_ticks
 
 
-def _reap(pid: int) -> None:
+#: the processes this one started (pid -> Popen), held until reaped: a Popen collected
+#: while its process runs warns (and the warning is an error in the tests)
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+def _reap(pid: int, wait: bool = False) -> None:
+    """Collect pid's exit status if it has exited (wait: once it has)."""
+    proc = _CHILDREN.get(pid)
+    if proc is not None:
+        if wait:
+            proc.wait()
+        if proc.poll() is not None:
+            _CHILDREN.pop(pid, None)
+        return
     try:
-        os.waitpid(pid, os.WNOHANG)
+        os.waitpid(pid, 0 if wait else os.WNOHANG)
     except ChildProcessError:
-        pass  # not our child: init reaps it
+        if wait:  # not our child (`satpage cluster kill`): wait till it exited
+            _wait_exited(pid)
 
 
 def _port_free(port: int) -> bool:
@@ -237,6 +253,7 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
     with open(log_file, "ab") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True, env=env, close_fds=True)
+    _CHILDREN[proc.pid] = proc
     ticks = None
     for _ in range(100):
         ticks = _start_ticks(proc.pid)
@@ -245,7 +262,7 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
         time.sleep(0.001)
     if ticks is None:
         # a daemon that refuses its flags exits within milliseconds: its reason is in the log
-        proc.wait()
+        _reap(proc.pid, wait=True)
         raise OSError(f"{role} {index} exited at once; {log_file}: {_log_tail(log_file)}")
     return ProcessRecord(role, index, proc.pid, ticks, argv, str(log_file))
 
@@ -442,9 +459,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
             _save(state)
             _wait("redis-server sockets", lambda: all((redis_dir / f"{i}.sock").exists()
                                                       for i in range(n)), timeout_s, records)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
-        env["GOMAXPROCS"] = "1"  # 150 daemons on 2 cores: one P each keeps them from spinning
-        env["GOGC"] = "200"
+        env = _daemon_env()
         for i in range(n):
             argv = [str(satnode), "--index", str(i), "--constellation", constellation,
                     "--listen", state.satellite_addr(i),
@@ -468,8 +483,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
             argv += ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),
                      "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s",
                      "--push-lead", f"{float(live.get('push_lead_s', 10.0))}s"]
-        gw_env = {k: v for k, v in env.items() if k != "GOMAXPROCS"}  # the gateway fans out
-        records.append(_spawn("gateway", -1, argv, log_dir, gw_env))
+        records.append(_spawn("gateway", -1, argv, log_dir, _daemon_env(gomaxprocs=False)))
         _save(state)
         _wait("the gateway to listen", lambda: not _port_free(port_base), timeout_s, records)
         # A satnode reports SERVING once it has its state (with replicas: taken
@@ -576,3 +590,271 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
     shutil.rmtree(sdir / "redis", ignore_errors=True)
     log.info("cluster down: stopped %d processes recorded in %s", running, sdir)
     return running
+
+
+def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
+    """Wait until pid has exited (gone, or a zombie: its ports and sockets are closed)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            return
+        time.sleep(0.01)
+    raise OSError(f"process {pid} did not exit {timeout_s:.0f} s after SIGKILL")
+
+
+def _daemon_env(gomaxprocs: bool = True) -> dict[str, str]:
+    """The environment of a satnode (one P each: 150 daemons on 2 cores) or, without
+    GOMAXPROCS, of a gateway (it fans out); none of the caller's SATPAGE_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
+    if gomaxprocs:
+        env["GOMAXPROCS"] = "1"
+    env["GOGC"] = "200"
+    return env
+
+
+class LocalCluster:
+    """The one owner of a local cluster's processes: it starts them (``up``), takes a
+    satellite's or the gateway's process down in the ways a fault injector wants (SIGKILL,
+    SIGSTOP/SIGCONT, SIGTERM), starts them again with the same command line, cuts ISLs,
+    and stops everything (``down``). Every change is written to ``cluster.json`` at once,
+    so ``satpage cluster down`` from another shell stops exactly what runs.
+
+    Thread-safe: chaos's nemesis and its sessions' threads share one instance."""
+
+    def __init__(self, state: ClusterState, *, owned: bool = False) -> None:
+        self._state = state
+        self.owned = owned  # down() on leaving the with-block
+        self.lock = threading.Lock()  # guards _state (records replaced on restart) and cut
+        self.cut: list[tuple[int, int]] = []
+
+    @classmethod
+    def up(cls, constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
+           port_base: int | None = None, **kwargs) -> LocalCluster:
+        """``cluster_up`` (its keyword arguments) on a free port range unless port_base is
+        given; the cluster is owned: ``down`` (or leaving a with-block) stops it."""
+        if port_base is None:
+            port_base = free_port_base(satellites_in(constellation))
+        return cls(cluster_up(constellation, state_dir=state_dir, port_base=port_base, **kwargs),
+                   owned=True)
+
+    @classmethod
+    def attach(cls, state_dir: Path | None = None) -> LocalCluster | None:
+        """The cluster recorded in state_dir (None when none is), not owned."""
+        state = load_state(state_dir)
+        return None if state is None or not state.processes else cls(state)
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.owned:
+            self.down()
+
+    # -- what it is ---------------------------------------------------------------------
+
+    @property
+    def state(self) -> ClusterState:
+        with self.lock:
+            return self._state
+
+    @property
+    def gateway(self) -> str:
+        return self.state.gateway
+
+    @property
+    def tls_dir(self) -> Path | None:
+        d = self.state.tls_dir
+        return Path(d) if d else None
+
+    @property
+    def satellites(self) -> int:
+        return self.state.satellites
+
+    def _records(self, index: int, roles: tuple[str, ...]) -> list[ProcessRecord]:
+        with self.lock:
+            return [p for p in self._state.processes if p.index == index and p.role in roles]
+
+    @staticmethod
+    def _signal(recs: list[ProcessRecord], sig: int) -> None:
+        for p in recs:
+            if not _alive(p):
+                continue
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    @staticmethod
+    def _wait_gone(recs: list[ProcessRecord]) -> None:
+        for p in recs:
+            _reap(p.pid, wait=True)
+
+    def _replace(self, old: list[ProcessRecord], new: list[ProcessRecord]) -> None:
+        with self.lock:
+            keep = [p for p in self._state.processes if p not in old]
+            self._state = replace(self._state, processes=keep + new)
+            _save(self._state)
+
+    def _check_satellite(self, i: int) -> None:
+        if not 0 <= i < self.satellites:
+            raise ValueError(f"satellite {i}: the cluster has satellites 0-{self.satellites - 1}")
+
+    def _check_gateway(self, g: int) -> None:
+        if g != 0:
+            raise ValueError(f"gateway {g}: the cluster has gateway 0")
+
+    # -- satellites ---------------------------------------------------------------------
+
+    def kill(self, i: int) -> None:
+        """SIGKILL satellite i's satnode and redis-server (its memory is gone); returns
+        once both have exited."""
+        self._check_satellite(i)
+        recs = self._records(i, ("satnode", "redis"))
+        self._signal(recs, signal.SIGKILL)
+        self._wait_gone(recs)
+
+    def stop(self, i: int) -> None:
+        """SIGSTOP satellite i's satnode (a pause: it holds its connections and memory and
+        answers nothing until ``cont``)."""
+        self._check_satellite(i)
+        self._signal(self._records(i, ("satnode",)), signal.SIGSTOP)
+
+    def cont(self, i: int) -> None:
+        """SIGCONT satellite i's satnode (the end of a ``stop``)."""
+        self._check_satellite(i)
+        self._signal(self._records(i, ("satnode",)), signal.SIGCONT)
+
+    def restart(self, i: int, timeout_s: float = 120.0) -> float:
+        """Start satellite i's redis-server and satnode again, empty, with their recorded
+        command lines (killing them first if they still run); seconds until SERVING. It
+        gets the ISLs cut now (``set_faults``)."""
+        from satpage.cluster.certs import satellite_name
+
+        self._check_satellite(i)
+        t0 = time.monotonic()
+        st = self.state
+        log_dir = Path(st.state_dir) / "logs"
+        old = {p.role: p for p in self._records(i, ("satnode", "redis"))}
+        if any(_alive(p) for p in old.values()):
+            self.kill(i)
+        new = []
+        if "redis" in old:
+            sock = Path(st.state_dir) / "redis" / f"{i}.sock"
+            sock.unlink(missing_ok=True)
+            new.append(_spawn("redis", i, old["redis"].argv, log_dir))
+            while not sock.exists():
+                if time.monotonic() - t0 > timeout_s:
+                    raise OSError(f"redis-server of satellite {i} did not come back")
+                time.sleep(0.02)
+        new.append(_spawn("satnode", i, old["satnode"].argv, log_dir, _daemon_env()))
+        self._replace(list(old.values()), new)
+        addr = st.satellite_addr(i)
+        names = [satellite_name(i)]
+        while _grpc_serving([addr], timeout_s=2.0, tls_dir=st.tls_dir, server_names=names):
+            if time.monotonic() - t0 > timeout_s:
+                raise OSError(f"satellite {i} not SERVING {timeout_s:.0f} s after its restart")
+            time.sleep(0.05)
+        self.set_faults([i])
+        return time.monotonic() - t0
+
+    def fail(self, i: int) -> float:
+        """Kill satellite i and start it again at once, empty; seconds until SERVING
+        (the failure replay's killer, ``failreplay.Killer``)."""
+        self.kill(i)
+        return self.restart(i)
+
+    # -- gateways -----------------------------------------------------------------------
+
+    def kill_gateway(self, g: int = 0, sig: int = signal.SIGKILL) -> None:
+        """Send gateway g sig (SIGKILL, or SIGTERM: a graceful stop) and wait until it
+        exited."""
+        if sig not in (signal.SIGKILL, signal.SIGTERM):
+            raise ValueError(f"kill_gateway sends SIGKILL or SIGTERM, got {sig!r} (a pause: stop_gateway)")
+        self._check_gateway(g)
+        recs = self._records(-1, ("gateway",))
+        self._signal(recs, sig)
+        self._wait_gone(recs)
+
+    def stop_gateway(self, g: int = 0) -> None:
+        """SIGSTOP gateway g (a pause)."""
+        self._check_gateway(g)
+        self._signal(self._records(-1, ("gateway",)), signal.SIGSTOP)
+
+    def cont_gateway(self, g: int = 0) -> None:
+        """SIGCONT gateway g."""
+        self._check_gateway(g)
+        self._signal(self._records(-1, ("gateway",)), signal.SIGCONT)
+
+    def restart_gateway(self, g: int = 0, timeout_s: float = 120.0) -> float:
+        """Start gateway g again with its recorded command line (killing it first if it
+        still runs); seconds until SERVING."""
+        self._check_gateway(g)
+        t0 = time.monotonic()
+        (old,) = self._records(-1, ("gateway",))
+        if _alive(old):
+            self.kill_gateway(g)
+        st = self.state
+        new = _spawn("gateway", -1, old.argv, Path(st.state_dir) / "logs", _daemon_env(gomaxprocs=False))
+        self._replace([old], [new])
+        while _grpc_serving([st.gateway], timeout_s=2.0, tls_dir=st.tls_dir,
+                            server_names=["gateway.satpage"]):
+            if not _alive(new):
+                raise OSError(f"gateway exited at its restart; {new.log_file}: {_log_tail(new.log_file)}")
+            if time.monotonic() - t0 > timeout_s:
+                raise OSError(f"gateway not SERVING {timeout_s:.0f} s after its restart")
+            time.sleep(0.05)
+        return time.monotonic() - t0
+
+    # -- links and other processes ------------------------------------------------------
+
+    def _satellite_channel(self, i: int):
+        import grpc
+
+        from satpage.cluster.certs import satellite_name
+
+        st = self.state
+        addr = st.satellite_addr(i)
+        if not st.tls_dir:
+            return grpc.insecure_channel(addr)
+        d = Path(st.tls_dir)
+        # The ground segment sets the cut ISLs with the gateway's certificate.
+        creds = grpc.ssl_channel_credentials(root_certificates=(d / "ca.pem").read_bytes(),
+                                             private_key=(d / "gateway-key.pem").read_bytes(),
+                                             certificate_chain=(d / "gateway.pem").read_bytes())
+        return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", satellite_name(i))])
+
+    def cut_links(self, links: list[tuple[int, int]]) -> None:
+        """Cut these ISLs (a < b) as well as the ones cut before, on every satellite."""
+        with self.lock:
+            self.cut.extend(tuple(sorted(ab)) for ab in links)
+        self.set_faults(list(range(self.satellites)))
+
+    def set_faults(self, satellites: list[int]) -> None:
+        """Send the ISLs cut now to these satellites (SetFaults; a dead one gets the set
+        when it restarts)."""
+        from satpage_client.rpc import satpage_pb2 as pb
+        from satpage_client.rpc import satpage_pb2_grpc as rpc
+
+        with self.lock:
+            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in self.cut])
+        for i in satellites:
+            with self._satellite_channel(i) as ch:
+                try:
+                    rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)
+                except Exception as exc:  # noqa: BLE001 - a dead satellite gets the set when it restarts
+                    log.info("SetFaults to satellite %d: %s", i, exc)
+
+    def spawn(self, role: str, index: int, argv: list[str], env: dict[str, str] | None = None) -> ProcessRecord:
+        """Start another process of the cluster (a live cluster's ephemeris refresher),
+        recorded so that ``down`` stops it too."""
+        rec = _spawn(role, index, argv, Path(self.state.state_dir) / "logs", env)
+        self._replace([], [rec])
+        return rec
+
+    def down(self, timeout_s: float = 10.0) -> int:
+        """Stop every recorded process (``cluster_down``); how many were running."""
+        return cluster_down(Path(self.state.state_dir), timeout_s=timeout_s)

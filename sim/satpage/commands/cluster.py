@@ -213,8 +213,7 @@ def kill_satellite(
     """SIGKILL one satellite's satnode and redis-server (its memory is gone) and start
     both again at once, empty; return once it is SERVING (with R >= 2 it has taken its
     state back from its replicas). The kill command of `chaos --kill-command`."""
-    from satpage.cluster.chaos import _Cluster
-    from satpage.cluster.local import load_state
+    from satpage.cluster.local import LocalCluster, load_state
 
     setup_logging(False)
     state = load_state(state_dir)
@@ -223,7 +222,7 @@ def kill_satellite(
     if not 0 <= satellite < state.satellites:
         fail(f"satellite {satellite}: the cluster has satellites 0-{state.satellites - 1}")
     try:
-        up_s = _Cluster(state).fail(satellite)
+        up_s = LocalCluster(state).fail(satellite)
     except OSError as exc:
         fail(str(exc))
     if json_out:

@@ -1,0 +1,5 @@
+//go:build !race
+
+package clustertest_test
+
+const raceEnabled = false
