@@ -47,8 +47,8 @@ type Cluster struct {
 	// GatewayImpl is the gateway behind Gateway and Control (live-mode tests drive its ticks).
 	GatewayImpl *gateway.Gateway
 
-	mu     sync.Mutex // guards down, frozen, lis and silent (gateways are added while running)
-	down   map[uint32]bool
+	mu   sync.Mutex // guards down, frozen, lis and silent (gateways are added while running)
+	down map[uint32]bool
 	// frozen: satellites paused (Freeze); each channel closes when it resumes.
 	frozen map[uint32]chan struct{}
 	lis    map[string]*bufconn.Listener
