@@ -179,7 +179,10 @@ func TestARoutedRequestWaitsItsHopThereAndItsReplyBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := time.Since(start)
-	if reached < hop || reached > hop+20*time.Millisecond {
+	// The upper bound only catches a wait of the wrong order (a unit off): a
+	// loaded machine wakes timers tens of ms late (41 ms once for this 10 ms
+	// hop under -race); the exact wait is held by the due-time tests below.
+	if reached < hop || reached > hop+250*time.Millisecond {
 		t.Errorf("request reached satellite 4 after %v, want %v (plus timer lateness)", reached, hop)
 	}
 	if total < 2*hop {
@@ -263,7 +266,9 @@ func TestARelayMadeLateIsAbsorbedByTheNextHopsWait(t *testing.T) {
 	returned := time.Now().UnixNano()
 	// Due at 3 one hop after the origin sent it; due at 6 one hop after it was due
 	// at 3, not one hop after the late relay sent it on.
-	if d := dueAt[3] - sent; d < hop || d > hop+int64(time.Millisecond) {
+	// (+ the moment between taking sent and the interceptor reading the clock:
+	// under load a goroutine can wait tens of ms for a core)
+	if d := dueAt[3] - sent; d < hop || d > hop+int64(100*time.Millisecond) {
 		t.Errorf("due at satellite 3 %v after it was sent, want %v", time.Duration(d), time.Duration(hop))
 	}
 	if d := dueAt[6] - dueAt[3]; d < hop || d > hop+10 { // + the request's serialisation: ns at 100 Gbit/s
