@@ -102,7 +102,11 @@ def test_compare_and_cluster_up_run_from_the_wheels_in_an_empty_folder(installed
 
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
-    up = ["cluster", "up", "--constellation", "walker-star:4/2/0:500:87", "--insecure"]
+    from satpage.cluster.driver import _free_port_base
+
+    spec = "walker-star:4/2/0:500:87"
+    up = ["cluster", "up", "--constellation", spec, "--insecure",
+          "--port-base", str(_free_port_base(spec))]  # booked: not 17000, which others may hold
     _run([satpage, *up], timeout=120, env=_clean_env(tmp), cwd=empty)
     try:
         st = json.loads(_run([satpage, "cluster", "status", "--json"], timeout=60,
