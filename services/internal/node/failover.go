@@ -215,13 +215,22 @@ func (s *satServer) TakeOver(ctx context.Context, req *satpagev1.TakeOverRequest
 		s.n.observe(ctx, "TakeOver", start, nil)
 }
 
+// checkCopyRequest validates what ForgetCopy and FenceCopy both name: a
+// namespace of the grid and at most MaxForget sessions of it.
+func (n *Node) checkCopyRequest(namespace uint32, sessions []string) error {
+	if err := n.grid.Check(namespace); err != nil {
+		return err
+	}
+	if len(sessions) > MaxForget {
+		return fmt.Errorf("%d sessions exceed %d: %w", len(sessions), MaxForget, errs.ErrInvalid)
+	}
+	return nil
+}
+
 func (s *satServer) ForgetCopy(ctx context.Context, req *satpagev1.ForgetCopyRequest) (*satpagev1.ForgetCopyResponse, error) {
 	start := time.Now()
-	if err := s.n.grid.Check(req.Namespace); err != nil {
+	if err := s.n.checkCopyRequest(req.Namespace, req.Sessions); err != nil {
 		return nil, s.n.observe(ctx, "ForgetCopy", start, err)
-	}
-	if len(req.Sessions) > MaxForget {
-		return nil, s.n.observe(ctx, "ForgetCopy", start, fmt.Errorf("%d sessions exceed %d: %w", len(req.Sessions), MaxForget, errs.ErrInvalid))
 	}
 	held, err := s.n.holder.Forget(ctx, req.Namespace, req.Sessions)
 	if err != nil {
@@ -232,11 +241,8 @@ func (s *satServer) ForgetCopy(ctx context.Context, req *satpagev1.ForgetCopyReq
 
 func (s *satServer) FenceCopy(ctx context.Context, req *satpagev1.FenceCopyRequest) (*satpagev1.FenceCopyResponse, error) {
 	start := time.Now()
-	if err := s.n.grid.Check(req.Namespace); err != nil {
+	if err := s.n.checkCopyRequest(req.Namespace, req.Sessions); err != nil {
 		return nil, s.n.observe(ctx, "FenceCopy", start, err)
-	}
-	if len(req.Sessions) > MaxForget {
-		return nil, s.n.observe(ctx, "FenceCopy", start, fmt.Errorf("%d sessions exceed %d: %w", len(req.Sessions), MaxForget, errs.ErrInvalid))
 	}
 	r, err := s.n.holder.Fence(ctx, req.Namespace, req.Sessions)
 	if err != nil {
