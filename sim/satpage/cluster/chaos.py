@@ -51,6 +51,7 @@ from satpage.cluster.local import (
     _grpc_serving,
     _save,
     _spawn,
+    _wait_exited,
     cluster_down,
     cluster_up,
     find_binary,
@@ -402,20 +403,6 @@ class _Cluster:
             time.sleep(0.05)
         self.set_faults([i])
         return time.monotonic() - t0
-
-
-def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
-    """Wait until pid has exited (gone, or a zombie: its ports and sockets are closed)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return
-        if stat.rpartition(")")[2].split()[0] == "Z":
-            return
-        time.sleep(0.01)
-    raise OSError(f"process {pid} did not exit {timeout_s:.0f} s after SIGKILL")
 
 
 def _takeovers(state: ClusterState) -> dict[str, int]:
