@@ -34,29 +34,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
 import subprocess
 import tempfile
 import threading
 import time
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from satpage.cluster.local import (
-    ClusterState,
-    _grpc_serving,
-    _save,
-    _spawn,
-    _wait_exited,
-    cluster_down,
-    cluster_up,
-    find_binary,
-    free_port_base,
-)
+from satpage.cluster.local import ClusterState, LocalCluster, find_binary
 
 __all__ = ["ChaosConfig", "run_chaos"]
 
@@ -284,127 +272,6 @@ class _Session(threading.Thread):
         return lost
 
 
-def _isls(constellation: str) -> list[tuple[int, int]]:
-    """The constellation's +Grid ISLs (a < b, sorted): orbit_model's, which the Go
-    satellites' own grid is checked against (services/testdata/isl_vectors.json)."""
-    from orbit_model import Constellation, IslNetwork
-
-    # a Walker shell's links do not depend on the epoch it is placed at
-    ends = IslNetwork(Constellation.from_spec(constellation, epoch="2000-01-01T12:00:00Z")).links.endpoints
-    return [(int(a), int(b)) for a, b in ends.tolist()]
-
-
-class _Cluster:
-    """Kills, restarts and ISL cuts on the recorded local cluster."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
-        self.lock = threading.Lock()  # guards state (records replaced on restart), cut and one_way
-        self.cut: list[tuple[int, int]] = []
-        #: links cut at one satellite only (a one-way partition): satellite -> links
-        self.one_way: dict[int, list[tuple[int, int]]] = {}
-
-    def _satellite_channel(self, i: int):
-        import grpc
-
-        from satpage.cluster.certs import satellite_name
-
-        addr = self.state.satellite_addr(i)
-        if not self.state.tls_dir:
-            return grpc.insecure_channel(addr)
-        d = Path(self.state.tls_dir)
-        # The ground segment sets the cut ISLs with the gateway's certificate.
-        creds = grpc.ssl_channel_credentials(root_certificates=(d / "ca.pem").read_bytes(),
-                                             private_key=(d / "gateway-key.pem").read_bytes(),
-                                             certificate_chain=(d / "gateway.pem").read_bytes())
-        return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", satellite_name(i))])
-
-    def set_faults(self, satellites: list[int]) -> None:
-        from satpage_client.rpc import satpage_pb2 as pb
-        from satpage_client.rpc import satpage_pb2_grpc as rpc
-
-        with self.lock:
-            cut, one_way = list(self.cut), {k: list(v) for k, v in self.one_way.items()}
-        for i in satellites:
-            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in cut + one_way.get(i, [])])
-            with self._satellite_channel(i) as ch:
-                try:
-                    rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)
-                except Exception as exc:  # noqa: BLE001 - a dead satellite gets the set when it restarts
-                    log.info("SetFaults to satellite %d: %s", i, exc)
-
-    def kill(self, i: int) -> None:
-        with self.lock:
-            recs = [p for p in self.state.processes if p.index == i and p.role in ("satnode", "redis")]
-        for p in recs:
-            try:
-                os.kill(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for p in recs:
-            try:
-                os.waitpid(p.pid, 0)
-            except ChildProcessError:  # not ours (`satpage cluster kill`): wait till it exited
-                _wait_exited(p.pid)
-
-    def _signal(self, i: int, sig: int) -> None:
-        with self.lock:
-            recs = [p for p in self.state.processes if p.index == i and p.role == "satnode"]
-        for p in recs:
-            try:
-                os.kill(p.pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def stop(self, i: int) -> None:
-        """Pause satellite i's satnode (SIGSTOP): it answers nothing and sends nothing,
-        its state kept (its redis-server runs on)."""
-        self._signal(i, signal.SIGSTOP)
-
-    def cont(self, i: int) -> None:
-        """Resume a paused satnode (SIGCONT)."""
-        self._signal(i, signal.SIGCONT)
-
-    def fail(self, i: int) -> float:
-        """Kill satellite i and start it again at once, empty; seconds until SERVING
-        (the failure replay's killer)."""
-        self.kill(i)
-        return self.restart(i)
-
-    def restart(self, i: int, timeout_s: float = 120.0) -> float:
-        """Start satellite i's redis-server and satnode again, empty; seconds until SERVING."""
-        from satpage.cluster.certs import satellite_name
-
-        t0 = time.monotonic()
-        log_dir = Path(self.state.state_dir) / "logs"
-        with self.lock:
-            old = {p.role: p for p in self.state.processes if p.index == i and p.role in ("satnode", "redis")}
-        new = []
-        if "redis" in old:
-            sock = Path(self.state.state_dir) / "redis" / f"{i}.sock"
-            sock.unlink(missing_ok=True)
-            new.append(_spawn("redis", i, old["redis"].argv, log_dir))
-            while not sock.exists():
-                if time.monotonic() - t0 > timeout_s:
-                    raise OSError(f"redis-server of satellite {i} did not come back")
-                time.sleep(0.02)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SATPAGE_")}
-        env["GOMAXPROCS"], env["GOGC"] = "1", "200"
-        new.append(_spawn("satnode", i, old["satnode"].argv, log_dir, env))
-        with self.lock:
-            keep = [p for p in self.state.processes if not (p.index == i and p.role in old)]
-            self.state = replace(self.state, processes=keep + new)
-            _save(self.state)
-        addr = self.state.satellite_addr(i)
-        names = [satellite_name(i)]
-        while _grpc_serving([addr], timeout_s=2.0, tls_dir=self.state.tls_dir, server_names=names):
-            if time.monotonic() - t0 > timeout_s:
-                raise OSError(f"satellite {i} not SERVING {timeout_s:.0f} s after its restart")
-            time.sleep(0.05)
-        self.set_faults([i])
-        return time.monotonic() - t0
-
-
 def _takeovers(state: ClusterState) -> dict[str, int]:
     """The gateway's failovers (satpage_takeovers_total by kind: ``serving``, a session
     taken over from its dead serving satellite; ``next``, a handover sent to the stand-in
@@ -450,10 +317,8 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     own_dir = cfg.state_dir is None
     sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
-    state = cluster_up(cfg.constellation, state_dir=sdir, port_base=free_port_base(t),
-                       replicas=cfg.replicas)
-    cl = _Cluster(state)
-    try:
+    # the history and the logs stay in sdir for a look afterwards
+    with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas) as cl:
         # Sessions: each served by a trail of satellites, the next one the slot
         # behind in the plane (the satellite that covers the region next), now
         # and then the neighbouring plane's.
@@ -482,7 +347,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             trail = visits[k]
             j = max(v for v in range(len(trail)) if trail[v][1] <= at_ns)
             return trail[j - 1][0] if previous and j > 0 and not cfg.kill_serving else trail[j][0]
-        links = _isls(cfg.constellation)
+        links = cl.isls()
         cut_at = np.sort(rng.uniform(0.05, 0.8, size=cfg.cut_links)) * cfg.seconds
         cut_pick = [links[int(x)] for x in rng.choice(len(links), size=cfg.cut_links, replace=False)]
         # Pauses: the satellite serving a seeded session then (its session is taken
@@ -497,7 +362,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         t0 = time.monotonic()
         t0_ns = time.monotonic_ns()
         deadline = t0 + cfg.seconds
-        sessions = [_Session(k, cfg, state.gateway, Path(state.tls_dir) if state.tls_dir else None,
+        sessions = [_Session(k, cfg, cl.gateway, cl.tls_dir,
                              visits[k], rec, t0_ns, deadline, np.random.default_rng([cfg.seed, k]))
                     for k in range(cfg.sessions)]
         for s in sessions:
@@ -514,9 +379,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             if time.monotonic() > deadline:
                 break
             if what == "cut":
-                with cl.lock:
-                    cl.cut.append(arg)
-                cl.set_faults(list(range(t)))
+                cl.cut_links([arg])
                 cuts.append({"link": list(arg), "at_s": round(time.monotonic() - t0, 2)})
                 say(f"cut ISL {arg[0]}-{arg[1]}")
                 continue
@@ -524,20 +387,13 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             arg = victim(*arg, k_ns - t0_ns)
             if what == "partition":
                 both = len(partitions) % 2 == 0
-                mine = [lk for lk in links if arg in lk]
-                with cl.lock:
-                    added = [lk for lk in mine if lk not in cl.cut] if both else []
-                    cl.cut.extend(added)
-                    if not both:
-                        cl.one_way[arg] = mine
-                cl.set_faults(list(range(t)) if both else [arg])
+                cl.partition(arg, both_ways=both)
                 say(f"partitioned satellite {arg} from its ISL neighbours ({'both ways' if both else 'one way'}) "
                     f"at {time.monotonic() - t0:.1f} s")
-                time.sleep(cfg.partition_s)
-                with cl.lock:
-                    cl.cut = [lk for lk in cl.cut if lk not in added]
-                    cl.one_way.pop(arg, None)
-                cl.set_faults(list(range(t)) if both else [arg])
+                try:
+                    time.sleep(cfg.partition_s)
+                finally:
+                    cl.heal(arg)
                 partitions.append({"satellite": arg, "at_s": round((k_ns - t0_ns) / 1e9, 2),
                                    "both_ways": both, "seconds": cfg.partition_s})
                 say(f"healed the partition of satellite {arg}")
@@ -591,7 +447,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                                               if o["ok"] and k["kill_ns"] <= o["call_ns"] <= down_end),
                                              default=0.0), 1)
             del k["kill_ns"]
-        takeovers = _takeovers(state)
+        takeovers = _takeovers(cl.state)
         lost = {s.sid: sorted(s.pages_lost()) for s in sessions}
         failed = [s for s in sessions if s.gave_up or lost[s.sid] or s.is_alive()]
         return {
@@ -614,5 +470,4 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             "kills": kills, "cuts": cuts, "paused": pauses, "partitioned": partitions,
             "history": str(history),
         }
-    finally:
-        cluster_down(sdir)  # the history and the logs stay in sdir for a look afterwards
+

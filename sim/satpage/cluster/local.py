@@ -628,8 +628,10 @@ class LocalCluster:
     def __init__(self, state: ClusterState, *, owned: bool = False) -> None:
         self._state = state
         self.owned = owned  # down() on leaving the with-block
-        self.lock = threading.Lock()  # guards _state (records replaced on restart) and cut
+        self.lock = threading.Lock()  # guards _state (records replaced on restart), cut and _partitions
         self.cut: list[tuple[int, int]] = []
+        #: satellite -> (its links added to cut, or held cut by it alone: one way; both ways)
+        self._partitions: dict[int, tuple[list[tuple[int, int]], bool]] = {}
 
     @classmethod
     def up(cls, constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
@@ -833,15 +835,52 @@ class LocalCluster:
             self.cut.extend(tuple(sorted(ab)) for ab in links)
         self.set_faults(list(range(self.satellites)))
 
+    def partition(self, i: int, *, both_ways: bool = True) -> list[tuple[int, int]]:
+        """Cut satellite i off from its ISL neighbours until ``heal(i)``: both ways (every
+        satellite holds its links cut) or one way (only i does: it cannot send on them, its
+        neighbours still can). Returns the links cut."""
+        self._check_satellite(i)
+        mine = [lk for lk in self.isls() if i in lk]
+        with self.lock:
+            if i in self._partitions:
+                raise ValueError(f"satellite {i} is partitioned already")
+            added = [lk for lk in mine if lk not in self.cut] if both_ways else mine
+            if both_ways:
+                self.cut.extend(added)
+            self._partitions[i] = (added, both_ways)
+        self.set_faults(list(range(self.satellites)) if both_ways else [i])
+        return mine
+
+    def heal(self, i: int) -> None:
+        """End satellite i's ``partition``."""
+        with self.lock:
+            added, both_ways = self._partitions.pop(i)
+            if both_ways:
+                self.cut = [lk for lk in self.cut if lk not in added]
+        self.set_faults(list(range(self.satellites)) if both_ways else [i])
+
+    def isls(self) -> list[tuple[int, int]]:
+        """The constellation's +Grid ISLs (a < b, sorted): orbit_model's, which the Go
+        satellites' own grid is checked against (services/testdata/isl_vectors.json)."""
+        from orbit_model import Constellation, IslNetwork
+
+        # a Walker shell's links do not depend on the epoch it is placed at
+        ends = IslNetwork(Constellation.from_spec(self.state.constellation,
+                                                  epoch="2000-01-01T12:00:00Z")).links.endpoints
+        return [(int(a), int(b)) for a, b in ends.tolist()]
+
     def set_faults(self, satellites: list[int]) -> None:
-        """Send the ISLs cut now to these satellites (SetFaults; a dead one gets the set
-        when it restarts)."""
+        """Send the faults of now to these satellites (SetFaults: the ISLs cut, with the
+        ones a one-way partition cuts at that satellite alone; a dead one gets its set when
+        it restarts)."""
         from satpage_client.rpc import satpage_pb2 as pb
         from satpage_client.rpc import satpage_pb2_grpc as rpc
 
         with self.lock:
-            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in self.cut])
+            cut = list(self.cut)
+            one_way = {k: links for k, (links, both) in self._partitions.items() if not both}
         for i in satellites:
+            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in cut + one_way.get(i, [])])
             with self._satellite_channel(i) as ch:
                 try:
                     rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)
