@@ -65,12 +65,27 @@ func (n *Node) silent(ctx context.Context, i uint32, err error) error {
 	return err
 }
 
-// check asks satellite i whether it runs (the probe, unclassified).
+// reconnecter is a Dialer that can connect afresh to a satellite held dead
+// (peers.Pool.Reconnect).
+type reconnecter interface {
+	Reconnect(ctx context.Context, i uint32) error
+}
+
+// check asks satellite i whether it runs (the probe, unclassified). The
+// re-probe of a satellite held dead first connects afresh (its name looked up
+// again), within the probe's deadline: a dead satellite comes back as a new
+// pod or task, at a new address, and a probe that failed at once on the old
+// connection's state kept it dead long after its return (make e2e-swarm: ~30 s).
 func (n *Node) check(ctx context.Context, i uint32) error {
 	if h, ok := n.peers.(healthDialer); ok {
 		c, err := h.Health(i)
 		if err != nil {
 			return err
+		}
+		if r, ok := n.peers.(reconnecter); ok && n.faults != nil && n.faults.SatelliteDown(i) {
+			if err := r.Reconnect(ctx, i); err != nil {
+				return err
+			}
 		}
 		r, err := c.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(false))
 		if status.Code(err) == codes.Unimplemented {

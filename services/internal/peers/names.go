@@ -14,17 +14,23 @@ import (
 // Name lookups of peers (docs/faults.md, "Start-up without storms"). A
 // satellite looks a peer's name up when it connects to it, not at every
 // connection attempt: an answer is kept for NameTTL, a failed lookup is not
-// asked again before a backoff (NameRetry, capped at NameTTL), and a
-// connection attempt that fails at a kept address looks the name up again,
-// also no sooner than that backoff, since the peer may be back at a new address
-// (a new pod or task under the old name). A lookup per attempt made 150
-// satellites, each reconnecting to peers that were not up yet every second, a
-// DNS storm: CoreDNS used 25 % of a core and Docker's embedded DNS timed out on
-// the names of running services.
+// asked again before a backoff (NameRetry), and a connection attempt that
+// fails at a kept address looks the name up again, also no sooner than that
+// backoff, since the peer may be back at a new address (a new pod or task
+// under the old name). A lookup per attempt made 150 satellites, each
+// reconnecting to peers that were not up yet every second, a DNS storm:
+// CoreDNS used 25 % of a core and Docker's embedded DNS timed out on the names
+// of running services.
 const NameTTL = 5 * time.Second
 
-// NameRetry is the backoff of a name whose lookup or connection failed.
-var NameRetry = retry.Backoff{First: 250 * time.Millisecond, Max: NameTTL, Jitter: 0.2}
+// NameRetry is the backoff of a name whose lookup or connection failed. Its
+// cap is gRPC's longest reconnection wait (1 s): a peer back at a new address
+// is looked up again within about a second of its return, and a name that
+// keeps failing is asked at most once per connection attempt. With a 5 s cap
+// a satellite killed in make e2e-swarm was held dead by a neighbour ~30 s
+// after its new task was up: the neighbour dialled the old address and each
+// attempt timed out.
+var NameRetry = retry.Backoff{First: 250 * time.Millisecond, Max: time.Second, Jitter: 0.2}
 
 // hostResolver is what the cache asks (net.Resolver; tests count the questions).
 type hostResolver interface {
@@ -37,6 +43,8 @@ type names struct {
 	ttl time.Duration
 	bo  retry.Backoff
 	now func() time.Time
+	// dialTCP connects to one address (net.Dialer.DialContext; tests fake it).
+	dialTCP func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	mu sync.Mutex // guards m and every entry's fields
 	m  map[string]*nameEntry
@@ -52,7 +60,8 @@ type nameEntry struct {
 }
 
 func newNames(r hostResolver, ttl time.Duration, bo retry.Backoff) *names {
-	return &names{r: r, ttl: ttl, bo: bo, now: time.Now, m: map[string]*nameEntry{}}
+	var d net.Dialer
+	return &names{r: r, ttl: ttl, bo: bo, now: time.Now, dialTCP: d.DialContext, m: map[string]*nameEntry{}}
 }
 
 // errNoAddress: a lookup answered with no address.
@@ -161,50 +170,101 @@ func (c *names) ok(host string) {
 	c.mu.Unlock()
 }
 
-// dial connects to addr (host:port) at the cached addresses of host, trying
-// each in turn; a failure marks the name for a new lookup (after its backoff),
-// and when that backoff has already passed (the first failure after a while)
-// the name is looked up again at once and the new addresses are tried, so the
-// first request to a satellite back at a new address succeeds.
+// refresh makes the next attempt to reach host look its name up again, whatever
+// the backoff: for a caller that knows the kept answer is suspect (the failure
+// detector re-probing a satellite it holds dead: the satellite may be back at
+// a new address). A lookup already under way is shared, not repeated.
+func (c *names) refresh(host string) {
+	c.mu.Lock()
+	if e := c.m[host]; e != nil && e.lookup == nil {
+		e.until = time.Time{}
+	}
+	c.mu.Unlock()
+}
+
+// dial connects to addr (host:port) at the cached addresses of host, all at
+// once. A failure marks the name for a new lookup (after its backoff), and
+// when that backoff has already passed (the first failure after a while) the
+// name is looked up again at once and the new addresses are tried, so the
+// first request to a satellite back at a new address succeeds. A dial that
+// timed out counts as a failure too: an address that answers nothing is the
+// mark of a peer gone from it (a deleted pod's or a killed task's), and its
+// attempt ends with its deadline, so only the next attempt can use the new
+// answer.
 func (c *names) dial(ctx context.Context, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	try := func(addrs []string) (net.Conn, error) {
-		var last error
-		for _, a := range addrs {
-			conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a, port))
-			if err == nil {
-				return conn, nil
-			}
-			last = err
-		}
-		return nil, last
-	}
 	addrs, err := c.addrs(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := try(addrs)
+	conn, err := c.dialAny(ctx, addrs, port)
 	if err == nil {
 		c.ok(host)
 		return conn, nil
 	}
-	if net.ParseIP(host) != nil || ctx.Err() != nil {
+	if net.ParseIP(host) != nil {
 		return nil, err
 	}
 	c.failed(host)
+	if ctx.Err() != nil {
+		return nil, err
+	}
 	fresh, lerr := c.addrs(ctx, host) // the kept answer, unless its backoff has passed
 	if lerr != nil || sameAddrs(fresh, addrs) {
 		return nil, err
 	}
-	conn, err = try(fresh)
+	conn, err = c.dialAny(ctx, fresh, port)
 	if err == nil {
 		c.ok(host)
 	}
 	return conn, err
+}
+
+// dialAny connects to the first of addrs that answers, dialling them all at
+// once: while a peer moves, its name may give both the dead address and the
+// new one (Swarm's DNS, one task going and one coming), and a dial that tried
+// them in turn spent the attempt's whole second on the dead one. Every dial is
+// over when it returns; the connections that lost the race are closed.
+func (c *names) dialAny(ctx context.Context, addrs []string, port string) (net.Conn, error) {
+	if len(addrs) == 1 {
+		return c.dialTCP(ctx, "tcp", net.JoinHostPort(addrs[0], port))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		conn net.Conn
+		err  error
+	}
+	results := make(chan result, len(addrs))
+	var wg sync.WaitGroup
+	for _, a := range addrs {
+		wg.Go(func() {
+			conn, err := c.dialTCP(ctx, "tcp", net.JoinHostPort(a, port))
+			results <- result{conn, err}
+		})
+	}
+	var won net.Conn
+	var last error
+	for range addrs {
+		r := <-results
+		switch {
+		case r.err != nil:
+			last = r.err
+		case won == nil:
+			won = r.conn
+			cancel() // the others give up
+		default:
+			r.conn.Close()
+		}
+	}
+	wg.Wait()
+	if won != nil {
+		return won, nil
+	}
+	return nil, last
 }
 
 func sameAddrs(a, b []string) bool {

@@ -225,3 +225,155 @@ func TestALookupOutlivesTheAttemptThatAskedForIt(t *testing.T) {
 		t.Errorf("%d lookups, want 1 (the first one, finished after its attempt gave up)", got)
 	}
 }
+
+// fakeNet is a network for the cache's dials: listed addresses accept, every
+// other address answers nothing (a deleted pod's or a killed task's address),
+// so its dial lasts until the attempt's deadline.
+type fakeNet struct {
+	mu      sync.Mutex
+	up      map[string]bool
+	dialled []string
+	pending atomic.Int64 // dials not returned yet
+}
+
+func (n *fakeNet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	n.pending.Add(1)
+	defer n.pending.Add(-1)
+	host, _, _ := net.SplitHostPort(addr)
+	n.mu.Lock()
+	n.dialled = append(n.dialled, host)
+	up := n.up[host]
+	n.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+	}
+	if up {
+		a, b := net.Pipe()
+		b.Close()
+		return a, nil
+	}
+	<-ctx.Done()
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+}
+
+func newFakeNet(up ...string) *fakeNet {
+	n := &fakeNet{up: map[string]bool{}}
+	for _, a := range up {
+		n.up[a] = true
+	}
+	return n
+}
+
+// attempt is one connection attempt of gRPC's: a dial bounded by a deadline.
+func attempt(c *names, addr string) error { return attemptWithin(c, addr, 20*time.Millisecond) }
+
+func attemptWithin(c *names, addr string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	conn, err := c.dial(ctx, addr)
+	if err == nil {
+		conn.Close()
+	}
+	return err
+}
+
+// A dial that timed out at the kept address (the peer's old pod or task,
+// which answers nothing) looks the name up again for the next attempt, within
+// the answer's TTL: the peer back at a new address is reached by it.
+func TestATimedOutDialLooksTheNameUpAgain(t *testing.T) {
+	dns, clk := newFake()
+	dns.set("sat-25", "10.0.0.1")
+	c := newNames(dns, 5*time.Second, exact)
+	c.now = clk.now
+	c.dialTCP = newFakeNet("10.0.0.2").dial
+	if err := attempt(c, "sat-25:7000"); err == nil {
+		t.Fatal("dialled an address that answers nothing")
+	}
+	dns.set("sat-25", "10.0.0.2") // back as a new task
+	clk.add(300 * time.Millisecond)
+	if err := attempt(c, "sat-25:7000"); err != nil {
+		t.Fatalf("the attempt after a timed-out one, 0.3 s later (TTL 5 s): %v", err)
+	}
+}
+
+// A peer gone for 20 s (its name first keeps the old address, then has no
+// record) is reached within about a second of its return at a new address
+// (gRPC's reconnection cap, 1 s, plus jitter), not after a longer backoff
+// built up while it was gone: whenever within a second it comes back.
+func TestAPeerGoneForAWhileIsReachedSoonAfterItsReturn(t *testing.T) {
+	const bound = 1500 * time.Millisecond
+	for back := time.Duration(0); back < 5*time.Second; back += 250 * time.Millisecond {
+		dns, clk := newFake()
+		dns.set("sat-25", "10.0.0.1")
+		c := newNames(dns, NameTTL, NameRetry)
+		c.now = clk.now
+		c.dialTCP = newFakeNet("10.0.0.2").dial
+		for s := range 20 { // gRPC reconnects about every second
+			if s == 8 {
+				dns.mu.Lock()
+				delete(dns.addr, "sat-25") // the killed task's record is gone
+				dns.mu.Unlock()
+			}
+			if err := attemptWithin(c, "sat-25:7000", time.Millisecond); err == nil {
+				t.Fatalf("reached sat-25 at %d s while it was gone", s)
+			}
+			clk.add(time.Second)
+		}
+		clk.add(back)
+		dns.set("sat-25", "10.0.0.2")
+		for waited := time.Duration(0); ; waited += 100 * time.Millisecond {
+			if err := attemptWithin(c, "sat-25:7000", time.Millisecond); err == nil {
+				break
+			}
+			if waited > bound {
+				t.Fatalf("back %v after the last attempt: not reached %v after its return (want within %v)", back, waited, bound)
+			}
+			clk.add(100 * time.Millisecond)
+		}
+	}
+}
+
+// refresh (the failure detector's re-probe of a satellite it holds dead) makes
+// the next attempt ask DNS, inside the backoff of a name that kept failing.
+func TestRefreshLooksTheNameUpAgainWithinItsBackoff(t *testing.T) {
+	dns, clk := newFake()
+	c := newNames(dns, 5*time.Second, exact)
+	c.now = clk.now
+	c.dialTCP = newFakeNet("10.0.0.9").dial
+	for range 6 { // lookups at 0, 0.25, 0.75, 1.75, 3.75 s: the backoff is 4 s now
+		_ = attempt(c, "sat-9:7000")
+		clk.add(time.Second)
+	}
+	asked := dns.asked.Load()
+	dns.set("sat-9", "10.0.0.9")
+	if err := attempt(c, "sat-9:7000"); err == nil || dns.asked.Load() != asked {
+		t.Fatalf("within the backoff: err %v after %d lookups (want a kept error, %d)", err, dns.asked.Load(), asked)
+	}
+	c.refresh("sat-9")
+	if err := attempt(c, "sat-9:7000"); err != nil {
+		t.Fatalf("after refresh: %v", err)
+	}
+	if got := dns.asked.Load(); got != asked+1 {
+		t.Errorf("%d lookups after refresh, want %d", got, asked+1)
+	}
+}
+
+// While a peer moves its name may give the dead address and the new one
+// (Swarm: one task going, one coming); the attempt reaches the new one within
+// its deadline, whatever the order, and no dial outlives it.
+func TestADialTriesEveryAddressAtOnce(t *testing.T) {
+	dns, _ := newFake()
+	dns.set("sat-11", "10.0.0.1", "10.0.0.2")
+	c := newNames(dns, 5*time.Second, exact)
+	fn := newFakeNet("10.0.0.2")
+	c.dialTCP = fn.dial
+	if err := attempt(c, "sat-11:7000"); err != nil {
+		t.Fatalf("the dead address first, the live one second: %v", err)
+	}
+	if n := fn.pending.Load(); n != 0 {
+		t.Errorf("%d dials still running after the attempt returned", n)
+	}
+	if len(fn.dialled) != 2 {
+		t.Errorf("dialled %v, want both addresses", fn.dialled)
+	}
+}

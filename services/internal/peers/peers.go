@@ -54,6 +54,7 @@ type Pool struct {
 	addr func(uint32) string
 	opts []grpc.DialOption
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
+	nc   *names                         // the name cache its connections dial through
 
 	mu            sync.Mutex // guards conns, onUnavailable, onAnswer, intercept and unanswered
 	conns         map[uint32]*grpc.ClientConn
@@ -208,7 +209,7 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}}),
 		grpc.WithInitialWindowSize(streamWindowBytes), grpc.WithInitialConnWindowSize(connWindowBytes),
 		grpc.WithWriteBufferSize(bufferBytes), grpc.WithReadBufferSize(bufferBytes))
-	return &Pool{addr: addr, opts: opts, conns: map[uint32]*grpc.ClientConn{}}
+	return &Pool{addr: addr, opts: opts, nc: nc, conns: map[uint32]*grpc.ClientConn{}}
 }
 
 // NewPoolPer is NewPool with per(i) added to the options of satellite i (its
@@ -234,6 +235,49 @@ func (p *Pool) Unreachable(i uint32) bool {
 	}
 	st := c.GetState()
 	return st == connectivity.TransientFailure || st == connectivity.Shutdown
+}
+
+// Reconnect is for a caller that holds satellite i dead and asks again (the
+// failure detector's re-probe): the next connection attempt to i looks its
+// name up afresh, whatever the name's backoff, a connection waiting out gRPC's
+// reconnection backoff tries at once, and Reconnect returns when the
+// connection is ready, or with ctx's error. A satellite back at a new address
+// is then reached by the call that follows. Without it, the re-probe of a
+// satellite back as a new task failed at once on its connection's last
+// failure, and the reconnections dialled the address it had left (make
+// e2e-swarm: held dead ~30 s after its return). The wait is no call, so a
+// satellite that is still gone is not counted as Unanswered by it.
+func (p *Pool) Reconnect(ctx context.Context, i uint32) error {
+	if host, ok := dialledHost(p.addr(i)); ok {
+		p.nc.refresh(host)
+	}
+	c, err := p.conn(i)
+	if err != nil {
+		return err
+	}
+	c.ResetConnectBackoff()
+	for st := c.GetState(); st != connectivity.Ready; st = c.GetState() {
+		if st == connectivity.Shutdown {
+			return fmt.Errorf("satellite %d: connection closed: %w", i, errs.ErrUnavailable)
+		}
+		c.Connect() // from Idle; a no-op otherwise
+		if !c.WaitForStateChange(ctx, st) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// dialledHost is the host the name cache is asked for when addr is dialled
+// (target: passthrough, or no scheme); false for an address another resolver
+// looks up.
+func dialledHost(addr string) (string, bool) {
+	addr, passthrough := strings.CutPrefix(target(addr), "passthrough:///")
+	if !passthrough {
+		return "", false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	return host, err == nil
 }
 
 func (p *Pool) conn(i uint32) (*grpc.ClientConn, error) {

@@ -127,3 +127,80 @@ func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 		t.Fatalf("the first request after the move: %v", err)
 	}
 }
+
+// Reconnect (the failure detector's re-probe of a satellite it holds dead)
+// reaches a satellite back at a new address within its deadline, whatever
+// backoff its connection and its name had built up; while it is still gone,
+// Reconnect ends with the deadline and leaves it not Unanswered (no call was
+// made: a restore does not wait on a satellite for it).
+func TestReconnectReachesADeadSatelliteAtItsNewAddress(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &zone{conn: pc}
+	defer pc.Close()
+	go z.serve()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+
+	z.set("127.0.0.1")
+	old := serveHealth(t, "127.0.0.1:"+port)
+	defer func(r hostResolver) { resolver = r }(resolver)
+	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	p := NewPool(func(uint32) string { return "passthrough:///sat-7.test:" + port })
+	defer p.Close()
+	h, err := p.Health(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	if err := check(); err != nil {
+		t.Fatalf("first address: %v", err)
+	}
+	old.Stop()
+	z.set("127.0.0.3") // gone: nothing listens there
+	for range 5 {
+		if err := check(); err == nil {
+			t.Fatal("reached a satellite that is gone")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err = p.Reconnect(ctx, 7)
+	cancel()
+	if err == nil {
+		t.Fatal("Reconnect to a satellite still gone succeeded")
+	}
+	if p.Unanswered(7) {
+		t.Error("Reconnect's wait marked the satellite Unanswered")
+	}
+
+	z.set("127.0.0.2") // back, as a new task
+	moved := serveHealth(t, "127.0.0.2:"+port)
+	defer moved.Stop()
+	start := time.Now()
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.Reconnect(ctx, 7); err != nil {
+		t.Fatalf("Reconnect after the return: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Reconnect took %v", d)
+	}
+	if err := check(); err != nil {
+		t.Fatalf("the probe after Reconnect: %v", err)
+	}
+}
