@@ -96,6 +96,12 @@ type TB interface {
 	Cleanup(func())
 }
 
+// pipeBytes is the buffer of each in-process connection's direction: writes
+// past it wait for the reader, so it bounds memory, not message size. Every
+// satellite dials its peers, so a 1 MiB buffer made a 30-satellite cluster
+// hold hundreds of MiB.
+const pipeBytes = 64 << 10
+
 // New starts every satellite of spec and a gateway.
 func New(t TB, spec string, o Options) *Cluster {
 	t.Helper()
@@ -113,9 +119,9 @@ func New(t TB, spec string, o Options) *Cluster {
 	c := &Cluster{Grid: grid, down: map[uint32]bool{}, frozen: map[uint32]chan struct{}{}, lis: map[string]*bufconn.Listener{}, tlsDir: o.TLSDir, log: o.Logger,
 		srvs: map[uint32]*grpc.Server{}, grid: grid, o: o}
 	for i := range s.Satellites {
-		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(1 << 20)
+		c.lis["sat-"+strconv.Itoa(i)] = bufconn.Listen(pipeBytes)
 	}
-	c.lis["gateway"] = bufconn.Listen(1 << 20)
+	c.lis["gateway"] = bufconn.Listen(pipeBytes)
 	c.Nodes = make([]*node.Node, s.Satellites)
 	c.Stores = make([]store.PageStore, s.Satellites)
 	c.Metrics = make([]*metrics.Node, s.Satellites)
@@ -158,7 +164,7 @@ func (c *Cluster) AddGateway(t TB, name string, live *gateway.LiveOptions) (*gat
 	t.Helper()
 	c.mu.Lock()
 	if c.lis[name] == nil {
-		c.lis[name] = bufconn.Listen(1 << 20)
+		c.lis[name] = bufconn.Listen(pipeBytes)
 	}
 	lis := c.lis[name]
 	c.mu.Unlock()
@@ -257,7 +263,7 @@ func (c *Cluster) Kill(i uint32) {
 	c.mu.Lock()
 	srv := c.srvs[i]
 	c.down[i] = true
-	gone := bufconn.Listen(1 << 20)
+	gone := bufconn.Listen(pipeBytes)
 	gone.Close() // dials to a closed listener fail at once: connection refused
 	c.lis["sat-"+strconv.Itoa(int(i))] = gone
 	cancel := c.cancels[i]
@@ -283,7 +289,7 @@ func (c *Cluster) Silence(i uint32) {
 // taken its state back (node.Start).
 func (c *Cluster) Restart(t TB, i uint32) {
 	c.mu.Lock()
-	c.lis["sat-"+strconv.Itoa(int(i))] = bufconn.Listen(1 << 20)
+	c.lis["sat-"+strconv.Itoa(int(i))] = bufconn.Listen(pipeBytes)
 	delete(c.silent, "sat-"+strconv.Itoa(int(i)))
 	c.mu.Unlock()
 	c.start(t, int(i))

@@ -383,7 +383,7 @@ func TestReplayVectors(t *testing.T) {
 			if !ok {
 				t.Fatalf("strategy %q: the service runs on-demand and proactive", tc.Strategy)
 			}
-			c := clustertest.New(t, f.Constellation, clustertest.Options{Replicas: tc.Replicas})
+			c := clustertest.New(t, f.Constellation, clustertest.Options{Replicas: tc.Replicas, Logger: clustertest.WarningsTo(t)})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			r := &replayer{t: t, c: c, strategy: code, pages: f.TablePages, readBack: len(tc.Failures) > 0}

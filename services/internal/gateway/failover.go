@@ -15,6 +15,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/liveness"
 	"github.com/satpage/satpage/services/internal/replica"
 )
 
@@ -33,8 +35,9 @@ const (
 	// standIns is how many satellites behind a dead one are asked, nearest
 	// first (the next is asked when one is dead too).
 	standIns = 3
-	// probeTimeout bounds the check of whether a handover's next satellite is alive.
-	probeTimeout = time.Second
+	// probeTimeout bounds one probe of whether a satellite is alive (a miss,
+	// not a death: see alive).
+	probeTimeout = liveness.ProbeTimeout
 )
 
 // mayBeDead reports whether err, from a call to a satellite, may mean that
@@ -169,13 +172,41 @@ func (g *Gateway) openFirst(ctx context.Context, s *session) error {
 }
 
 // alive reports whether satellite i answers (any answer but Unavailable).
+// One probe that times out proves nothing on a loaded machine: the gateway's
+// detector holds i dead only when it refuses, or stays silent through
+// liveness.SilentMisses probes (liveness.Detector.Confirm); a satellite it
+// holds dead is probed again first, since it may have come back.
 func (g *Gateway) alive(ctx context.Context, i uint32) bool {
+	if g.dead.SatelliteDown(i) {
+		return !g.dead.Recheck(ctx, i)
+	}
+	return !g.dead.Confirm(ctx, i)
+}
+
+// probe is the gateway detector's probe of satellite i: nil for any answer
+// alive() counted as life (whatever its code), the call's error when it
+// failed as a dead or fenced satellite's does, marked errs.ErrSilent when no
+// answer came in time (a miss, not a death).
+func (g *Gateway) probe(ctx context.Context, i uint32) error {
 	c, err := g.peers.Satellite(i)
 	if err != nil {
-		return false
+		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	_, err = c.SessionFrames(pctx, &satpagev1.SessionFramesRequest{SessionId: "-"})
-	return err == nil || !(mayBeDead(err) || status.Code(err) == codes.DeadlineExceeded)
+	_, err = c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: "-"})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded || g.unanswered(i):
+		return fmt.Errorf("satellite %d: %w: %w", i, errs.ErrSilent, err)
+	case mayBeDead(err):
+		return err
+	}
+	return nil
+}
+
+// unanswered reports whether the peers' last call to i ran out of its
+// deadline (peers.Pool.Unanswered), when the peers keep that.
+func (g *Gateway) unanswered(i uint32) bool {
+	u, ok := g.peers.(interface{ Unanswered(i uint32) bool })
+	return ok && u.Unanswered(i)
 }

@@ -365,3 +365,48 @@ func TestAPrimaryPausedThroughItsTakeoverCannotAcknowledgeAWrite(t *testing.T) {
 	}
 	readBack(t, c, "s", 60, map[uint32]string{1: "new"})
 }
+
+// A handover that fails as if its next satellite were dead, when that one only
+// answers slower than one probe timeout (a loaded machine), goes to it all the
+// same: the gateway holds a satellite dead only when it refuses or stays
+// silent through several probes, never on one late answer. The request fails
+// Unavailable (the client sends it again); nothing is served by a stand-in.
+func TestAHandoverNeverGoesToAStandInOfASlowNextSatellite(t *testing.T) {
+	var handOvers, probes atomic.Int32
+	failFirstHandOver := clustertest.Inject(0, "HandOver", func(context.Context) error {
+		if handOvers.Add(1) == 1 {
+			return status.Error(codes.Unavailable, "satellite 3 did not answer in time")
+		}
+		return nil
+	})
+	slowFirstProbe := clustertest.Inject(3, "SessionFrames", func(ctx context.Context) error {
+		if probes.Add(1) == 1 {
+			select { // longer than one probe's timeout, far shorter than a death
+			case <-time.After(1500 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 1, Interceptor: func(i int) grpc.UnaryServerInterceptor {
+		if i == 0 {
+			return failFirstHandOver(i)
+		}
+		return slowFirstProbe(i)
+	}})
+	register(t, c, "s", &satpagev1.Visit{Satellite: 0, StartNs: 0}, &satpagev1.Visit{Satellite: 3, StartNs: 100})
+	write(t, c, "s", 0, 10, "a", "")
+	_, err := c.Gateway.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 0, ScenarioTimeNs: 150})
+	if err != nil && status.Code(err) != codes.Unavailable {
+		t.Fatalf("read across the failed handover: %v, want success or Unavailable", err)
+	}
+	readBack(t, c, "s", 150, map[uint32]string{0: "a"})
+	st, err := c.Control.SessionStats(context.Background(), &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Visits[1].Satellite != 3 || probes.Load() < 2 {
+		t.Errorf("visit 1 served by %d after %d probe(s) of satellite 3, want 3 (slow, not dead) after at least 2",
+			st.Visits[1].Satellite, probes.Load())
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/linkemu"
+	"github.com/satpage/satpage/services/internal/liveness"
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
@@ -41,8 +42,9 @@ type Gateway struct {
 	rpcTimeout time.Duration
 	sec        security
 
-	live  *live          // nil: replay only
-	links *linkemu.Model // nil: the ground link is not emulated
+	live  *live              // nil: replay only
+	links *linkemu.Model     // nil: the ground link is not emulated
+	dead  *liveness.Detector // which satellites the failovers hold dead (alive)
 
 	mu       sync.Mutex // guards sessions (the map, not the sessions)
 	sessions map[string]*session
@@ -147,6 +149,7 @@ func New(o Options) (*Gateway, error) {
 	g := &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
 		sec:      security{issuer: o.Issuer, maxTablePages: o.MaxTablePages, idle: o.SessionIdle},
 		sessions: map[string]*session{}, links: o.Links}
+	g.dead = liveness.New(g.probe, probeTimeout)
 	if o.Live != nil {
 		l, err := newLive(o.Live)
 		if err != nil {
