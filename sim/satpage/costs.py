@@ -33,8 +33,13 @@ from satpage.linkmodel import (
     HANDOVER,
     PRICE_KEYS,
     RHO_MAX,
+    ChunkPlaces,
+    ChunkRoutes,
     LinkModel,
+    LinkState,
     LogHistogram,
+    PriceSums,
+    kind_rules,
     migration_waits,
     price_events,
     transfer_stalls,
@@ -132,23 +137,22 @@ class CostAccumulator:
             wait_ms = np.zeros((self.load_bins, self.n_link_ids))
         background = links.background if links is not None else wait_ms
         tx_ms = links.tx_ms if links is not None else 0.0
-        out = np.zeros(len(PRICE_KEYS), np.int64)
-        lat_max = np.zeros(1)
-        arrival = np.empty(events.size, np.int64)
-        kind = events["kind"]
+        rules = kind_rules(use, int(getattr(strategy, "lead_ns", 0)))
+        sums = PriceSums(self.link_load, self.held_delta, self.latency_hist, LATENCY_BIN_MS,
+                         np.zeros(len(PRICE_KEYS), np.int64), np.zeros(1),
+                         np.empty(events.size, np.int64))
         price_events(np.ascontiguousarray(events),
-                     table, vsat, ct.gateway_sat.astype(np.int64),
-                     ct.gateway_range_km, int(step_ns), int(ct.window_step0), st.hops, st.pred,
-                     st.link, st.endpoints, st.indptr, st.nbr, st.edge,
-                     np.ascontiguousarray(ct.pos), self.load_bins, int(self.duration_ns),
-                     float(per_hop_processing_ms), float(tx_ms),
-                     np.ascontiguousarray(wait_ms, dtype=np.float64),
-                     np.ascontiguousarray(background, dtype=np.float64),
-                     float(use.idle_threshold), int(getattr(strategy, "lead_ns", 0)),
-                     int(use.fault_paths), int(use.custody_pages), bool(use.replicate_next),
-                     int(tr.n_pages),
-                     self.link_load, self.held_delta, self.latency_hist, LATENCY_BIN_MS, out,
-                     lat_max, arrival)
+                     ChunkPlaces(vsat, ct.gateway_sat.astype(np.int64), ct.gateway_range_km,
+                                 np.ascontiguousarray(ct.pos), int(step_ns),
+                                 int(ct.window_step0), int(tr.n_pages)),
+                     ChunkRoutes(table, st.hops, st.pred, st.link, st.endpoints, st.indptr,
+                                 st.nbr, st.edge),
+                     LinkState(self.load_bins, int(self.duration_ns),
+                               float(per_hop_processing_ms), float(tx_ms),
+                               np.ascontiguousarray(wait_ms, dtype=np.float64),
+                               np.ascontiguousarray(background, dtype=np.float64)),
+                     rules, sums)
+        out, lat_max, arrival = sums.out, sums.lat_max, sums.arrival_ns
         for k, v in zip(PRICE_KEYS, out, strict=True):
             if k == "latency_sum_ns":
                 self.latency_sum_ns += int(v)
@@ -175,11 +179,9 @@ class CostAccumulator:
                                     tr.access_time_ns)
         else:
             tx_ns = int(round(tx_ms * 1e6))
-            # replicate-next's handovers only switch ownership: nothing in flight
-            sk = np.where(kind == HANDOVER, -1, kind) if use.replicate_next else kind
-            waits = transfer_stalls(sk, events["to_visit"], events["page"], t, arrival,
-                                    tx_ns, tr.n_pages, tr.access_offsets, tr.access_page,
-                                    tr.access_time_ns)
+            waits = transfer_stalls(events["kind"], events["to_visit"], events["page"], t,
+                                    arrival, tx_ns, tr.n_pages, tr.access_offsets,
+                                    tr.access_page, tr.access_time_ns, rules)
         self.stalls.add(waits)
 
         # every page still held is released when its session ends

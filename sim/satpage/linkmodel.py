@@ -8,10 +8,12 @@
   (``network.background_load``, constant or following the population under the
   link) plus the pages the strategy itself sends over it.
 - ``price_events`` is the one compiled pass over a chunk's event log: price every
-  transfer on orbit_model's routes (shortest hops, a second link-disjoint path for multipath faults, the
-  nearest custody holder for custody faults, pushes deferred to idle bins for
-  idle-link), add the link loads, fault latencies (propagation + processing +
-  transmission + queueing), and each transfer's arrival time (for handover stalls).
+  transfer on orbit_model's routes, add the link loads, fault latencies (propagation +
+  processing + transmission + queueing), and each transfer's arrival time (for handover
+  stalls). It knows event kinds, not strategies: ``kind_rules`` turns a strategy's
+  ``pager.NetworkUse`` into a rule table per EventKind (shortest hops, a second
+  link-disjoint path, the nearest custody holder, deferral to an idle bin, an ownership
+  switch without a transfer, ...), and the kernel prices each event by its kind's row.
 - ``transfer_stalls`` and ``migration_waits`` turn arrival times and container
   downtimes into the waits of the accesses (vectorised, per chunk).
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -37,6 +40,7 @@ from orbit_model.kernels import disjoint_route, route_links
 
 __all__ = ["LinkModel", "price_events", "transfer_stalls", "migration_waits",
            "background_utilisation", "PRICE_KEYS", "RHO_MAX", "LogHistogram",
+           "KindRules", "kind_rules", "ChunkPlaces", "ChunkRoutes", "LinkState", "PriceSums",
            "FAULT", "HANDOVER", "PUSH", "REMOTE", "CREATE", "REPLICA"]
 
 log = logging.getLogger(__name__)
@@ -132,23 +136,133 @@ def background_utilisation(profile: str, load: float, link_ends: np.ndarray,
     return out
 
 
+# -- how each event kind is priced -------------------------------------------------------
+# Columns of KindRules.table (a row per EventKind value). The kernel reads only these; which
+# kinds carry which rule follows from the strategy's NetworkUse (``kind_rules``).
+R_CREATE = 0      # the page appears on the destination (held there), counted as a creation
+R_SWITCH = 1      # ownership moves to the destination, which holds a copy already: no transfer
+R_PATHS = 2       # link-disjoint paths the page is sent over at once (1; 2 = the faster wins)
+R_CUSTODY = 3     # served by the nearest custody holder; the relays on its path keep a copy
+R_DEFER = 4       # sent at the first bin whose path links are idle (up to lead_ns later)
+R_WAITS = 5       # an access waits for it: its round trip is a fault latency
+R_HANDOVER = 6    # counted as a handover transfer
+R_REPLICA = 7     # counted as a replica copy
+R_MOVES = 8       # the page changes frames (held by the destination, no longer the source)
+R_STALLS = 9      # a transfer in flight: the first access to its page in the visit stalls
+N_RULES = 10
+N_KINDS = max(FAULT, HANDOVER, PUSH, REMOTE, CREATE, REPLICA) + 1
+
+
+class KindRules(NamedTuple):
+    """How each event kind of one strategy's log is priced (``kind_rules``).
+
+    ``table`` int64 (N_KINDS, N_RULES): row = EventKind value, columns R_*;
+    ``idle_threshold``: utilisation below which a link counts as idle (R_DEFER);
+    ``lead_ns``: how much later a deferred transfer goes at the latest (R_DEFER);
+    ``custody_pages``: pages each relay keeps per session (R_CUSTODY; 0 = none)."""
+
+    table: np.ndarray
+    idle_threshold: float
+    lead_ns: int
+    custody_pages: int
+
+
+def kind_rules(use: pager.NetworkUse, lead_ns: int = 0) -> KindRules:
+    """The pricing rules of a strategy's event kinds from its NetworkUse (docs/strategies.md,
+    "Network model"): plain paging sends every transfer once over the shortest-hop path;
+    ``fault_paths`` = 2 sends faults over two disjoint paths, ``custody_pages`` lets relays
+    serve faults, ``idle_threshold`` defers pushes, ``replicate_next`` makes a handover an
+    ownership switch (the page was replicated there: REPLICA events carry the copies)."""
+    t = np.zeros((N_KINDS, N_RULES), np.int64)
+    t[CREATE, R_CREATE] = 1
+    t[[FAULT, HANDOVER, PUSH, REMOTE, REPLICA], R_PATHS] = 1
+    t[FAULT, R_PATHS] = use.fault_paths
+    t[FAULT, R_CUSTODY] = use.custody_pages > 0
+    t[PUSH, R_DEFER] = use.idle_threshold > 0.0
+    t[[FAULT, REMOTE], R_WAITS] = 1
+    t[[HANDOVER, PUSH], R_HANDOVER] = 1
+    t[REPLICA, R_REPLICA] = 1
+    t[[FAULT, HANDOVER, PUSH], R_MOVES] = 1
+    t[[HANDOVER, PUSH, REPLICA], R_STALLS] = 1
+    if use.replicate_next:
+        t[HANDOVER] = 0
+        t[HANDOVER, R_SWITCH] = 1
+    return KindRules(t, float(use.idle_threshold), int(lead_ns), int(use.custody_pages))
+
+
+class ChunkPlaces(NamedTuple):
+    """Where one chunk's visits and the gateway are: ``vsat`` int64 (n_visits,) satellite of
+    each visit; ``gw_sat`` int64 and ``gw_range_km`` float64 (n_steps,) the satellite
+    above the gateway and its range; ``pos`` float64 (n_sats, n_steps, 3) km; ``step_ns``;
+    ``step0`` the first step of the chunk's window; ``n_pages`` pages per session."""
+
+    vsat: np.ndarray
+    gw_sat: np.ndarray
+    gw_range_km: np.ndarray
+    pos: np.ndarray
+    step_ns: int
+    step0: int
+    n_pages: int
+
+
+class ChunkRoutes(NamedTuple):
+    """orbit_model's routing tables for one event log (``RoutingSnapshots.stack``):
+    ``table`` int64 (n_events,) the table of each event, then the RoutingStack's arrays."""
+
+    table: np.ndarray
+    hops: np.ndarray
+    pred: np.ndarray
+    link: np.ndarray
+    endpoints: np.ndarray
+    indptr: np.ndarray
+    nbr: np.ndarray
+    edge: np.ndarray
+
+
+class LinkState(NamedTuple):
+    """The links during the run: ``load_bins`` bins over ``duration_ns``; ``per_hop_ms``
+    processing per hop; ``tx_ms`` transmission of one page; ``wait_ms`` and ``background``
+    float64 (load_bins, n_link_ids): queueing wait (ms) and background utilisation."""
+
+    load_bins: int
+    duration_ns: int
+    per_hop_ms: float
+    tx_ms: float
+    wait_ms: np.ndarray
+    background: np.ndarray
+
+
+class PriceSums(NamedTuple):
+    """What ``price_events`` adds to (one strategy's running sums): ``link_load`` int64
+    (load_bins, n_link_ids) pages; ``held_delta`` int64 (n_sats, load_bins); ``lat_hist``
+    int64 fault latencies in bins of ``bin_ms``; ``out`` int64 PRICE_KEYS counters;
+    ``lat_max`` float64 (1,); ``arrival_ns`` int64 (n_events,), written per event."""
+
+    link_load: np.ndarray
+    held_delta: np.ndarray
+    lat_hist: np.ndarray
+    bin_ms: float
+    out: np.ndarray
+    lat_max: np.ndarray
+    arrival_ns: np.ndarray
+
+
 @numba.njit(cache=True, nogil=True)
-def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, pred_t, link_t,
-                 endpoints, indptr, nbr, edge, pos, load_bins, duration_ns, per_hop_ms, tx_ms,
-                 wait_ms,
-                 background, idle_threshold, lead_ns, fault_paths, custody_pages, replicate,
-                 n_pages, link_load, held_delta, lat_hist, bin_ms, out, lat_max, arrival_ns):
-    """One pass over an event log ``ev`` (pager.EVENT_DTYPE, by session then time).
+def price_events(ev, chunk, routes, links, rules, sums):
+    """One pass over an event log ``ev`` (pager.EVENT_DTYPE, by session then time), each
+    event priced by its kind's row of ``rules`` (KindRules) on ``routes`` (ChunkRoutes),
+    ``chunk`` (ChunkPlaces) and ``links`` (LinkState), added to ``sums`` (PriceSums).
 
     Per transfer: links crossed (``link_load[bin, link] += 1``), page-hops, and its
     arrival time ``arrival_ns[e]`` (send time + propagation + per-hop processing +
-    per-link transmission and queueing, one way); per fault or remote access its
+    per-link transmission and queueing, one way); per event whose access waits its
     round-trip latency into ``lat_hist`` (request and page both propagate and are
-    processed; only the page is transmitted and queued). ``out`` follows
-    PRICE_KEYS. Strategy switches: ``fault_paths`` 2 (multipath), ``custody_pages``
-    > 0 (custody caches per satellite and session), ``idle_threshold`` > 0 (pushes
-    deferred to the first bin whose path links are all below it in ``background``),
-    ``replicate`` (HANDOVER events switch ownership to the replica: no transfer)."""
+    processed; only the page is transmitted and queued). ``out`` follows PRICE_KEYS."""
+    vsat, gw_sat, gw_range_km, pos, step_ns, step0, n_pages = chunk
+    table, hops_t, pred_t, link_t, endpoints, indptr, nbr, edge = routes
+    load_bins, duration_ns, per_hop_ms, tx_ms, wait_ms, background = links
+    rule, idle_threshold, lead_ns, custody_pages = rules
+    link_load, held_delta, lat_hist, bin_ms, out, lat_max, arrival_ns = sums
     n_t = pos.shape[1]
     n_sats = hops_t.shape[1]
     n_hist = lat_hist.size
@@ -189,13 +303,13 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
         b = min(max(b, 0), load_bins - 1)
         dst = vsat[tv_e]
         arrival_ns[e] = send
-        if k == CREATE:
+        if rule[k, R_CREATE]:
             held_delta[dst, b] += 1
             out[5] += 1
             continue
         if fv_e == _NOWHERE:
             continue
-        if replicate and k == HANDOVER:              # the replica is there already
+        if rule[k, R_SWITCH]:                        # the copy is there already
             held_delta[dst, b] += 1
             held_delta[vsat[fv_e], b] -= 1
             continue
@@ -203,7 +317,8 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
         src = gw_sat[step] if ground else vsat[fv_e]
         tbl = table[e]
         hit_local = False
-        if custody_pages > 0 and k == FAULT and not ground:
+        custody = rule[k, R_CUSTODY] != 0
+        if custody and not ground:
             # nearest holder: the owner or a relay with a custody copy (ties: the owner)
             best = src
             best_h = hops_t[tbl, src, dst] if src != dst else 0
@@ -239,7 +354,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
             out[7] += 1
             h = 0
             d = 0.0
-        if k == PUSH and idle_threshold > 0.0:
+        if rule[k, R_DEFER]:
             # earliest bin from the push to the handover whose path links are idle
             t_h = t_e + lead_ns
             b_h = min(max((t_h * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
@@ -270,7 +385,7 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
             out[2] += 1
             prop_ms += gw_range_km[step] / C_KM_S * 1e3 + per_hop_ms
         lat = 2.0 * prop_ms + link_ms
-        if fault_paths == 2 and k == FAULT and h > 0:
+        if rule[k, R_PATHS] == 2 and h > 0:
             stamp += 1
             h2, d2 = disjoint_route(hops_t, indptr, nbr, edge, tbl, src, dst, pos, step, ids, h,
                                     ids2, parent, seen, stamp, queue)
@@ -288,11 +403,11 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
         out[0] += 1
         out[1] += page_hops
         arrival_ns[e] = send + np.int64(np.round((prop_ms + link_ms) * 1e6))
-        if k == HANDOVER or k == PUSH:
+        if rule[k, R_HANDOVER]:
             out[3] += 1
-        if k == REPLICA:
+        if rule[k, R_REPLICA]:
             out[12] += 1
-        if k == FAULT or k == REMOTE:                # the access waits
+        if rule[k, R_WAITS]:                         # the access waits
             out[4] += 1
             out[6] += np.int64(np.round(lat * 1e6))
             out[8] += np.int64(np.round(link_ms * 1e6))
@@ -300,10 +415,10 @@ def price_events(ev, table, vsat, gw_sat, gw_range_km, step_ns, step0, hops_t, p
                 lat_max[0] = lat
             hb = np.int64(lat / bin_ms)
             lat_hist[min(hb, n_hist - 1)] += 1
-        if not ground and k != REMOTE and k != REPLICA:   # the page changes frames
+        if not ground and rule[k, R_MOVES]:          # the page changes frames
             held_delta[dst, b] += 1
             held_delta[vsat[fv_e], b] -= 1
-        if custody_pages > 0 and k == FAULT:
+        if custody:
             # the relays (not the ends) keep a copy; oldest evicted when the ring is full
             s1 = s_e + 1
             p = p_e
@@ -367,9 +482,9 @@ def first_access_times(n_pages: int, access_offsets: np.ndarray, access_page: np
 
 
 @numba.njit(cache=True, nogil=True)
-def _late_arrivals(kind, to_visit, page, time_ns, arrival_ns, tx_ns, n_pages, first_t,
+def _late_arrivals(kind, stalls, to_visit, page, time_ns, arrival_ns, tx_ns, n_pages, first_t,
                    out_key, out_wait):
-    """Transfers (HANDOVER, PUSH, REPLICA) that arrive after the first access to their
+    """Transfers (kinds k with ``stalls[k]``) that arrive after the first access to their
     page in their target visit: key and wait into ``out_*``; returns how many."""
     n = 0
     rank = 0
@@ -379,7 +494,7 @@ def _late_arrivals(kind, to_visit, page, time_ns, arrival_ns, tx_ns, n_pages, fi
     prev_t = -1
     for e in range(kind.size):
         k = kind[e]
-        if k != HANDOVER and k != PUSH and k != REPLICA:
+        if not stalls[k]:
             continue
         v = np.int64(to_visit[e])
         t0 = time_ns[e]
@@ -400,10 +515,11 @@ def _late_arrivals(kind, to_visit, page, time_ns, arrival_ns, tx_ns, n_pages, fi
 def transfer_stalls(kind: np.ndarray, to_visit: np.ndarray, page: np.ndarray,
                     time_ns: np.ndarray, arrival_ns: np.ndarray, tx_ns: int, n_pages: int,
                     access_offsets: np.ndarray, access_page: np.ndarray,
-                    access_time_ns: np.ndarray) -> np.ndarray:
+                    access_time_ns: np.ndarray, rules: KindRules) -> np.ndarray:
     """Waits (ns, int64, one per stalled access) of accesses to pages still in flight.
 
-    A transfer made at or before a handover (HANDOVER, PUSH, REPLICA) is sent as part
+    A transfer in flight (a kind with R_STALLS in ``rules``: HANDOVER, PUSH, REPLICA
+    unless the strategy's NetworkUse says otherwise) is sent as part
     of a batch (consecutive events with the same kind, target visit and send time) in
     log order at the link rate, so the i-th page of a batch arrives i transmission
     times after its own one-way delay. The first access to a page in the target
@@ -414,7 +530,8 @@ def transfer_stalls(kind: np.ndarray, to_visit: np.ndarray, page: np.ndarray,
     first_t = first_access_times(n_pages, access_offsets, access_page, access_time_ns)
     keys = np.empty(kind.size, np.int64)
     waits = np.empty(kind.size, np.int64)
-    n = _late_arrivals(np.asarray(kind, np.int64), to_visit, page, time_ns, arrival_ns,
+    stalls = np.ascontiguousarray(rules.table[:, R_STALLS])
+    n = _late_arrivals(np.asarray(kind, np.int64), stalls, to_visit, page, time_ns, arrival_ns,
                        int(tx_ns), int(n_pages), first_t, keys, waits)
     if n == 0:
         return np.zeros(0, np.int64)
