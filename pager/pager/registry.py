@@ -232,6 +232,13 @@ def check_strategy(obj: Any, spec: str | None = None) -> None:
     use = getattr(obj, "network", None)
     if use is not None and not isinstance(use, NetworkUse):
         raise StrategyError(f"{label}: network must be a pager.NetworkUse, got {use!r}")
+    if use is not None and use.blocking_migration and not callable(
+            getattr(obj, "handover_downtime_ms", None)):
+        raise StrategyError(f"{label}: network.blocking_migration needs a method "
+                            "handover_downtime_ms(state_bytes) -> downtime (ms) per handover")
+    if hasattr(obj, "network_log") and not callable(obj.network_log):
+        raise StrategyError(f"{label}: network_log must be a method (trace, events) -> "
+                            f"events, got {obj.network_log!r}")
 
 
 def check_handover_rule(select: Any, label: str) -> None:

@@ -17,7 +17,13 @@ A strategy tells the shared engine three things (docs/paging-model.md):
 4. optionally, how the network carries its transfers, ``network`` (a ``NetworkUse``: ``PAGING``
    for plain paging; multipath faults, custody caches, replication to the next
    server, blocking container migration, deferred pushes otherwise). The engine
-   ignores it; the constellation simulation prices the event log with it.
+   ignores it; the constellation simulation prices the event log with it, per event
+   kind, and never asks which strategy it is;
+5. optionally, what only the strategy knows about its network use, as methods that
+   return arrays: ``network_log(trace, events)`` the log the network carries when it
+   is not the engine's (replicate-next adds its replica copies; ``network_log``
+   below calls it), and ``handover_downtime_ms(state_bytes)`` the downtime of each
+   handover when ``network.blocking_migration`` (container-migration's fit).
 
 A new strategy is a new class with these members; the engine, its compiled
 kernels and the event log are shared. Example (hot-k: on-demand plus the K most
@@ -191,6 +197,9 @@ class Strategy(Protocol):
     select: Any  # a handover_rule-compiled function
     # Optional: ``network`` (a NetworkUse) says how the ISLs carry the transfers;
     # a strategy without it is plain paging (``network_use`` reads it).
+    # ``network_log(trace, events) -> events`` rewrites the engine's log into what the
+    # network carries (``network_log`` reads it); ``handover_downtime_ms(state_bytes)
+    # -> float64 array`` is required with ``network.blocking_migration``.
 
     def params(self) -> np.ndarray:
         """int64 (k,): the parameters passed to ``select``."""
@@ -203,6 +212,13 @@ def network_use(strategy: Strategy) -> NetworkUse:
     if not isinstance(use, NetworkUse):
         raise ValueError(f"{strategy.name}: network must be a NetworkUse, got {use!r}")
     return use
+
+
+def network_log(strategy: Strategy, trace: Any, events: np.ndarray) -> np.ndarray:
+    """The event log the network carries for ``strategy``: its ``network_log(trace, events)``
+    when it has one, else the engine's ``events`` as they are (EVENT_DTYPE)."""
+    rewrite = getattr(strategy, "network_log", None)
+    return events if rewrite is None else rewrite(trace, events)
 
 
 @handover_rule

@@ -165,15 +165,14 @@ class CostAccumulator:
         self.latency_max_ms = max(self.latency_max_ms, float(lat_max[0]))
 
         # accesses that wait: for a container being migrated, or for a page in flight
-        if use.blocking_migration:
-            model = getattr(strategy, "model", None) or pager.MigrationModel.default()
+        if use.blocking_migration:     # the strategy knows its downtime (pager.check_strategy)
             ho = events["to_visit"][events["kind"] == HANDOVER].astype(np.int64)
             pages = np.bincount(ho, minlength=tr.n_visits)
             first = np.zeros(tr.n_visits, bool)
             first[tr.visit_offsets[:-1][np.diff(tr.visit_offsets) > 0]] = True
             hv = np.flatnonzero(~first)
-            down_ns = np.round(model.downtime_ms(pages[hv] * self.page_bytes) * 1e6
-                               ).astype(np.int64)
+            down_ms = strategy.handover_downtime_ms(pages[hv] * self.page_bytes)
+            down_ns = np.round(down_ms * 1e6).astype(np.int64)
             self.downtimes.add(down_ns)
             waits = migration_waits(hv, down_ns, tr.visit_start_ns, tr.access_offsets,
                                     tr.access_time_ns)

@@ -198,12 +198,10 @@ def strategy_for(sc: Scenario, name: str) -> pager.Strategy:
 
 def replay_strategy(trace: Trace, strategy: pager.Strategy) -> pager.Replay:
     """pager's replay with what the cost accounting reads: the event log, creations
-    included, and the pages each visit's satellite holds at the session end.
-    replicate-next's log is rewritten by ``pager.replicate_next_log``."""
+    included, and the pages each visit's satellite holds at the session end. The log is
+    the one the network carries (``pager.network_log``: replicate-next adds its copies)."""
     r = pager.replay(trace, strategy, events=True, log_creations=True)
-    if pager.network_use(strategy).replicate_next:
-        r = dataclasses.replace(r, events=pager.replicate_next_log(trace, r.events))
-    return r
+    return dataclasses.replace(r, events=pager.network_log(strategy, trace, r.events))
 
 
 def fault_model(w: World, ct: ChunkTrace) -> pager.FaultModel:

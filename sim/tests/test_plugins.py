@@ -180,6 +180,11 @@ BAD = {
     "an unknown setting": ("unknownset:TopK", TOPK.format(name="unk"),
                            "unknown setting 'kk'"),
     "a bad setting": ("badset:TopK", TOPK.format(name="badset"), "k must be at least 1"),
+    "blocking migration without its downtime": ("nodown:TopK", TOPK.format(name="nodown").replace(
+        "    select: ClassVar[Any] = most_used\n",
+        "    select: ClassVar[Any] = most_used\n"
+        "    network: ClassVar[Any] = pager.NetworkUse(blocking_migration=True)\n"),
+        "network.blocking_migration needs a method handover_downtime_ms"),
 }
 SETTINGS = {"an unknown setting": ["--set", "strategies.params.TopK.kk=3"],
             "a bad setting": ["--set", "strategies.params.TopK.k=0"]}
@@ -206,6 +211,85 @@ def test_a_bad_plugin_is_an_error_naming_it_exit_2(case, tmp_path, monkeypatch, 
     assert exc.value.code == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"strategy plugin '{spec}'" in err and why in err, err
+
+
+FAMILIES = '''
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+import pager
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Rep:
+    """replicate-next again: its network use and its log, nothing in sim."""
+
+    name: ClassVar[str] = "rep-again"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[Any] = pager.EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = pager.select_all
+    network: ClassVar[Any] = pager.NetworkUse(replicate_next=True)
+
+    def params(self):
+        return _NONE
+
+    def network_log(self, trace, events):
+        return pager.replicate_next_log(trace, events)
+
+
+@dataclass(frozen=True)
+class Mig:
+    """container-migration again: a blocking handover and its downtime."""
+
+    model: Any = field(default_factory=pager.MigrationModel.default)
+    name: ClassVar[str] = "mig-again"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[Any] = pager.EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = pager.select_all
+    network: ClassVar[Any] = pager.NetworkUse(blocking_migration=True)
+
+    def params(self):
+        return _NONE
+
+    def handover_downtime_ms(self, state_bytes):
+        return self.model.downtime_ms(state_bytes)
+'''
+
+
+def test_a_plugin_family_priced_by_its_network_use_alone_equals_the_builtin(tmp_path,
+                                                                          monkeypatch):
+    """replicate-next and container-migration written again outside pager (their
+    NetworkUse, network_log and handover_downtime_ms only): sim prices them by what they
+    declare, so every figure equals the built-in's, failures included."""
+    from satpage.scenario import load_scenario, shipped_scenario, with_overrides
+    from satpage.simulate import run_scenario
+
+    (tmp_path / "fam.py").write_text(FAMILIES)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        sc = with_overrides(load_scenario(shipped_scenario("default")), {
+            "sessions.count": 40, "run.chunk_sessions": 20, "time.duration_s": 5400.0,
+            "sessions.lifetime_mean_s": 900.0, "network.load_bins": 6,
+            "network.isl_capacity_gbps": 0.2, "faults.count": 20, "faults.replicas": 2,
+            "strategies.compare": ["replicate-next", "container-migration", "fam:Rep",
+                                   "fam:Mig"]})
+        st = run_scenario(sc).summaries()
+    finally:
+        sys.modules.pop("fam", None)
+    assert st["rep-again"] == st["replicate-next"]
+    assert st["mig-again"] == st["container-migration"]
+    assert st["replicate-next"]["replica_copies"] > 0
+    assert st["container-migration"]["handover_downtime_p50_ms"] > 0
+    assert st["replicate-next"]["replication_page_hops"] > 0
 
 
 def test_a_plugin_reporting_under_a_builtin_name_is_refused(tmp_path, monkeypatch):

@@ -45,6 +45,11 @@ class ReplicateNext:
     def params(self) -> np.ndarray:
         return _NO_PARAMS
 
+    def network_log(self, trace: Trace, events: np.ndarray) -> np.ndarray:
+        """What the network carries: the engine's log with the replica copies
+        (``replicate_next_log``)."""
+        return replicate_next_log(trace, events)
+
 
 def replicate_next_log(trace: Trace, events: np.ndarray) -> np.ndarray:
     """The event log of replicate-next from the engine's log of its page table

@@ -121,3 +121,7 @@ class ContainerMigration:
 
     def params(self) -> np.ndarray:
         return _NO_PARAMS
+
+    def handover_downtime_ms(self, state_bytes: np.ndarray) -> np.ndarray:
+        """Downtime (ms) of each handover that migrates ``state_bytes`` of state."""
+        return self.model.downtime_ms(state_bytes)
