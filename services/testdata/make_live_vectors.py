@@ -1,5 +1,6 @@
-"""Write services/testdata/live_ephemeris.bin (satpage-ephemeris/1) and
-live_vectors.json from orbit_model (the authority for visibility and handover
+"""Write services/testdata/live_ephemeris.bin (satpage-ephemeris/1), the same
+positions compressed (live_ephemeris_compressed.bin: the Go reader must decode
+them to within the quantum), and live_vectors.json from orbit_model (the authority for visibility and handover
 policy): the Go sky package must reproduce each place's schedule from the
 ephemeris (internal/sky/vectors_test.go), and sim/tests/test_live_vectors.py checks
 that orbit_model still produces both files.
@@ -41,8 +42,10 @@ def vectors(ephemeris_path: Path) -> dict:
     """Write the ephemeris and return the schedules orbit_model gives for every case."""
     const = Constellation.from_spec(CONSTELLATION, epoch=parse_epoch(EPOCH))
     duration = HOURS * 3600 * 1_000_000_000
-    write_ephemeris(ephemeris_path, const, duration, policy="highest", sticky=True,
-                    min_elevation_deg=10.0, step_ns=STEP_NS)
+    for compress in (False, True):
+        write_ephemeris(compressed_path(ephemeris_path) if compress else ephemeris_path, const,
+                        duration, policy="highest", sticky=True, min_elevation_deg=10.0,
+                        step_ns=STEP_NS, compress=compress)
     ground = GroundPoints.from_degrees([p[0] for p in PLACES], [p[1] for p in PLACES])
     cases = []
     for policy, sticky, min_el, step_ns, interval_ns, phase_ns in CASES:
@@ -61,6 +64,11 @@ def vectors(ephemeris_path: Path) -> dict:
             "step_ns": STEP_NS, "end_ns": duration, "ephemeris": ephemeris_path.name, "cases": cases}
 
 
+def compressed_path(ephemeris_path: Path) -> Path:
+    """Where the compressed copy of the ephemeris goes."""
+    return ephemeris_path.with_name(ephemeris_path.stem + "_compressed.bin")
+
+
 def render(v: dict) -> str:
     head = {k: x for k, x in v.items() if k != "cases"}
     body = ",\n".join("  " + json.dumps(c) for c in v["cases"])
@@ -70,6 +78,6 @@ def render(v: dict) -> str:
 if __name__ == "__main__":
     v = vectors(HERE / "live_ephemeris.bin")
     (HERE / "live_vectors.json").write_text(render(v))
-    print(f"wrote {HERE / 'live_ephemeris.bin'} and live_vectors.json: {len(v['cases'])} cases, "
+    print(f"wrote {HERE / 'live_ephemeris.bin'}, its compressed copy and live_vectors.json: {len(v['cases'])} cases, "
           f"{sum(len(c['schedule']) for c in v['cases'])} schedule entries")
 

@@ -29,6 +29,10 @@ def test_orbit_model_still_reproduces_the_live_vectors(tmp_path):
     a, b = read_ephemeris(TESTDATA / "live_ephemeris.bin"), read_ephemeris(tmp_path / "live_ephemeris.bin")
     assert (a.constellation, a.epoch, a.knot_ns, a.t0_ns) == (b.constellation, b.epoch, b.knot_ns, b.t0_ns)
     np.testing.assert_allclose(a.position_km, b.position_km, atol=1e-3)  # 1 m
+    z = read_ephemeris(TESTDATA / "live_ephemeris_compressed.bin")
+    np.testing.assert_array_equal(z.position_km, read_ephemeris(tmp_path / "live_ephemeris_compressed.bin").position_km)
+    # rounding to the 1 m quantum plus float32's own rounding (0.25 m at 7000 km), twice
+    np.testing.assert_allclose(z.position_km, a.position_km, atol=1e-3)
 
 
 def test_an_ephemeris_holds_orbit_models_positions_at_its_knots(tmp_path):
@@ -40,6 +44,34 @@ def test_an_ephemeris_holds_orbit_models_positions_at_its_knots(tmp_path):
     want = itrs_positions_km(const, np.arange(11) * 60 * 10**9, knot_ns=None).transpose(1, 0, 2)
     np.testing.assert_allclose(back.position_km, want, atol=1e-3)
     np.testing.assert_array_equal(back.position_km, e.position_km)
+
+
+def test_a_compressed_ephemeris_holds_the_same_positions_to_its_quantum_in_a_sixth_of_the_bytes(tmp_path):
+    const = Constellation.from_spec("walker:24/4/1:700:55", epoch=parse_epoch("2026-03-01T00:00:00Z"))
+    raw = write_ephemeris(tmp_path / "raw.bin", const, 6 * 3600 * 10**9)
+    z = write_ephemeris(tmp_path / "z.bin", const, 6 * 3600 * 10**9, compress=True)
+    back = read_ephemeris(tmp_path / "z.bin")
+    np.testing.assert_array_equal(back.position_km, z.position_km)  # what the writer says it wrote
+    np.testing.assert_allclose(back.position_km, raw.position_km, atol=1e-3)  # 1 m quantum
+    header = json.loads((tmp_path / "z.bin").read_bytes().split(b"\n")[0])
+    assert (header["dtype"], header["quantum_m"]) == ("delta5-i1-zlib", 1.0)
+    assert (tmp_path / "z.bin").stat().st_size * 5 < (tmp_path / "raw.bin").stat().st_size
+    coarse = write_ephemeris(tmp_path / "c.bin", const, 6 * 3600 * 10**9, compress=True, quantum_m=8.0)
+    np.testing.assert_allclose(coarse.position_km, raw.position_km, atol=4.5e-3)
+
+
+def test_a_compressed_body_that_does_not_decode_is_named(tmp_path):
+    const = Constellation.from_spec("walker:24/4/1:700:55", epoch=parse_epoch("2026-03-01T00:00:00Z"))
+    write_ephemeris(tmp_path / "z.bin", const, 3600 * 10**9, compress=True)
+    head, body = (tmp_path / "z.bin").read_bytes().split(b"\n", 1)
+    (tmp_path / "cut.bin").write_bytes(head + b"\n" + body[:-40])
+    with pytest.raises(ValueError, match="do not inflate"):
+        read_ephemeris(tmp_path / "cut.bin")
+    (tmp_path / "q.bin").write_bytes(head.replace(b'"quantum_m":1.0', b'"quantum_m":0') + b"\n" + body)
+    with pytest.raises(ValueError, match="quantum 0 m"):
+        read_ephemeris(tmp_path / "q.bin")
+    with pytest.raises(ValueError, match="quantum -1 m"):
+        write_ephemeris(tmp_path / "e.bin", const, 3600 * 10**9, compress=True, quantum_m=-1)
 
 
 def test_an_ephemeris_carries_a_reallocation_schedule_only_when_given(tmp_path):

@@ -2,9 +2,11 @@ package sky
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"time"
@@ -35,6 +37,9 @@ type Header struct {
 	// epoch (orbit_model's handover kernel; Place.Advance). Absent: none.
 	IntervalNs int64 `json:"interval_ns,omitempty"`
 	PhaseNs    int64 `json:"phase_ns,omitempty"`
+	// QuantumM is the rounding of a compressed body's positions, metres
+	// (DType delta5-*-zlib; orbit_model.write_ephemeris(compress=True)).
+	QuantumM float64 `json:"quantum_m,omitempty"`
 }
 
 // Ephemeris is a loaded file: Earth-fixed positions (km) of every satellite at
@@ -90,9 +95,14 @@ func ParseEphemeris(raw []byte, spec constellation.Spec) (*Ephemeris, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoch %q: %v: %w", h.Epoch, err, errs.ErrInvalid)
 	}
+	residual, compressed := deltaResiduals[h.DType]
 	switch {
-	case h.DType != "<f4":
-		return nil, fmt.Errorf("dtype %q, want <f4: %w", h.DType, errs.ErrInvalid)
+	case h.DType != "<f4" && !compressed:
+		return nil, fmt.Errorf("dtype %q, want <f4 or delta5-i1-zlib, -i2-, -i4-: %w", h.DType, errs.ErrInvalid)
+	case compressed && !(h.QuantumM > 0 && h.QuantumM < math.Inf(1)):
+		return nil, fmt.Errorf("quantum %v m of a compressed body: want a positive finite figure: %w", h.QuantumM, errs.ErrInvalid)
+	case compressed && h.Knots <= deltaOrder:
+		return nil, fmt.Errorf("%d knots: a compressed body needs more than %d: %w", h.Knots, deltaOrder, errs.ErrInvalid)
 	case h.Satellites != spec.Satellites:
 		return nil, fmt.Errorf("%d satellites, the constellation has %d: %w", h.Satellites, spec.Satellites, errs.ErrInvalid)
 	case h.Knots < 4:
@@ -115,6 +125,13 @@ func ParseEphemeris(raw []byte, spec constellation.Spec) (*Ephemeris, error) {
 			h.IntervalNs, h.PhaseNs, h.StepNs, errs.ErrInvalid)
 	}
 	body := raw[nl+1:]
+	if compressed {
+		pos, err := inflateDelta(body, h, residual)
+		if err != nil {
+			return nil, err
+		}
+		return &Ephemeris{Header: h, EpochTime: epoch, pos: pos}, nil
+	}
 	want := h.Knots * h.Satellites * 12
 	if len(body) != want {
 		return nil, fmt.Errorf("%d bytes of positions, want %d (%d knots x %d satellites x 12): %w",
@@ -183,4 +200,64 @@ func (e *Ephemeris) Positions(tNs int64, out []float64) error {
 		out[i] = l0*float64(p0[i]) + l1*float64(p1[i]) + l2*float64(p2[i]) + l3*float64(p3[i])
 	}
 	return nil
+}
+
+// deltaOrder is the order of the differences a compressed body stores.
+const deltaOrder = 5
+
+// deltaResiduals maps a compressed body's dtype to the bytes of one residual.
+var deltaResiduals = map[string]int{"delta5-i1-zlib": 1, "delta5-i2-zlib": 2, "delta5-i4-zlib": 4}
+
+// inflateDelta decodes a compressed body (orbit_model.io, module docstring):
+// per satellite and axis, the first value of the 0th..4th differences (int32)
+// and the 5th differences (residual bytes each); integers of h.QuantumM metres.
+func inflateDelta(body []byte, h Header, residual int) ([]float32, error) {
+	zr, err := zlib.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("compressed positions: %v: %w", err, errs.ErrInvalid)
+	}
+	row := 4*deltaOrder + (h.Knots-deltaOrder)*residual
+	want := int64(h.Satellites) * 3 * int64(row)
+	raw, err := io.ReadAll(io.LimitReader(zr, want+1)) // +1: a longer stream is refused below
+	if err != nil {
+		return nil, fmt.Errorf("compressed positions: %v: %w", err, errs.ErrInvalid)
+	}
+	if int64(len(raw)) != want {
+		return nil, fmt.Errorf("%d bytes of inflated positions, want %d (%d series x %d): %w",
+			len(raw), want, h.Satellites*3, row, errs.ErrInvalid)
+	}
+	pos := make([]float32, h.Knots*h.Satellites*3)
+	x := make([]int64, h.Knots) // one series, reused
+	km := h.QuantumM / 1000
+	for series := range h.Satellites * 3 {
+		r := raw[series*row : (series+1)*row]
+		var heads [deltaOrder]int64
+		for j := range heads {
+			heads[j] = int64(int32(binary.LittleEndian.Uint32(r[4*j:])))
+		}
+		d := r[4*deltaOrder:]
+		for k := range h.Knots - deltaOrder {
+			switch residual {
+			case 1:
+				x[deltaOrder+k] = int64(int8(d[k]))
+			case 2:
+				x[deltaOrder+k] = int64(int16(binary.LittleEndian.Uint16(d[2*k:])))
+			default:
+				x[deltaOrder+k] = int64(int32(binary.LittleEndian.Uint32(d[4*k:])))
+			}
+		}
+		// x_j = cumulative sum of [heads[j], x_{j+1}...], from j = 4 down to 0,
+		// in place: the j-th differences occupy x[j:].
+		for j := deltaOrder - 1; j >= 0; j-- {
+			x[j] = heads[j]
+			for k := j + 1; k < h.Knots; k++ {
+				x[k] += x[k-1]
+			}
+		}
+		sat, axis := series/3, series%3
+		for k, v := range x {
+			pos[(k*h.Satellites+sat)*3+axis] = float32(float64(v) * km)
+		}
+	}
+	return pos, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -173,6 +174,54 @@ func TestEphemerisReallocationSettingsAreChecked(t *testing.T) {
 			case tc.want == "" && (e.IntervalNs != tc.interval || e.PhaseNs != tc.phase):
 				t.Fatalf("got interval %d phase %d, want %d %d", e.IntervalNs, e.PhaseNs, tc.interval, tc.phase)
 			case tc.want != "" && (!errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want ErrInvalid naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The compressed copy of the vectors' ephemeris (orbit_model's delta5-i1-zlib
+// body) decodes to the raw file's positions within its 1 m quantum, at every
+// knot of every satellite; a cut or altered body is refused, naming why.
+func TestCompressedEphemerisDecodesToTheRawPositions(t *testing.T) {
+	v, e := loadVectors(t)
+	spec, err := constellation.ParseSpec(v.Constellation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "../../testdata/" + strings.TrimSuffix(v.Ephemeris, ".bin") + "_compressed.bin"
+	z, err := ReadEphemeris(path, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.DType != "delta5-i1-zlib" || z.QuantumM != 1 || z.Knots != e.Knots || z.EndNs() != e.EndNs() {
+		t.Fatalf("got dtype %s quantum %v m, %d knots to %d ns; want delta5-i1-zlib, 1 m, %d knots to %d ns",
+			z.DType, z.QuantumM, z.Knots, z.EndNs(), e.Knots, e.EndNs())
+	}
+	worst := 0.0
+	for i, want := range e.pos {
+		worst = max(worst, abs64(float64(z.pos[i])-float64(want)))
+	}
+	// the 1 m quantum (0.5 m) plus float32's rounding of both files (0.25 m each at 7000 km)
+	if worst > 1e-3 {
+		t.Fatalf("largest difference from the raw positions %.4f km, want within 0.001 km", worst)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewer := bytes.Replace(raw, []byte(fmt.Sprintf(`"knots":%d`, z.Knots)), []byte(fmt.Sprintf(`"knots":%d`, z.Knots-1)), 1)
+	for _, tc := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"cut body", raw[:len(raw)-40], "compressed positions"},
+		{"no quantum", bytes.Replace(raw, []byte(`"quantum_m":1.0`), []byte(`"quantum_m":0`), 1), "quantum 0 m"},
+		{"a knot fewer in the header", fewer, "bytes of inflated positions, want"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseEphemeris(tc.file, spec); !errors.Is(err, errs.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrInvalid naming %q", err, tc.want)
 			}
 		})
