@@ -126,6 +126,9 @@ VERSION=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' sim/satpage/__init__.py)
 guard up
 "$SATPAGE" deploy stack --constellation "$SPEC" --tag "$VERSION" --gateway-port "$PORT" --replicas "$REPLICAS" \
 	--out "$OUT/stack.yml"
+# Link emulation (docs/emulation.md): a day of positions from the default scenario's epoch
+# (the replays below use it), compressed, beside the stack file as a Docker config.
+"$SATPAGE" deploy links --constellation "$SPEC" --hours 24 --out "$OUT/link-ephemeris.bin"
 # Mutual TLS (docs/security.md): fresh material beside the stack file, as Docker secrets.
 rm -rf "$OUT/tls"
 "$SATPAGE" deploy tls --constellation "$SPEC" --out "$OUT/tls"

@@ -34,9 +34,11 @@ ISL_SCHEDULE_FILE = "isl-schedule.json"
 
 def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hours: float, *,
                          policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
-                         step_s: float = 10.0, interval_s: float = 0.0, phase_s: float = 0.0) -> int:
+                         step_s: float = 10.0, interval_s: float = 0.0, phase_s: float = 0.0,
+                         compress: bool = False) -> int:
     """Write the gateway's ephemeris (orbit_model.io.write_ephemeris); returns its size in bytes.
-    ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s``."""
+    ``interval_s`` > 0: the gateway reallocates at ``phase_s + k * interval_s``. ``compress``:
+    the delta-coded body (positions to 1 m, about a sixth of the bytes)."""
     from orbit_model import Constellation
     from orbit_model.io import write_ephemeris
 
@@ -44,7 +46,7 @@ def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hou
     write_ephemeris(path, const, int(round(hours * 3600 * NS_PER_S)), policy=policy, sticky=sticky,
                     min_elevation_deg=min_elevation_deg, step_ns=int(round(step_s * NS_PER_S)),
                     interval_ns=int(round(interval_s * NS_PER_S)),
-                    phase_ns=int(round(phase_s * NS_PER_S)))
+                    phase_ns=int(round(phase_s * NS_PER_S)), compress=compress)
     return Path(path).stat().st_size
 
 

@@ -560,6 +560,55 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
+def _links(objs) -> tuple[dict, dict[str, dict]]:
+    """The daemons' settings and, per workload, the volume its `links` mount reads."""
+    (config,) = [c for c in objs["ConfigMap"] if "SATPAGE_CONSTELLATION" in c.get("data", {})]
+    volumes = {}
+    for w in objs["StatefulSet"] + objs["Deployment"]:
+        pod = w["spec"]["template"]["spec"]
+        main = next(c for c in pod["containers"] if c["name"] in ("satnode", "gateway"))
+        mounts = {m["name"]: m for m in main.get("volumeMounts", [])}
+        if "links" in mounts:
+            vol = next(v for v in pod["volumes"] if v["name"] == "links")
+            (item,) = vol["configMap"]["items"]
+            volumes[main["name"]] = {"file": f"{mounts['links']['mountPath']}/{item['path']}",
+                                     "configMap": vol["configMap"]["name"], "key": item["key"],
+                                     "readOnly": mounts["links"]["readOnly"]}
+    return config["data"], volumes
+
+
+def test_link_emulation_reads_positions_from_the_links_configmap_in_every_satnode_and_the_gateway(helm, tmp_path):
+    """On by default, but without positions nothing is mounted (the daemons log 'link
+    emulation off'); links.configMap mounts its link-ephemeris.bin into satnode and the
+    gateway; live mode times the links from the live ephemeris; emulate=false turns it off."""
+    import base64
+    import datetime as dt
+
+    from satpage.live import write_live_ephemeris
+
+    data, volumes = _links(render(helm))
+    assert data["SATPAGE_EMULATE_LINKS"] == "true" and "SATPAGE_LINK_EPHEMERIS" not in data and volumes == {}
+    data, volumes = _links(render(helm, "--set", "links.configMap=sky", "--set", "links.islCapacityGbps=20",
+                                  "--set-json", "links.perHopProcessingMs=0.25"))
+    assert (data["SATPAGE_ISL_CAPACITY_GBPS"], data["SATPAGE_PER_HOP_PROCESSING_MS"]) == ("20", "0.25")
+    want = {"file": data["SATPAGE_LINK_EPHEMERIS"], "configMap": "sky", "key": "link-ephemeris.bin",
+            "readOnly": True}
+    assert volumes == {"satnode": want, "gateway": want}
+    eph = tmp_path / "eph.bin"
+    write_live_ephemeris(eph, "walker-star:150/10/1:500:87", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 1.0)
+    (tmp_path / "eph.b64").write_text(base64.b64encode(eph.read_bytes()).decode())
+    objs = render(helm, "--set", "live.enabled=true", "--set-file", f"live.ephemerisBase64={tmp_path / 'eph.b64'}",
+                  "--set", "links.configMap=sky")
+    data, volumes = _links(objs)
+    (live,) = [c["metadata"]["name"] for c in objs["ConfigMap"] if "ephemeris.bin" in c.get("binaryData", {})]
+    want = {"file": data["SATPAGE_LINK_EPHEMERIS"], "configMap": live, "key": "ephemeris.bin", "readOnly": True}
+    assert volumes == {"satnode": want, "gateway": want}
+    data, volumes = _links(render(helm, "--set", "links.emulate=false", "--set", "links.configMap=sky"))
+    assert data["SATPAGE_EMULATE_LINKS"] == "false" and "SATPAGE_LINK_EPHEMERIS" not in data and volumes == {}
+    assert "configMap" in reject(helm, "--set", "links.configMap=Not_A_Name")
+    assert "islCapacityGbps" in reject(helm, "--set", "links.islCapacityGbps=0")
+
+
 def test_live_mode_without_an_ephemeris_or_with_a_bad_speed_is_refused(helm):
     assert "ephemerisBase64" in reject(helm, "--set", "live.enabled=true")
     assert "speed" in reject(helm, "--set", "live.speed=0")

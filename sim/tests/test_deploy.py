@@ -372,6 +372,40 @@ def test_every_swarm_service_holds_only_its_own_key_files():
     assert _swarm_files(stack) == want
 
 
+def test_every_satnode_and_the_gateway_read_the_link_ephemeris_that_deploy_links_writes(tmp_path):
+    """On by default: the stack mounts ./link-ephemeris.bin into every satnode and the
+    gateway; `satpage deploy links` writes it compressed, under Docker's 500 KiB limit for
+    a day of the default constellation, and the daemons' reader takes it (orbit_model's)."""
+    from orbit_model.io import read_ephemeris
+
+    stack = yaml.safe_load((ROOT / "charts" / "swarm" / "satpage-stack.yml").read_text())
+    services = stack["services"]
+    for name in [f"sat-{i}" for i in range(150)] + ["gateway"]:
+        (cfg,) = services[name]["configs"]
+        assert services[name]["environment"]["SATPAGE_LINK_EPHEMERIS"] == cfg["target"], name
+        assert stack["configs"][cfg["source"]]["file"] == "./link-ephemeris.bin"
+    assert "configs" not in services["redis-0"]
+    out = CliRunner().invoke(app, ["deploy", "links", "--out", str(tmp_path / "link-ephemeris.bin")])
+    assert out.exit_code == 0, out.output
+    assert "fits a ConfigMap (1 MiB) and a Docker config (500 KiB)" in out.output
+    assert (tmp_path / "link-ephemeris.bin").stat().st_size <= deploy.DOCKER_CONFIG_MAX_BYTES
+    e = read_ephemeris(tmp_path / "link-ephemeris.bin")
+    assert (e.constellation, e.epoch, e.end_ns) == (deploy.DEFAULT_SPEC, "2023-06-01T00:00:00.000000Z",
+                                                    24 * 3600 * 10**9)
+    off = yaml.safe_load(deploy.render_stack(deploy.DEFAULT_SPEC, images=deploy.ImageSet(), links=None))
+    assert "configs" not in off and "SATPAGE_LINK_EPHEMERIS" not in off["services"]["sat-0"]["environment"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hours", "0"], "horizon 0.0 h"),
+    (["--epoch", "noon"], "link epoch 'noon'"),
+    (["-c", "walker:7/2/1:550:53"], "walker:7/2/1:550:53"),
+])
+def test_deploy_links_rejects_bad_input_naming_the_value(tmp_path, args, message):
+    out = CliRunner().invoke(app, ["deploy", "links", "--out", str(tmp_path / "l.bin"), *args])
+    assert out.exit_code == 2 and message in out.output, out.output
+
+
 def test_a_live_swarm_stack_gives_the_gateway_its_ephemeris_and_clock():
     stack = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=60,
                                                live_clock_start="2026-01-01T00:00:00Z"))
@@ -379,11 +413,14 @@ def test_a_live_swarm_stack_gives_the_gateway_its_ephemeris_and_clock():
     env = gw["environment"]
     assert env["SATPAGE_SPEED"] == "60" and env["SATPAGE_CLOCK_START"] == "2026-01-01T00:00:00Z"
     assert env["SATPAGE_PUSH_LEAD"] == "10s"
-    (cfg,) = gw["configs"]
-    assert env["SATPAGE_EPHEMERIS"] == cfg["target"] and cfg["source"] in stack["configs"]
+    cfg = {c["target"]: c for c in gw["configs"]}[env["SATPAGE_EPHEMERIS"]]
     assert stack["configs"][cfg["source"]]["file"] == "./ephemeris.bin"
     assert "SATPAGE_EPHEMERIS" not in stack["services"]["sat-0"]["environment"]
-    plain = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet()))
+    # live: the live ephemeris times the links too (one epoch for the clock and the links)
+    (link,) = stack["services"]["sat-0"]["configs"]
+    assert stack["configs"][link["source"]]["file"] == "./ephemeris.bin"
+    plain = yaml.safe_load(deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(),
+                                               links=None))
     assert "configs" not in plain and "SATPAGE_SPEED" not in plain["services"]["gateway"]["environment"]
     with pytest.raises(ValueError, match="lead -1"):
         deploy.render_stack("walker:8/2/1:550:53", images=deploy.ImageSet(), live_speed=60, live_push_lead_s=-1)

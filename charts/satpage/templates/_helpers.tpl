@@ -426,3 +426,39 @@ takes a certificate's key; its validity and issuer do not matter). */}}
 {{- end }}
 {{- toYaml (get .Values.tls "_data") }}
 {{- end }}
+
+{{/*
+The file whose positions time the links (docs/emulation.md), as the daemons see it;
+empty when links are not emulated or no positions are given. It is mounted beside
+/etc/satpage (not inside it: that may be the ISL schedule's read-only volume).
+*/}}
+{{- define "satpage.linkEphemeris" -}}
+{{- if and .Values.links.emulate (or .Values.live.enabled .Values.links.configMap) -}}
+/etc/satpage-links/link-ephemeris.bin
+{{- end -}}
+{{- end }}
+
+{{/*
+The links volume's mount and volume, for satnode and the gateway: in live mode the
+live ephemeris (the clock's epoch is the links' time 0), else links.configMap's file.
+*/}}
+{{- define "satpage.linksMount" -}}
+- name: links
+  mountPath: /etc/satpage-links
+  readOnly: true
+{{- end }}
+{{- define "satpage.linksVolume" -}}
+- name: links
+  configMap:
+    {{- if .Values.live.enabled }}
+    name: {{ include "satpage.configName" . }}-ephemeris
+    items:
+      - key: ephemeris.bin
+        path: link-ephemeris.bin
+    {{- else }}
+    name: {{ .Values.links.configMap }}
+    items:
+      - key: link-ephemeris.bin
+        path: link-ephemeris.bin
+    {{- end }}
+{{- end }}

@@ -321,6 +321,17 @@ def write_link_ephemeris(sdir: Path, constellation: str, epoch: str | None, hour
     if live:
         return {"ephemeris": str(live["ephemeris"]), "epoch": str(live.get("epoch")),
                 "hours": float(live.get("hours", 0.0))}
+    path = sdir / LINK_EPHEMERIS_FILE
+    sdir.mkdir(parents=True, exist_ok=True)
+    when = write_positions(path, constellation, epoch, hours)
+    return {"ephemeris": str(path), "epoch": when.isoformat(), "hours": float(hours)}
+
+
+def write_positions(path: Path, constellation: str, epoch: str | None, hours: float, *,
+                    compress: bool = False) -> dt.datetime:
+    """Write ``hours`` of ``constellation``'s positions from ``epoch`` (ISO 8601; default: the
+    default scenario's) to ``path`` (orbit_model's ephemeris, 60 s knots; ``compress``: the
+    delta-coded body, about a sixth of the size) and return the epoch (UTC)."""
     if not 0 < hours <= 24 * 31:
         raise ValueError(f"link ephemeris horizon {hours} h must be above 0 and at most 31 days")
     from orbit_model import Constellation
@@ -334,11 +345,10 @@ def write_link_ephemeris(sdir: Path, constellation: str, epoch: str | None, hour
         raise ValueError(f"link epoch {text!r} is not an ISO 8601 time") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
-    path = sdir / LINK_EPHEMERIS_FILE
-    sdir.mkdir(parents=True, exist_ok=True)
-    write_ephemeris(path, Constellation.from_spec(constellation, epoch=when.astimezone(dt.UTC)),
-                    int(round(hours * 3600 * 1e9)))
-    return {"ephemeris": str(path), "epoch": when.astimezone(dt.UTC).isoformat(), "hours": float(hours)}
+    when = when.astimezone(dt.UTC)
+    write_ephemeris(path, Constellation.from_spec(constellation, epoch=when),
+                    int(round(hours * 3600 * 1e9)), compress=compress)
+    return when
 
 
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
