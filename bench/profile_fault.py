@@ -1,6 +1,6 @@
 """Where the CPU of a one-page, one-hop page fault goes (docs/services.md, "Speed").
 
-    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--out DIR] [--json]
+    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--switches] [--out DIR] [--json]
 
 Starts the default local cluster (150 satellites, mutual TLS) with the Go
 profiler on every satnode, and in the same run:
@@ -8,13 +8,20 @@ profiler on every satnode, and in the same run:
 - measures the bare gRPC round trip (health Check) and one-hop page faults at
   one page per request (bin/satload, 32 sessions, closed loop), their ratio and
   the CPU per request of the cluster's processes and the load generator;
+- counts the context switches (wake-ups) per request of the satnodes and the
+  redis-servers (every thread, /proc/PID/task/*/status), net of what the idle
+  cluster does in the same time (its timers: measured for IDLE_S first);
 - counts the Redis commands per fault (INFO commandstats of all 150
   redis-servers, before and after; the load generator's set-up, 64 writes per
   session, is counted in the calls and subtracted from nothing: it is printed);
 - records a CPU profile of every satnode during the fault run (pprof, merged
   into DIR/pprof-satnodes.pb.gz when `go` is on PATH) and, with --perf, a
   system-wide `perf record -a -g` (DIR/perf.data) whose satnode samples are
-  grouped by what their stack holds (the first rule that matches wins).
+  grouped by what their stack holds (the first rule that matches wins);
+- with --switches, records every context switch of the fault run with its
+  stack (`perf record -e sched:sched_switch -a -g`, DIR/switches.data) and
+  groups the satnodes' by what the thread that slept was doing (SWITCHES).
+  Recording every switch costs CPU itself: take rates from a run without it.
 
 Not a make target (about a minute). perf needs the `linux-perf` package; on a VM
 without hardware counters it samples the cpu-clock.
@@ -63,6 +70,23 @@ BUCKETS = [
 ]
 
 
+# A satnode thread's context switch -> why it slept: the first whose patterns
+# the stack holds all of wins.
+SWITCHES = [
+    ("sysmon thread, short sleep between its checks (usleep, 20 us and up)", ["runtime.usleep", "runtime.sysmon"]),
+    ("sysmon thread, deep sleep until the process is busy again (notetsleep)", ["runtime.notetsleep",
+                                                                                 "runtime.sysmon"]),
+    ("sysmon thread, other", ["runtime.sysmon"]),
+    ("a syscall waking the sysmon thread (entersyscallWakeSysmon)", ["entersyscallWakeSysmon"]),
+    ("idle, waiting for the network (netpoll: a request, a reply, Redis)", ["runtime.netpoll"]),
+    ("a thread without work parked (stopm)", ["runtime.stopm"]),
+    ("Redis client (go-redis)", ["go-redis"]),
+    ("socket write (gRPC, TLS)", ["internal/poll.(*FD).Write"]),
+    ("socket read (gRPC, TLS)", ["internal/poll.(*FD).Read"]),
+    ("garbage collector", ["gcBgMarkWorker", "runtime.gcStart", "bgsweep", "bgscavenge"]),
+]
+
+
 SETUP_S = 4  # seconds the profiles wait for the load generator's set-up
 
 
@@ -75,6 +99,30 @@ def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
         for m in re.finditer(r"cmdstat_([\w|]+):calls=(\d+)", out):
             total[m.group(1)] += int(m.group(2))
     return total
+
+
+IDLE_S = 3  # seconds of an idle cluster whose wake-ups are subtracted
+
+
+def switches(processes) -> collections.Counter:
+    """Context switches so far (voluntary and not) of every thread of processes, by role."""
+    total: collections.Counter = collections.Counter()
+    for p in processes:
+        for status in Path(f"/proc/{p.pid}/task").glob("*/status"):
+            try:
+                text = status.read_text()
+            except OSError:  # a thread that ended meanwhile
+                continue
+            for m in re.finditer(r"^(?:non)?voluntary_ctxt_switches:\s+(\d+)", text, re.M):
+                total[p.role] += int(m.group(1))
+    return total
+
+
+def per_request(before: collections.Counter, after: collections.Counter, seconds: float,
+                idle_per_s: dict[str, float], requests: int) -> dict[str, float]:
+    """Context switches per request by role, net of the idle cluster's over seconds."""
+    return {role: (after[role] - before[role] - idle_per_s.get(role, 0.0) * seconds) / requests
+            for role in ("satnode", "redis")}
 
 
 def fetch_profiles(st, n: int, seconds: int, out: Path) -> list[Path]:
@@ -94,8 +142,9 @@ def fetch_profiles(st, n: int, seconds: int, out: Path) -> list[Path]:
     return [f for f in files if f.exists() and f.stat().st_size > 0]
 
 
-def perf_buckets(perf_data: Path, comm: str) -> tuple[dict[str, float], int]:
-    """Share of comm's samples per bucket of BUCKETS (and 'other')."""
+def perf_buckets(perf_data: Path, comm: str, buckets=BUCKETS, match=any) -> tuple[dict[str, float], int]:
+    """Share of comm's samples (or switches) per bucket of buckets (and 'other'):
+    the first bucket whose patterns match the stack (any of them, or all with match=all)."""
     out = subprocess.run(["perf", "script", "-i", str(perf_data), "--comm", comm],
                          capture_output=True, text=True, timeout=600).stdout
     counts: collections.Counter = collections.Counter()
@@ -106,7 +155,7 @@ def perf_buckets(perf_data: Path, comm: str) -> tuple[dict[str, float], int]:
             continue
         total += 1
         stack = "\n".join(frames)
-        counts[next((name for name, pats in BUCKETS if any(p in stack for p in pats)), "other")] += 1
+        counts[next((name for name, pats in buckets if match(p in stack for p in pats)), "other")] += 1
     return {k: v / total for k, v in counts.most_common()}, total
 
 
@@ -128,14 +177,16 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=5, help="length of each measurement")
     ap.add_argument("--workers", type=int, default=32)
     ap.add_argument("--perf", action="store_true", help="also perf record -a -g during the fault run")
+    ap.add_argument("--switches", action="store_true",
+                    help="also perf record -e sched:sched_switch -a -g during the fault run (costs CPU itself)")
     ap.add_argument("--out", type=Path, help="keep the profiles here (default: a temporary directory)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     if args.seconds < 2 or args.seconds > 60:
         print(f"error: --seconds {args.seconds} outside [2, 60]", file=sys.stderr)
         return 2
-    if args.perf and not shutil.which("perf"):
-        print("error: --perf: perf not found (apt-get install linux-perf)", file=sys.stderr)
+    if (args.perf or args.switches) and not shutil.which("perf"):
+        print("error: --perf/--switches: perf not found (apt-get install linux-perf)", file=sys.stderr)
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="satpage-profile-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -148,7 +199,12 @@ def main() -> int:
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
             run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
                                           workers=args.workers, duration=args.seconds, **kw)[0]
+            s0, t0 = switches(st.processes), time.monotonic()
+            time.sleep(IDLE_S)
+            s1, t1 = switches(st.processes), time.monotonic()
+            idle = {role: (s1[role] - s0[role]) / (t1 - t0) for role in s1}
             echo = run("echo")
+            s2, t2 = switches(st.processes), time.monotonic()
             calls0 = redis_calls(Path(tmp) / "redis", n)
             side: list[threading.Thread] = []
             profiles: list[Path] = []
@@ -166,14 +222,21 @@ def main() -> int:
                                                   str(SETUP_S * 1000), "-o", str(out / "perf.data"), "--",
                                                   "sleep", str(SETUP_S + window)],
                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                if args.switches:
+                    perf.append(subprocess.Popen(["perf", "record", "-e", "sched:sched_switch", "-a", "-g", "-D",
+                                                  str(SETUP_S * 1000), "-o", str(out / "switches.data"), "--",
+                                                  "sleep", str(SETUP_S + window)],
+                                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
                 time.sleep(SETUP_S)
                 profiles.extend(fetch_profiles(st, n, window, out))
 
             side.append(threading.Thread(target=profile))
             for t in side:
                 t.start()
+            s3, t3 = switches(st.processes), time.monotonic()
             fault = satload(base, args.constellation, pid_file, "1", tls_dir=st.tls_dir, workers=args.workers,
                             duration=args.seconds + SETUP_S + 2, batch=1)[0]
+            s4, t4 = switches(st.processes), time.monotonic()
             for t in side:
                 t.join()
             for p in perf:
@@ -187,6 +250,10 @@ def main() -> int:
         "one_hop_faults_per_s": fault["accesses_per_s"], "fault_cpu_us": fault["cpu_us_per_access"],
         "single_page_vs_bare": fault["accesses_per_s"] / echo["accesses_per_s"],
         "fault_cpu_in_bare_round_trips": fault["cpu_us_per_access"] / echo["cpu_us_per_access"],
+        "idle_switches_per_s": idle,
+        "switches_per_bare_round_trip": per_request(s1, s2, t2 - t1, idle, echo["accesses"]),
+        # The fault run's set-up (sessions opened, 64 writes each) is counted in it.
+        "switches_per_fault": per_request(s3, s4, t4 - t3, idle, fault["accesses"]),
         "hops_ok": fault["measured_hops_sum"] == faults and fault["unexpected_outcomes"] == 0,
         "faults": faults, "setup_writes": args.workers * 64,
         "redis_calls_per_fault": {k: v / faults for k, v in calls.most_common()},
@@ -202,6 +269,9 @@ def main() -> int:
         buckets, samples = perf_buckets(out / "perf.data", "satnode")
         result["perf_satnode_buckets"], result["perf_satnode_samples"] = buckets, samples
         result["perf_comms"] = perf_comms(out / "perf.data")
+    if args.switches:
+        result["switches_satnode"], result["switches_satnode_recorded"] = perf_buckets(
+            out / "switches.data", "satnode", SWITCHES, all)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -210,6 +280,10 @@ def main() -> int:
           f"({fault['cpu_us_per_access']:.0f} us CPU each): ratio {result['single_page_vs_bare']:.3f}, "
           f"CPU {result['fault_cpu_in_bare_round_trips']:.2f} bare round trips; hops ok {result['hops_ok']}; "
           f"load average {result['load_average'][0]:.1f}")
+    sw, swb = result["switches_per_fault"], result["switches_per_bare_round_trip"]
+    print(f"context switches per request (every thread; the idle cluster's subtracted): one-hop fault: "
+          f"satnodes {sw['satnode']:.1f}, redis-servers {sw['redis']:.1f}; bare round trip: satnodes "
+          f"{swb['satnode']:.1f}")
     print(f"Redis calls per fault ({faults:,} faults; the set-up's {result['setup_writes']:,} writes included):")
     for k, v in result["redis_calls_per_fault"].items():
         print(f"  {k:<14} {v:6.3f}")
@@ -219,6 +293,11 @@ def main() -> int:
                                                         for c in ("satnode", "redis-server", "satload")))
         print(f"satnode samples ({result['perf_satnode_samples']:,}) by what their stack holds:")
         for k, v in result["perf_satnode_buckets"].items():
+            print(f"  {v:6.1%}  {k}")
+    if args.switches:
+        print(f"satnode context switches ({result['switches_satnode_recorded']:,} recorded) by what the thread "
+              "that slept was doing:")
+        for k, v in result["switches_satnode"].items():
             print(f"  {v:6.1%}  {k}")
     print(f"profiles in {out}" + (f" (go tool pprof -top {result['pprof']})" if "pprof" in result else ""))
     return 0

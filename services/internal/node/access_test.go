@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
@@ -292,5 +293,34 @@ func TestAOneHopFaultMakesOneRedisCallAtTheServingSatelliteAndNoneAtTheOwner(t *
 	}
 	if got := diff(redisCalls(t, socks[0]), atO); len(got) != 0 {
 		t.Errorf("Redis calls at the old owner: got %v, want none", got)
+	}
+
+	// With a request id (exactly-once: the gateway sends one): the slot of the
+	// id is looked up in memory (the first request of the session lists the
+	// kept answers once, keys only), and the answer goes in the adopt script.
+	placePage(t, c, "u", 0, 1, data)
+	if r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "u", Page: 9, RequestId: "first"}); err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_CREATED {
+		t.Fatalf("ReadPage of a new page with an id: got %v, %v, want CREATED", r, err)
+	}
+	atS, atO = redisCalls(t, socks[1]), redisCalls(t, socks[0])
+	r, err = rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "u", Page: 7, RequestId: "r7"})
+	if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 || !bytes.Equal(r.Data, data) {
+		t.Fatalf("ReadPage with an id: got %v, %v, want MOVED over 1 hop with the data written", r, err)
+	}
+	// evalsha + hexists + 3 hset: the frame, its table entry and the answer.
+	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"evalsha": 1, "hexists": 1, "hset": 3}; !maps.Equal(got, want) {
+		t.Errorf("Redis calls at the serving satellite, with a request id: got %v, want %v", got, want)
+	}
+	if got := diff(redisCalls(t, socks[0]), atO); len(got) != 0 {
+		t.Errorf("Redis calls at the old owner, with a request id: got %v, want none", got)
+	}
+	// The same id again (a retry): the first answer, from memory, and no move.
+	atS = redisCalls(t, socks[1])
+	again, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "u", Page: 7, RequestId: "r7"})
+	if err != nil || !proto.Equal(again, r) {
+		t.Fatalf("ReadPage sent again: got %v, %v, want the first answer %v", again, err, r)
+	}
+	if got := diff(redisCalls(t, socks[1]), atS); len(got) != 0 {
+		t.Errorf("Redis calls at the serving satellite for a retry: got %v, want none", got)
 	}
 }

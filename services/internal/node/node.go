@@ -123,11 +123,20 @@ func New(o Options) (*Node, error) {
 		releases: newReleases(), stale: staleTables{m: map[string]bool{}},
 		partial: partialMoves{m: map[string]movedSoFar{}},
 		retries: retry.NewBudget(retryRatio, retryFloor, retryMost)}
+	if ix, ok := o.Store.(frameIndexer); ok {
+		// Every request with an id looks its slot up (recall), and nearly always
+		// finds it empty: with the answers' pages in memory that costs no round trip.
+		ix.IndexFrames(dedupPrefix)
+	}
 	if err := n.setUpReplication(o); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
+
+// frameIndexer is a store that can keep the pages of some sessions' frames
+// in memory (store.Cached).
+type frameIndexer interface{ IndexFrames(prefix string) }
 
 // Close ends the node's background work: it waits for the releases being sent
 // in the background and sends those still pending, within ctx (a release cut

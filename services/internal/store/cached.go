@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/satpage/satpage/services/internal/errs"
@@ -47,6 +48,13 @@ type Cached struct {
 	newest      *cachedFrame
 	frameBytes  int
 	maxFrameMem int
+
+	// The index (IndexFrames): for sessions named with indexPrefix, the pages
+	// the backend holds frames of, loaded once (keys only) and kept with every
+	// change; a session not in index is not known.
+	lister      FrameLister // back's; nil when it has none
+	indexPrefix string      // "": no index
+	index       map[string]map[uint32]struct{}
 }
 
 type cachedFrame struct {
@@ -58,6 +66,9 @@ type cachedFrame struct {
 
 const (
 	cacheStripes = 64
+	// maxIndexed bounds the sessions whose frame pages are indexed (a node's
+	// kept answers: up to 1024 pages each).
+	maxIndexed = 4096
 	// frameCost is what a held frame costs beyond its bytes (entry, map slot, key).
 	frameCost = 96
 	// tableEntryCost is about what one page-table entry costs in a Go map.
@@ -89,7 +100,8 @@ func Stack(back PageStore, quota float64, cacheBytes int) PageStore {
 // larger than that is not held) and maxFrameBytes of frames in front of back.
 func NewCached(back PageStore, maxEntries, maxFrameBytes int) *Cached {
 	snap, _ := back.(Snapshotter)
-	return &Cached{back: back, snap: snap, seed: maphash.MakeSeed(),
+	lister, _ := back.(FrameLister)
+	return &Cached{back: back, snap: snap, lister: lister, seed: maphash.MakeSeed(), index: map[string]map[uint32]struct{}{},
 		tables: map[string]Table{}, tableUse: map[string]uint64{}, maxEntries: maxEntries,
 		frames: map[string]map[uint32]*cachedFrame{}, maxFrameMem: maxFrameBytes}
 }
@@ -256,6 +268,83 @@ func pagesOf(frames []Frame) []uint32 {
 	return out
 }
 
+// The index of small sessions' frames.
+
+// IndexFrames makes memory keep, for every session named with prefix, the
+// pages the backend holds frames of (listed once, keys only, then kept with
+// every change), so that asking for a page it does not hold costs no backend
+// round trip. Meant for sessions of a few hundred small frames (a node's kept
+// answers, looked up by every request that carries an id and nearly always
+// absent); a backend that lists no frames (FrameLister) indexes nothing. Call
+// before the store is used.
+func (c *Cached) IndexFrames(prefix string) {
+	if c.lister != nil {
+		c.indexPrefix = prefix
+	}
+}
+
+func (c *Cached) indexed(session string) bool {
+	return c.indexPrefix != "" && strings.HasPrefix(session, c.indexPrefix)
+}
+
+// indexAdd records that the backend holds frames of pages (an indexed
+// session not known yet stays unknown); c.mu held.
+func (c *Cached) indexAdd(session string, pages []uint32) {
+	if ix, ok := c.index[session]; ok {
+		for _, p := range pages {
+			ix[p] = struct{}{}
+		}
+	}
+}
+
+// indexDelete records that the backend holds no frames of pages; c.mu held.
+func (c *Cached) indexDelete(session string, pages []uint32) {
+	if ix, ok := c.index[session]; ok {
+		for _, p := range pages {
+			delete(ix, p)
+		}
+	}
+}
+
+// absent reports whether the index knows the backend holds no frame of one
+// of pages, loading session's index first when needed (one listing); the
+// caller holds session's stripe lock, not c.mu.
+func (c *Cached) absent(ctx context.Context, session string, pages []uint32) (uint32, bool) {
+	if !c.indexed(session) {
+		return 0, false
+	}
+	c.mu.Lock()
+	ix, ok := c.index[session]
+	c.mu.Unlock()
+	if !ok {
+		listed, err := c.lister.FramePages(ctx, session)
+		if err != nil {
+			return 0, false // unknown: the backend answers the read itself
+		}
+		ix = make(map[uint32]struct{}, len(listed))
+		for _, p := range listed {
+			ix[p] = struct{}{}
+		}
+		c.mu.Lock()
+		for s := range c.index {
+			if len(c.index) < maxIndexed {
+				break
+			}
+			delete(c.index, s) // any: it is listed again when next needed
+		}
+		c.index[session] = ix
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range pages {
+		if _, held := ix[p]; !held {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
 // The PageStore methods.
 
 func (c *Cached) OpenTable(ctx context.Context, session string) error {
@@ -382,8 +471,10 @@ func (c *Cached) PutFrames(ctx context.Context, session string, frames []Frame) 
 	defer c.mu.Unlock()
 	if err == nil {
 		c.holdFrames(session, frames)
+		c.indexAdd(session, pagesOf(frames))
 	} else {
 		c.dropFrames(session, pagesOf(frames))
+		delete(c.index, session)
 	}
 	return err
 }
@@ -398,6 +489,9 @@ func (c *Cached) GetFrames(ctx context.Context, session string, pages []uint32) 
 		return out, nil
 	}
 	defer c.lock(session)()
+	if p, ok := c.absent(ctx, session, pages); ok {
+		return nil, fmt.Errorf("page %d of session %q: %w", p, session, errs.ErrNotFound)
+	}
 	out, err := c.back.GetFrames(ctx, session, pages)
 	if err != nil {
 		return nil, err
@@ -432,6 +526,11 @@ func (c *Cached) DeleteFrames(ctx context.Context, session string, pages []uint3
 	n, err := c.back.DeleteFrames(ctx, session, pages)
 	c.mu.Lock()
 	c.dropFrames(session, pages)
+	if err == nil {
+		c.indexDelete(session, pages)
+	} else {
+		delete(c.index, session)
+	}
 	c.mu.Unlock()
 	return n, err
 }
@@ -445,6 +544,7 @@ func (c *Cached) DropFrames(ctx context.Context, session string) (int, error) {
 	n, err := c.back.DropFrames(ctx, session)
 	c.mu.Lock()
 	c.dropSessionFrames(session)
+	delete(c.index, session) // listed again (empty) if asked: an ended session's entry would stay
 	c.mu.Unlock()
 	return n, err
 }
@@ -463,9 +563,11 @@ func (c *Cached) adopted(session string, frames []Frame, owner uint32, err error
 	if err != nil {
 		c.dropFrames(session, pagesOf(frames))
 		c.dropTable(session)
+		delete(c.index, session)
 		return
 	}
 	c.holdFrames(session, frames)
+	c.indexAdd(session, pagesOf(frames))
 	c.setOwners(session, pagesOf(frames), owner)
 }
 
@@ -477,8 +579,10 @@ func (c *Cached) AdoptAnswered(ctx context.Context, session string, frames []Fra
 	c.adopted(session, frames, owner, err)
 	if err == nil {
 		c.holdFrames(answers, []Frame{answer})
+		c.indexAdd(answers, []uint32{answer.Page})
 	} else {
 		c.dropFrame(answers, answer.Page)
+		delete(c.index, answers)
 	}
 	return err
 }
@@ -489,6 +593,11 @@ func (c *Cached) ReleaseFrames(ctx context.Context, session string, pages []uint
 	if !errors.Is(err, errs.ErrStillOwned) { // refused: nothing was deleted
 		c.mu.Lock()
 		c.dropFrames(session, pages)
+		if err == nil {
+			c.indexDelete(session, pages)
+		} else {
+			delete(c.index, session)
+		}
 		c.mu.Unlock()
 	}
 	return n, err
@@ -522,5 +631,6 @@ func (c *Cached) Replace(ctx context.Context, states []SessionState) error {
 	defer c.mu.Unlock()
 	c.tables, c.tableUse, c.entries = map[string]Table{}, map[string]uint64{}, 0
 	c.frames, c.oldest, c.newest, c.frameBytes = map[string]map[uint32]*cachedFrame{}, nil, nil, 0
+	c.index = map[string]map[uint32]struct{}{}
 	return err
 }

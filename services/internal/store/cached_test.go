@@ -196,9 +196,18 @@ func TestTheCacheStaysWithinItsBudget(t *testing.T) {
 }
 
 func TestConcurrentChangesAndReadsOfASessionAgreeWithTheBackend(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprint("indexed=", indexed), func(t *testing.T) { concurrentChangesAndReads(t, indexed) })
+	}
+}
+
+func concurrentChangesAndReads(t *testing.T, indexed bool) {
 	ctx := context.Background()
 	b := newBackend()
 	c := store.NewCached(b, 1<<10, 8*(8+96)) // a few frames: misses load while others write
+	if indexed {
+		c.IndexFrames("s") // absent pages answered from the index while others adopt them
+	}
 	if err := c.OpenTable(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +243,57 @@ func TestConcurrentChangesAndReadsOfASessionAgreeWithTheBackend(t *testing.T) {
 		if err != nil || string(g[0].Data) != string(w[0].Data) {
 			t.Errorf("page %d: got %v, %v, want the backend's %q", p, g, err, w[0].Data)
 		}
+	}
+}
+
+// An indexed session (IndexFrames): once its pages are listed, a page the
+// backend does not hold is answered from memory, every change keeps the index,
+// and a change whose outcome is unknown (its reply lost) makes it list again.
+func TestAnIndexedSessionAnswersAbsentPagesWithoutTheBackend(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend()
+	c := store.NewCached(b, 1<<10, 1<<20)
+	c.IndexFrames("answers:")
+	const s = "answers:x"
+	if err := c.PutFrames(ctx, s, []store.Frame{{Page: 3, Data: []byte("three")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetFrames(ctx, s, []uint32{4}); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("GetFrames of an absent page: got %v, want not found", err)
+	}
+	before := b.calls.Load()
+	for p := range uint32(64) {
+		_, err := c.GetFrames(ctx, s, []uint32{100 + p})
+		if !errors.Is(err, errs.ErrNotFound) {
+			t.Fatalf("GetFrames of absent page %d: got %v, want not found", 100+p, err)
+		}
+	}
+	if got := b.calls.Load() - before; got != 0 {
+		t.Errorf("64 lookups of absent pages of an indexed session made %d backend calls, want 0", got)
+	}
+	// The reply of a store is lost after the backend stored the frame: the
+	// index must not say it is absent.
+	b.fail.Store(true)
+	if err := c.PutFrames(ctx, s, []store.Frame{{Page: 5, Data: []byte("five")}}); err == nil {
+		t.Fatal("PutFrames with its reply lost: got nil error")
+	}
+	b.fail.Store(false)
+	f, err := c.GetFrames(ctx, s, []uint32{5})
+	if err != nil || string(f[0].Data) != "five" {
+		t.Fatalf("GetFrames of a frame stored with its reply lost: got %v, %v, want five", f, err)
+	}
+	// Deleted and released pages are absent again; a session not indexed asks the backend.
+	if _, err := c.DeleteFrames(ctx, s, []uint32{3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetFrames(ctx, s, []uint32{3}); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("GetFrames of a deleted page: got %v, want not found", err)
+	}
+	before = b.calls.Load()
+	if _, err := c.GetFrames(ctx, "other", []uint32{1}); !errors.Is(err, errs.ErrNotFound) {
+		t.Errorf("GetFrames of a session not indexed: got %v, want not found", err)
+	}
+	if got := b.calls.Load() - before; got != 1 {
+		t.Errorf("a lookup in a session not indexed made %d backend calls, want 1", got)
 	}
 }

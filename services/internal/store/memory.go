@@ -179,6 +179,19 @@ func (m *Memory) CountFrames(ctx context.Context, session string) (int, error) {
 	return len(m.frames[session]), nil
 }
 
+// FramePages lists the pages of the session's frames.
+func (m *Memory) FramePages(ctx context.Context, session string) ([]uint32, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]uint32, 0, len(m.frames[session]))
+	for p := range m.frames[session] {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 func (m *Memory) DropFrames(ctx context.Context, session string) (int, error) {
 	if err := m.lock(ctx); err != nil {
 		return 0, err

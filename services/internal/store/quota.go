@@ -143,3 +143,12 @@ func (q *Quota) AdoptAnswered(ctx context.Context, session string, frames []Fram
 	}
 	return q.PageStore.AdoptAnswered(ctx, session, frames, owner, answers, answer)
 }
+
+// FramePages passes through a quota.
+func (q *Quota) FramePages(ctx context.Context, session string) ([]uint32, error) {
+	l, ok := q.PageStore.(FrameLister)
+	if !ok {
+		return nil, fmt.Errorf("store %T lists no frames: %w", q.PageStore, errs.ErrInvalid)
+	}
+	return l.FramePages(ctx, session)
+}

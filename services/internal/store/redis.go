@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,14 @@ func NewRedis(ctx context.Context, addr string) (*Redis, error) {
 			opt.Addr = addr
 		}
 	}
+	var d net.Dialer
+	opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return unchecked{conn}, nil
+	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
@@ -85,6 +94,14 @@ func NewRedis(ctx context.Context, addr string) (*Redis, error) {
 	}
 	return &Redis{c: c}, nil
 }
+
+// unchecked is a connection to Redis that go-redis cannot peek at: on every
+// command it takes from its pool it would otherwise read the socket once
+// (recvfrom MSG_PEEK) to see whether the server closed it, one more syscall
+// per page fault. This Redis is the satellite's own (a Unix socket or its
+// pod's sidecar, no idle timeout), and a command on a connection the server
+// did close fails at once with EOF, which go-redis sends again on a new one.
+type unchecked struct{ net.Conn }
 
 func tkey(s string) string { return "t:" + s }
 func fkey(s string) string { return "f:" + s }
@@ -268,6 +285,23 @@ func (r *Redis) DeleteFrames(ctx context.Context, session string, pages []uint32
 func (r *Redis) CountFrames(ctx context.Context, session string) (int, error) {
 	n, err := r.c.HLen(ctx, fkey(session)).Result()
 	return int(n), wrap(err, "count frames")
+}
+
+// FramePages lists the fields of the session's frame hash (HKEYS).
+func (r *Redis) FramePages(ctx context.Context, session string) ([]uint32, error) {
+	keys, err := r.c.HKeys(ctx, fkey(session)).Result()
+	if err != nil {
+		return nil, wrap(err, "list frames")
+	}
+	out := make([]uint32, 0, len(keys))
+	for _, k := range keys {
+		p, err := strconv.ParseUint(k, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("frame field %q of session %q is not a page number: %w", k, session, errs.ErrUnavailable)
+		}
+		out = append(out, uint32(p))
+	}
+	return out, nil
 }
 
 func (r *Redis) DropFrames(ctx context.Context, session string) (int, error) {

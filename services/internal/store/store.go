@@ -72,3 +72,10 @@ type PageStore interface {
 	// Close releases the backend connection.
 	Close() error
 }
+
+// FrameLister is a backend that lists the pages of a session's frames, keys
+// only (Cached's index of small sessions, Cached.IndexFrames).
+type FrameLister interface {
+	// FramePages is the pages of session's frames held here, in no order.
+	FramePages(ctx context.Context, session string) ([]uint32, error)
+}
