@@ -6,9 +6,12 @@ Usage: e2e-compare.py paper   ENGINE.json CLUSTER.json
        e2e-compare.py lost    CLUSTER.json KILLED.json
        e2e-compare.py failover ENGINE.json KILLED.json
        e2e-compare.py scheduled CHAOS.json
+Every verdict is satpage.comparator's (counts equal; a latency within its named tolerance).
 paper: `totals`, `last_row`, `proactive_moves`, `ondemand_moves`, `ondemand_hops` must be
-equal (issue 8's cross-check). compare: for every strategy, every count the cluster
-reports must equal the engine's (at least one count per strategy must be compared).
+equal. compare: for every strategy, every count the cluster reports must equal the
+engine's (at least one count per strategy must be compared); the fault latencies are
+printed beside the engine's with the comparator's verdict, and do not fail the check (a
+deployment without a link ephemeris answers in the machine's own time).
 lost: two cluster replays of the same compare run, the second with a satellite killed in
 the middle: the page frames each session's EndSession deleted (``pages_deleted``, every
 frame the session still had) must be the same, so no page was lost; prints
@@ -32,6 +35,8 @@ from __future__ import annotations
 import json
 import sys
 
+from satpage.comparator import TOLERANCES, compare_figures
+
 PAPER_KEYS = ("totals", "last_row", "proactive_moves", "ondemand_moves", "ondemand_hops")
 
 
@@ -45,23 +50,18 @@ def _find(obj: dict, key: str):
     raise KeyError(key)
 
 
-def _equal(a, b) -> bool:
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return a == b
+def _mark(ok: bool) -> str:
+    return "ok" if ok else "DIFFERENT"
 
 
 def paper(engine: dict, cluster: dict) -> list[str]:
-    bad = []
-    for key in PAPER_KEYS:
-        e, c = _find(engine, key), _find(cluster, key)
-        ok = _equal(e, c)
-        print(f"  paper {key:16s} engine={json.dumps(e)[:60]:60s} cluster={json.dumps(c)[:60]} {'ok' if ok else 'DIFFERENT'}")
-        if not ok:
-            bad.append(key)
-    return bad
+    e = {k: _find(engine, k) for k in PAPER_KEYS}
+    c = {k: _find(cluster, k) for k in PAPER_KEYS}
+    verdict = compare_figures(e, c, PAPER_KEYS)
+    for r in verdict.rows:
+        print(f"  paper {r.key:16s} engine={json.dumps(r.engine)[:60]:60s} cluster={json.dumps(r.other)[:60]} "
+              f"{_mark(r.ok)}")
+    return verdict.different
 
 
 def compare(engine: dict, cluster: dict) -> list[str]:
@@ -70,23 +70,23 @@ def compare(engine: dict, cluster: dict) -> list[str]:
     if set(e_strats) != set(c_strats):
         return [f"strategies differ: engine {sorted(e_strats)}, cluster {sorted(c_strats)}"]
     for name, counts in c_strats.items():
-        shared = [k for k, v in counts.items() if isinstance(v, int | float) and k in e_strats[name]]
-        if not shared:
+        verdict = compare_figures(e_strats[name], counts)  # every number the two have in common
+        if not [r for r in verdict.rows if r.key not in TOLERANCES]:
             bad.append(f"{name}: no count in common with the engine")
             continue
-        for k in shared:
-            if "latency" in k:
+        for r in verdict.rows:
+            if r.key in TOLERANCES:
                 # The engine prices the links' propagation; a deployment without link
                 # emulation (no link ephemeris) answers in the machine's own time, so
                 # latencies are reported, not held to the engine's (docs/emulation.md).
-                print(f"  compare {name:12s} {k:24s} engine={e_strats[name][k]!s:>14} cluster={counts[k]!s:>14} "
-                      "(latency: reported, not compared)")
+                print(f"  compare {name:12s} {r.key:24s} engine={r.engine!s:>14} cluster={r.other!s:>14} "
+                      f"(latency: reported, not compared; within {r.tolerance.rel:.0%}: "
+                      f"{'yes' if r.ok else 'no'})")
                 continue
-            ok = _equal(e_strats[name][k], counts[k])
-            print(f"  compare {name:12s} {k:24s} engine={e_strats[name][k]!s:>14} cluster={counts[k]!s:>14} "
-                  f"{'ok' if ok else 'DIFFERENT'}")
-            if not ok:
-                bad.append(f"{name}.{k}")
+            print(f"  compare {name:12s} {r.key:24s} engine={r.engine!s:>14} cluster={r.other!s:>14} "
+                  f"{_mark(r.ok)}")
+            if not r.ok:
+                bad.append(f"{name}.{r.key}")
     return bad
 
 
@@ -151,12 +151,11 @@ def failover(engine: dict, killed: dict) -> list[str]:
     if set(e_strats) != set(k_strats):
         return [f"strategies differ: engine {sorted(e_strats)}, cluster {sorted(k_strats)}"]
     for name, counts in k_strats.items():
-        for k in FAILOVER_EQUAL:
-            ok = _equal(e_strats[name].get(k), counts.get(k))
-            print(f"  failover {name:12s} {k:20s} engine={e_strats[name].get(k)!s:>12} "
-                  f"cluster={counts.get(k)!s:>12} {'ok' if ok else 'DIFFERENT'}")
-            if not ok:
-                bad.append(f"{name}.{k}")
+        for r in compare_figures(e_strats[name], counts, FAILOVER_EQUAL).rows:
+            print(f"  failover {name:12s} {r.key:20s} engine={r.engine!s:>12} "
+                  f"cluster={r.other!s:>12} {_mark(r.ok)}")
+            if not r.ok:
+                bad.append(f"{name}.{r.key}")
         for k in FAILOVER_REPORTED:
             if k in counts and k in e_strats[name]:
                 d = counts[k] - e_strats[name][k]
@@ -185,12 +184,11 @@ def scheduled(chaos: dict) -> int:
             print(f"  scheduled {name:12s} {k:20s} cluster={got[k]!s:>12} {'ok' if got[k] == 0 else 'LOST'}")
             if got[k]:
                 bad.append(f"{name}.{k}")
-        for k in SCHEDULED_COUNTS:
-            ok = _equal(eng.get(k), got.get(k))
-            print(f"  scheduled {name:12s} {k:20s} engine={eng.get(k)!s:>12} cluster={got.get(k)!s:>12} "
-                  f"{'ok' if ok else 'DIFFERENT'}")
-            if not ok:
-                bad.append(f"{name}.{k}")
+        for r in compare_figures(eng, got, SCHEDULED_COUNTS).rows:
+            print(f"  scheduled {name:12s} {r.key:20s} engine={r.engine!s:>12} cluster={r.other!s:>12} "
+                  f"{_mark(r.ok)}")
+            if not r.ok:
+                bad.append(f"{name}.{r.key}")
     print(f"victims={','.join(victims)}")
     if bad:
         print(f"e2e-compare: scheduled: {', '.join(bad)}", file=sys.stderr)

@@ -17,22 +17,33 @@ DEFAULT_SPEC = "walker-star:150/10/1:500:87"
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
 
 
+#: what a local cluster runs: make build's Go binaries and the Debian redis-server
+CLUSTER_BINARIES = ("satnode", "gateway", "satcheck")
+
+
 @pytest.fixture(scope="session")
-def default_cluster(tmp_path_factory):
+def cluster_binaries() -> None:
+    """Skips the test when a local cluster cannot be started here: the Go binaries
+    (``make build``) or redis-server (scripts/setup.sh) missing."""
+    from satpage.cluster.local import find_binary
+
+    try:
+        for name in CLUSTER_BINARIES:
+            find_binary(name)
+    except OSError:
+        pytest.skip(f"bin/{', bin/'.join(CLUSTER_BINARIES)} missing: run `make build`")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+
+
+@pytest.fixture(scope="session")
+def default_cluster(tmp_path_factory, cluster_binaries):
     """``satpage cluster up`` of the default constellation (secure, the default R),
     as its recorded state; replays through it end their sessions, so tests can follow
     each other on it. Group: ``default-cluster``."""
     from satpage.cluster import load_state
     from satpage.cluster.driver import _free_port_base
-    from satpage.cluster.local import find_binary
 
-    try:
-        find_binary("satnode")
-        find_binary("gateway")
-    except OSError:
-        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
     state_dir = tmp_path_factory.mktemp("default-cluster")
     up = subprocess.run([SATPAGE, "cluster", "up", "--constellation", DEFAULT_SPEC,
                          "--state-dir", str(state_dir), "--port-base",

@@ -4,7 +4,6 @@ what `up` started."""
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,23 +17,13 @@ import pager
 from orbit_model import Constellation, IslNetwork
 from satpage.cluster import cluster_status, load_state, replay_trace
 from satpage.cluster.driver import _free_port_base
-from satpage.cluster.local import find_binary
+from satpage.comparator import compare_figures
 
 pytestmark = pytest.mark.integration
 
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
 QUANTITIES = ("totals", "last_row", "proactive_moves", "ondemand_moves", "ondemand_hops",
               "proactive_hops")
-
-
-def _need_binaries():
-    try:
-        find_binary("satnode")
-        find_binary("gateway")
-    except OSError:
-        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
 
 
 def _satpage(*args, env=None, check=True):
@@ -50,8 +39,8 @@ def _check_paper(gateway, seed, tls_dir):
     engine = json.loads(_satpage(*args, "--backend", "engine").stdout)
     env = {**os.environ, "SATPAGE_TLS_DIR": tls_dir}
     through = json.loads(_satpage(*args, "--backend", "cluster", "--target", gateway, env=env).stdout)
-    for key in QUANTITIES:
-        assert through[key] == engine[key], (seed, key)
+    verdict = compare_figures(engine, through, QUANTITIES)
+    assert verdict.equal, (seed, verdict.different)
     assert through["backend"] == "cluster"
 
 
@@ -116,9 +105,8 @@ def test_an_unreachable_gateway_is_an_error_naming_it():
     assert "127.0.0.1:1" in out.stderr
 
 
-def test_down_stops_exactly_what_up_started(tmp_path):
+def test_down_stops_exactly_what_up_started(tmp_path, cluster_binaries):
     """A decoy process, and a pid reused by another process, survive `down`."""
-    _need_binaries()
     base = _free_port_base("walker-star:4/2/0:500:87")
     decoy = subprocess.Popen(["sleep", "120"])
     try:
@@ -155,22 +143,20 @@ def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):
 
 @pytest.mark.skipif(os.environ.get("SATPAGE_CLUSTER_DIR") is not None,
                     reason="a cluster directory is set in the environment")
-def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path):
-    _need_binaries()
+def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path, cluster_binaries):
     # A one-plane constellation keeps the trail's in-plane distances and is 31 processes.
     env = {**os.environ, "SATPAGE_CLUSTER_DIR": str(tmp_path / "none"),
            "SATPAGE_CLUSTER_CONSTELLATION": "walker-star:15/1/0:500:87"}
     args = ("paper", "--runs", "1", "--seed", "9", "--pages", "50", "--accesses", "30", "--json")
     engine = json.loads(_satpage(*args, env=env).stdout)
     through = json.loads(_satpage(*args, "--backend", "cluster", env=env).stdout)
-    for key in QUANTITIES:
-        assert through[key] == engine[key], key
+    verdict = compare_figures(engine, through, QUANTITIES)
+    assert verdict.equal, verdict.different
 
 
-def test_a_cluster_routes_on_the_isl_schedule_it_was_started_with(tmp_path, monkeypatch):
+def test_a_cluster_routes_on_the_isl_schedule_it_was_started_with(tmp_path, monkeypatch, cluster_binaries):
     """A schedule for another constellation stops `up` with the satnode's reason; a
     good one is recorded, and a replay that needs another topology is refused."""
-    _need_binaries()
     spec = "walker-star:4/2/0:500:87"
     base = _free_port_base(spec)
     doc = {"format": "satpage-isl-schedule/1", "constellation": spec, "latitude_cutoff_deg": 60.0,
@@ -199,10 +185,9 @@ def test_a_cluster_routes_on_the_isl_schedule_it_was_started_with(tmp_path, monk
         _satpage("cluster", "down", "--state-dir", str(state_dir), check=False)
 
 
-def test_a_satnode_stopped_with_sigterm_sends_the_releases_it_owes(tmp_path):
+def test_a_satnode_stopped_with_sigterm_sends_the_releases_it_owes(tmp_path, cluster_binaries):
     """SIGTERM on the serving satellite: it sends the batched releases it still owes
     the old owner before it exits (Node.Close), so no stale copy stays behind."""
-    _need_binaries()
     import grpc
 
     from satpage_client.rpc import satpage_pb2 as pb

@@ -7,29 +7,16 @@ the run says so; satellites paused past the detector's bound (SIGSTOP) are
 taken over and fenced, and a partitioned one waits, and they lose nothing either."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from satpage.cluster.local import find_binary
-
 pytestmark = pytest.mark.integration
 
 SATPAGE = str(Path(sys.executable).with_name("satpage"))
 SMALL = "walker-star:30/2/1:500:87"
-
-
-def _need_binaries():
-    try:
-        for b in ("satnode", "gateway", "satcheck"):
-            find_binary(b)
-    except OSError:
-        pytest.skip("bin/satnode, bin/gateway or bin/satcheck missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
 
 
 def _chaos(tmp_path, replicas, *extra, seconds=15):
@@ -42,8 +29,7 @@ def _chaos(tmp_path, replicas, *extra, seconds=15):
     return json.loads(out.stdout)
 
 
-def test_two_replicas_lose_nothing_and_stay_linearizable(tmp_path):
-    _need_binaries()
+def test_two_replicas_lose_nothing_and_stay_linearizable(tmp_path, cluster_binaries):
     r = _chaos(tmp_path, 2)
     assert r["satellites_killed"] == 3 and r["links_cut"] == 2
     assert r["requests_total"] > 1000
@@ -57,8 +43,7 @@ def test_two_replicas_lose_nothing_and_stay_linearizable(tmp_path):
     assert all(k["down_ms"] < 30_000 for k in r["kills"])
 
 
-def test_sessions_whose_serving_satellite_is_killed_go_on_at_its_replica(tmp_path):
-    _need_binaries()
+def test_sessions_whose_serving_satellite_is_killed_go_on_at_its_replica(tmp_path, cluster_binaries):
     # Every victim serves a session when it dies, and stays down 5 s: the
     # sessions do not wait for it, the gateway has the satellite behind take
     # them over (docs/faults.md), and nothing is lost or read stale.
@@ -72,8 +57,7 @@ def test_sessions_whose_serving_satellite_is_killed_go_on_at_its_replica(tmp_pat
     assert r["unavailability_ms"]["max"] < 5000, r["unavailability_ms"]
 
 
-def test_one_replica_reports_the_pages_it_loses(tmp_path):
-    _need_binaries()
+def test_one_replica_reports_the_pages_it_loses(tmp_path, cluster_binaries):
     r = _chaos(tmp_path, 1)
     assert r["satellites_killed"] == 3
     assert r["pages_lost"] > 0 and r["sessions_failed"] > 0
@@ -81,8 +65,7 @@ def test_one_replica_reports_the_pages_it_loses(tmp_path):
     assert r["linearizable"] is True and r["corrupt_reads"] == 0
 
 
-def test_paused_and_partitioned_serving_satellites_lose_nothing(tmp_path):
-    _need_binaries()
+def test_paused_and_partitioned_serving_satellites_lose_nothing(tmp_path, cluster_binaries):
     # Each pause (SIGSTOP) outlasts the failure detector's bound, so the
     # paused satellite's session is taken over by the satellite behind it;
     # when it wakes (SIGCONT) with requests inside, the takeover's fence keeps

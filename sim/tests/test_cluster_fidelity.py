@@ -4,7 +4,6 @@ from orbit_model's positions there and back (the machine may add to it), over th
 hops orbit_model routes."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from satpage.cluster.driver import _free_port_base
-from satpage.cluster.local import find_binary, load_state
+from satpage.cluster.local import load_state
 
 pytestmark = pytest.mark.integration
 
@@ -26,13 +25,7 @@ def _satpage(*args):
     return out
 
 
-def test_fidelity_measures_each_path_at_its_distance_over_c(tmp_path):
-    try:
-        find_binary("satnode")
-    except OSError:
-        pytest.skip("bin/satnode is missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
+def test_fidelity_measures_each_path_at_its_distance_over_c(tmp_path, cluster_binaries):
     _satpage("cluster", "up", "--constellation", SMALL, "--state-dir", str(tmp_path),
              "--port-base", str(_free_port_base(SMALL)), "--store", "memory")
     try:

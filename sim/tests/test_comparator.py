@@ -8,7 +8,7 @@ import math
 import pytest
 
 from satpage.backend import EngineBackend, LatencySummary, ReplayResult
-from satpage.comparator import EXACT, Tolerance, compare_figures, flatten
+from satpage.comparator import EXACT, TOLERANCES, Tolerance, compare_figures, flatten
 
 
 def test_counts_are_equal_or_different_and_the_rows_say_which():
@@ -81,3 +81,32 @@ def test_the_engine_backend_gives_the_simulations_own_totals_chunk_by_chunk():
                          "page_hops": want["page_hops"], "pages_left_behind": want["pages_left_behind"],
                          "pages_deleted": want["pages_at_session_end"]}
         assert total["page_moves"] > 0 and total["sessions"] == 90
+
+
+def test_by_default_counts_are_exact_and_the_fault_latencies_hold_their_named_tolerances():
+    """TOLERANCES: mean and p50 within 10 % of the engine's, p99 within 15 %."""
+    engine = {"page_moves": 10, "fault_latency_ms": 20.0, "fault_latency_p50_ms": 18.0,
+              "fault_latency_p99_ms": 60.0}
+    within = {"page_moves": 10, "fault_latency_ms": 21.9, "fault_latency_p50_ms": 16.3,
+              "fault_latency_p99_ms": 68.9}
+    assert compare_figures(engine, within).equal
+    outside = {**within, "page_moves": 11, "fault_latency_p99_ms": 69.1}
+    assert compare_figures(engine, outside).different == ["page_moves", "fault_latency_p99_ms"]
+    assert TOLERANCES["fault_latency_p99_ms"] == Tolerance(rel=0.15)
+    assert compare_figures(engine, within, tolerances={}).different == list(engine)[1:]
+
+
+def test_compares_latency_agreement_is_the_comparators_verdict_in_its_json_rows():
+    from satpage.commands.compare import latency_agreement
+
+    engine = {"fault_latency_ms": 20.0, "fault_latency_p50_ms": 18.0, "fault_latency_p99_ms": 0.0}
+    wire = {"fault_latency_ms": 23.0, "fault_latency_p50_ms": 18.9, "fault_latency_p99_ms": 0.0}
+    got = latency_agreement(engine, wire)
+    assert got["equal"] is False
+    assert got["rows"] == [
+        {"key": "fault_latency_ms", "engine": 20.0, "cluster": 23.0, "difference": 0.15,
+         "tolerance_rel": 0.1, "ok": False},
+        {"key": "fault_latency_p50_ms", "engine": 18.0, "cluster": 18.9, "difference": 0.05,
+         "tolerance_rel": 0.1, "ok": True},
+        {"key": "fault_latency_p99_ms", "engine": 0.0, "cluster": 0.0, "difference": None,
+         "tolerance_rel": 0.15, "ok": True}]

@@ -324,6 +324,41 @@ def test_the_e2e_loss_check_counts_frames_missing_after_a_kill(tmp_path):
 
 
 @pytest.mark.integration
+def test_idle_cpu_of_a_local_cluster_is_its_live_satnodes_cpu_time(tmp_path):
+    """scripts/idle-cpu.py --state-dir: a spinning and a sleeping process recorded as a
+    cluster's satnodes (and one that has exited): the spinning one's CPU time is
+    counted, the sleeper alone uses none, the exited one is left out."""
+    script = ROOT / "scripts" / "idle-cpu.py"
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleep = subprocess.Popen(["sleep", "120"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+
+    def run(*pids):
+        (tmp_path / "cluster.json").write_text(json.dumps({
+            "constellation": "walker-star:4/2/0:500:87", "replicas": 2,
+            "processes": [{"role": "satnode", "pid": p} for p in pids] + [{"role": "redis", "pid": spin.pid}]}))
+        out = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path), "--seconds", "2"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    try:
+        both = run(spin.pid, sleep.pid, gone.pid)
+        assert (both["satnodes"], both["satnodes_alive"], both["replicas"]) == (3, 2, 2)
+        assert 0 < both["idle_cores"] <= 1.05
+        assert run(sleep.pid)["idle_cores"] == 0.0  # the spinner as a redis is not a satnode
+    finally:
+        spin.kill()
+        sleep.kill()
+        spin.wait()
+        sleep.wait()
+    bad = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path / "none")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "none" in bad.stderr
+
+
+@pytest.mark.integration
 def test_apt_ensure_changes_nothing_when_installed_and_rejects_bad_names():
     script = ROOT / "scripts" / "apt-ensure.sh"
     ok = subprocess.run(["bash", str(script), "bash", "coreutils"], capture_output=True, text=True)

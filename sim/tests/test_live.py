@@ -7,7 +7,6 @@ orbit_model's ISL hops. Bounded: about 40 s of wall time in all."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from satpage.client import InvalidArgument, SatpageError, Session, SessionExpired
 from satpage.cluster import load_state
 from satpage.cluster.driver import _free_port_base
-from satpage.cluster.local import _alive, find_binary
+from satpage.cluster.local import _alive
 from satpage.comparator import compare_figures
 from satpage.live import engine_counts, reference_schedule, run_demo, trace_of
 
@@ -33,13 +32,7 @@ SATPAGE = str(Path(sys.executable).with_name("satpage"))
 
 
 @pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    try:
-        find_binary("satnode"), find_binary("gateway")
-    except OSError:
-        pytest.skip("bin/satnode and bin/gateway are missing: run `make build`")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/setup.sh installs it)")
+def gateway(tmp_path_factory, cluster_binaries):
     sdir = tmp_path_factory.mktemp("live")
     # through the CLI, as a user would (and the processes are not this test's children)
     for _ in range(3):  # a port of the range may be taken between the check and the start

@@ -22,7 +22,6 @@ from cryptography.hazmat.primitives import serialization
 
 from satpage.cluster import load_state
 from satpage.cluster.driver import _free_port_base
-from satpage.cluster.local import find_binary
 from satpage_client.channel import TOKEN_METADATA_KEY, secure_channel
 from satpage_client.rpc import satpage_pb2 as pb
 from satpage_client.rpc import satpage_pb2_grpc as pbg
@@ -34,13 +33,7 @@ SECRET = b"page content that must never be logged 7f3a9c"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    try:
-        find_binary("satnode")
-        find_binary("gateway")
-        find_binary("redis-server")
-    except OSError as exc:
-        pytest.skip(str(exc))
+def cluster(tmp_path_factory, cluster_binaries):
     d = tmp_path_factory.mktemp("secure-cluster")
     # Through the CLI, as a user would (and so that no Popen object of a daemon
     # outlives its process in this one).

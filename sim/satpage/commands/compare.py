@@ -116,14 +116,16 @@ def _table(result: dict, width: int) -> Table:
     return t
 
 
-#: the replication figures set beside each other by --backend cluster (docs/faults.md)
-REPLICATION_KEYS = ("replication_copies", "replication_page_hops", "replication_bytes")
+#: the counts --backend cluster sets beside the engine's (and REPLICATION_KEYS, the
+#: replication traffic, where the relays' counters are read: docs/faults.md)
+CLUSTER_COUNT_KEYS = ("page_moves", "page_hops", "pages_left_behind")
 
 
 def replication_priced(world, ct, rl, replicas: int, writes) -> dict[str, int]:
     """The engine's replication traffic of one chunk's replay at R = replicas without
     failures, with the writes the cluster replay sends (``writes``: bool per access)."""
     import pager
+    from satpage.backend import REPLICATION_KEYS
 
     if replicas == 1:
         return dict.fromkeys(REPLICATION_KEYS, 0)
@@ -144,8 +146,10 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     import tempfile
 
     import pager
+    from satpage.backend import REPLICATION_KEYS
     from satpage.cluster import driver
     from satpage.cluster.counters import read_replication
+    from satpage.comparator import compare_figures
     from satpage.costs import CostAccumulator
     from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
     from satpage.version import code_version
@@ -211,10 +215,15 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     for n, a in engine.items():
         totals[n] |= wire_latency(faults_ns[n])
         eng[n] |= {"faults": a.counts["faults"], **engine_latency(a)}
+    # the counts the cluster must give exactly; the replication traffic too where its
+    # relays were read (a local cluster) and it runs the scenario's R
+    priced = local is not None and local.replicas == replicas
+    count_keys = [*CLUSTER_COUNT_KEYS, *(REPLICATION_KEYS if priced else ())]
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
            "version": code_version(), "backend": "cluster", "target": target,
            "replicas": replicas if local is None else local.replicas,
            "strategies": totals, "engine": eng,
+           "counts_equal": {n: compare_figures(eng[n], totals[n], count_keys).equal for n in names},
            "latency_agreement": {n: latency_agreement(eng[n], totals[n]) for n in names}}
     if as_json:
         print_json(out)
@@ -224,6 +233,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     cols = ["cluster moves", "engine moves", "cluster page-hops", "engine page-hops"]
     if out["replicas"] > 1:
         cols += ["cluster replication page-hops", "engine replication page-hops"]
+    cols.append("counts equal")
     for col in cols:
         t.add_column(col, justify="right")
     for n in names:
@@ -233,7 +243,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
         if out["replicas"] > 1:
             got = c.get("replication_page_hops")
             row += ["-" if got is None else f"{got:,}", f"{eng[n]['replication_page_hops']:,}"]
-        t.add_row(*row)
+        t.add_row(*row, "yes" if out["counts_equal"][n] else "NO")
     stdout.print(t)
     lt = Table(title="fault latency, ms: engine vs the cluster's wire (docs/emulation.md)")
     for col in ("strategy", "figure", "engine", "cluster", "tolerance", "ok"):
@@ -243,11 +253,6 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
             lt.add_row(n, row["key"], f"{row['engine']:.2f}", f"{row['cluster']:.2f}",
                        f"{row['tolerance_rel']:.0%}", "yes" if row["ok"] else "NO")
     stdout.print(lt)
-
-
-#: Named tolerances of the fault latencies on the wire against the engine's (relative).
-LATENCY_TOLERANCES = {"fault_latency_ms": 0.10, "fault_latency_p50_ms": 0.10,
-                      "fault_latency_p99_ms": 0.15}
 
 
 def wire_latency(fault_ns: list[int]) -> dict[str, float]:
@@ -270,15 +275,17 @@ def engine_latency(acc) -> dict[str, float]:
 
 def latency_agreement(engine: dict, cluster: dict) -> dict:
     """Each fault-latency figure of the cluster against the engine's, within its named
-    relative tolerance (LATENCY_TOLERANCES)."""
+    relative tolerance (satpage.comparator.TOLERANCES), as compare's JSON gives it."""
+    from satpage.comparator import TOLERANCES, compare_figures
+
+    verdict = compare_figures(engine, cluster, list(TOLERANCES))
     rows = []
-    for key, rel in LATENCY_TOLERANCES.items():
-        e, c = float(engine[key]), float(cluster[key])
-        ok = abs(c - e) <= rel * abs(e)
-        rows.append({"key": key, "engine": round(e, 4), "cluster": round(c, 4),
-                     "difference": round((c - e) / e, 4) if e else None, "tolerance_rel": rel,
-                     "ok": bool(ok)})
-    return {"equal": all(r["ok"] for r in rows), "rows": rows}
+    for r in verdict.rows:
+        e, c = float(r.engine), float(r.other)
+        rows.append({"key": r.key, "engine": round(e, 4), "cluster": round(c, 4),
+                     "difference": round((c - e) / e, 4) if e else None,
+                     "tolerance_rel": r.tolerance.rel, "ok": r.ok})
+    return {"equal": verdict.equal, "rows": rows}
 
 
 def compare(
