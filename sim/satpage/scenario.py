@@ -25,6 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pager
+
 __all__ = [
     "Scenario",
     "ConstellationSection",
@@ -37,7 +39,6 @@ __all__ = [
     "StrategiesSection",
     "RunSection",
     "FaultsSection",
-    "STRATEGY_NAMES",
     "BACKGROUND_PROFILES",
     "HANDOVER_POLICIES",
     "load_scenario",
@@ -52,10 +53,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The built-in strategies, in report order (pager.STRATEGY_NAMES; docs/strategies.md
-#: describes each one). Plugins add more: pager.strategy_class.
-STRATEGY_NAMES = ("proactive", "on-demand", "hot-k", "ground-store", "push-ahead",
-                  "container-migration", "replicate-next", "multipath", "custody", "idle-link")
 BACKGROUND_PROFILES = ("constant", "population")
 HANDOVER_POLICIES = ("highest-elevation", "longest-visibility", "nearest", "trail")
 _LIFETIMES = ("exponential", "fixed", "uniform")
@@ -179,27 +176,64 @@ class NetworkSection:
 @dataclass(frozen=True)
 class StrategiesSection:
     compare: tuple[str, ...] = _doc("strategies to compare, in report order: "
-                                    + ", ".join(f"`{s}`" for s in STRATEGY_NAMES)
+                                    + ", ".join(f"`{s}`" for s in pager.STRATEGY_NAMES)
                                     + "; a plugin as `module:Class` or by the name of an "
                                     "installed `satpage.strategies` entry point "
-                                    "(docs/strategies.md)", default=STRATEGY_NAMES)
-    hot_k: int = _doc("`hot-k`: the K most used pages moved at every handover", default=32)
-    push_recent_visits: int = _doc("`push-ahead`: pages used during the last this-many visits "
-                                   "are pushed to the next satellite before the handover",
-                                   default=1)
-    push_lead_s: float = _doc("`push-ahead`, `idle-link`: how long before the handover the "
-                              "push happens (at the earliest, for idle-link; the next server "
-                              "is known from the schedule)", default=10.0)
-    custody_pages: int = _doc("`custody`: pages each relay keeps per session in its custody "
-                              "cache (oldest evicted first)", default=64)
-    idle_threshold: float = _doc("`idle-link`: a push waits until every link of its path is "
-                                 "below this utilisation by other traffic (or goes at the "
-                                 "handover)", default=0.5)
-    params: dict = _doc("plugin strategies' settings: one table per strategy, "
-                        "`[strategies.params.NAME]`, NAME its class name, its name or its "
-                        "`module:Class` (quoted); the keys are the class's settings and the "
-                        "class validates them. Built-in strategies take the keys above",
-                        default_factory=dict)
+                                    "(docs/strategies.md)", default=pager.STRATEGY_NAMES)
+    params: dict = _doc("strategies' settings, built-in or plugin: one table per strategy, "
+                        "`[strategies.params.NAME]`, NAME its name, its class name or its "
+                        "`module:Class` (quoted); the keys are the class's settings "
+                        "(`hot-k`: `k`; `push-ahead`: `recent_visits`, `lead_ns`; `custody`: "
+                        "`cache_pages`; `idle-link`: `recent_visits`, `lead_ns`, `threshold`) "
+                        "and the class validates them; a setting not given keeps the class's "
+                        "default", default_factory=dict)
+
+
+#: [strategies] keys of earlier scenarios, read for compatibility only (files, ``--set``,
+#: the config of recorded results): each sets built-in strategies' settings. It is not
+#: to grow: a strategy's settings are its class's, in [strategies.params.NAME].
+#: key -> (type, ((strategy name, setting), ...), seconds to ns?)
+_FLAT_KEYS: dict[str, tuple[type, tuple[tuple[str, str], ...], bool]] = {
+    "hot_k": (int, (("hot-k", "k"),), False),
+    "push_recent_visits": (int, (("push-ahead", "recent_visits"),
+                                 ("idle-link", "recent_visits")), False),
+    "push_lead_s": (float, (("push-ahead", "lead_ns"), ("idle-link", "lead_ns")), True),
+    "custody_pages": (int, (("custody", "cache_pages"),), False),
+    "idle_threshold": (float, (("idle-link", "threshold"),), False),
+}
+
+
+def _flat_settings(key: str, value: Any, source: str) -> list[tuple[str, str, Any]]:
+    """(strategy, setting, value) for a flat [strategies] key of earlier scenarios."""
+    want, targets, seconds = _FLAT_KEYS[key]
+    v = _coerce(f"strategies.{key}", value, want, source)
+    if seconds:
+        v = int(round(v * 1e9))
+    return [(name, setting, v) for name, setting in targets]
+
+
+def _read_flat_keys(table: dict[str, Any], source: str) -> dict[str, Any]:
+    """[strategies] with its flat keys of earlier scenarios moved into ``params`` tables;
+    a setting given both ways is an error naming both."""
+    flat = [k for k in table if k in _FLAT_KEYS]
+    params = table.get("params", {})
+    if not flat or not isinstance(params, dict):
+        return table
+    out = {k: v for k, v in table.items() if k not in _FLAT_KEYS}
+    params = {k: dict(v) if isinstance(v, dict) else v for k, v in params.items()}
+    for key in flat:
+        for name, setting, v in _flat_settings(key, table[key], source):
+            t = params.setdefault(name, {})
+            if not isinstance(t, dict):
+                continue                           # _coerce names the bad table
+            if setting in t:
+                raise ValueError(f"{source}: strategies.{key} and strategies.params.{name}."
+                                 f"{setting} both set {name}'s {setting}: give it once, in "
+                                 f"[strategies.params.{name}] (strategies.{key} is the "
+                                 "older spelling)")
+            t[setting] = v
+    out["params"] = params
+    return out
 
 
 @dataclass(frozen=True)
@@ -377,6 +411,8 @@ def parse_scenario(data: dict[str, Any], source: str = "<dict>") -> Scenario:
         if key in _SECTIONS:
             if not isinstance(value, dict):
                 raise ValueError(f"{source}: [{key}] must be a table, got {value!r}")
+            if key == "strategies":
+                value = _read_flat_keys(value, source)
             sections[key] = _build_section(key, value, source)
         elif key in _TOP_DOCS:
             top[key] = _coerce(key, value, type(getattr(Scenario(), key)), source)
@@ -394,8 +430,10 @@ def _build_section(name: str, table: dict[str, Any], source: str) -> Any:
     kwargs = {}
     for key, value in table.items():
         if key not in known:
+            hint = ("; a strategy's settings go in [strategies.params.NAME] "
+                    "(docs/strategies.md)" if name == "strategies" else "")
             raise ValueError(f"{source}: unknown key {name}.{key!r} "
-                             f"(known in [{name}]: {', '.join(known)})")
+                             f"(known in [{name}]: {', '.join(known)}{hint})")
         f = known[key]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         kwargs[key] = _coerce(f"{name}.{key}", value, type(default), source)
@@ -465,24 +503,14 @@ def _validate(sc: Scenario) -> None:
         if sc.get(key) <= 0:
             raise bad(key, sc.get(key), "must be a positive integer")
     for key in ("workload.zipf_s", "workload.access_rate_per_s", "workload.accesses_per_visit",
-                "network.per_hop_processing_ms", "strategies.hot_k",
+                "network.per_hop_processing_ms",
                 "handover.trail_handovers", "handover.trail_plane"):
         if sc.get(key) < 0:
             raise bad(key, sc.get(key), "must not be negative")
-    if sc.strategies.push_recent_visits < 1:
-        raise bad("strategies.push_recent_visits", sc.strategies.push_recent_visits,
-                  "must be at least 1")
-    if sc.strategies.custody_pages < 1:
-        raise bad("strategies.custody_pages", sc.strategies.custody_pages, "must be at least 1")
-    if not 0 < sc.strategies.idle_threshold <= 1:
-        raise bad("strategies.idle_threshold", sc.strategies.idle_threshold,
-                  "must be in (0, 1]")
     if not sc.network.isl_capacity_gbps > 0:
         raise bad("network.isl_capacity_gbps", sc.network.isl_capacity_gbps, "must be positive")
     if not 0 <= sc.network.background_load < 1:
         raise bad("network.background_load", sc.network.background_load, "must be in [0, 1)")
-    if sc.strategies.push_lead_s < 0:
-        raise bad("strategies.push_lead_s", sc.strategies.push_lead_s, "must not be negative")
     if (sc.workload.access_rate_per_s > 0) == (sc.workload.accesses_per_visit > 0):
         raise ValueError(f"{src}: give exactly one of workload.access_rate_per_s "
                          f"({sc.workload.access_rate_per_s!r}) and workload.accesses_per_visit "
@@ -558,24 +586,12 @@ def _validate_reallocation(sc: Scenario) -> None:
 
 # -- strategies ----------------------------------------------------------------------------
 
-def _builtin_settings(sc: Scenario, name: str) -> dict[str, Any]:
-    """A built-in strategy's settings from the [strategies] keys, as its class names them."""
-    st = sc.strategies
-    lead_ns = int(round(st.push_lead_s * 1e9))
-    return {"hot-k": {"k": st.hot_k},
-            "push-ahead": {"recent_visits": st.push_recent_visits, "lead_ns": lead_ns},
-            "custody": {"cache_pages": st.custody_pages},
-            "idle-link": {"recent_visits": st.push_recent_visits, "lead_ns": lead_ns,
-                          "threshold": st.idle_threshold}}.get(name, {})
-
-
 def compared_strategies(sc: Scenario) -> dict[str, Any]:
     """The pager Strategy object of each entry of ``strategies.compare``, by the name it
-    reports under (a plugin's ``name``), built from its settings: a built-in's from the
-    [strategies] keys, a plugin's from its ``[strategies.params.NAME]`` table (NAME: the
-    entry as written, its class name, or its name). ValueError names the entry."""
-    import pager
-
+    reports under, built from its ``[strategies.params.NAME]`` table (NAME: the entry as
+    written, its class name, or its name), the class's defaults for the rest. A table
+    for a built-in strategy not compared is checked all the same; one that addresses
+    nothing is logged. ValueError names the entry."""
     src = sc.source
     tables = dict(sc.strategies.params)
     out: dict[str, Any] = {}
@@ -584,15 +600,12 @@ def compared_strategies(sc: Scenario) -> dict[str, Any]:
             cls = pager.strategy_class(spec)
         except pager.StrategyError as exc:
             raise ValueError(f"{src}: strategies.compare: {exc}") from None
-        if spec in pager.STRATEGY_NAMES:
-            settings = _builtin_settings(sc, spec)
-        else:
-            keys = [k for k in dict.fromkeys((spec, cls.__name__, getattr(cls, "name", None)))
-                    if k in tables]
-            if len(keys) > 1:
-                raise ValueError(f"{src}: strategies.params: tables {', '.join(keys)} all "
-                                 f"address {spec!r}; give one")
-            settings = tables.pop(keys[0]) if keys else {}
+        keys = [k for k in dict.fromkeys((spec, cls.__name__, getattr(cls, "name", None)))
+                if k in tables]
+        if len(keys) > 1:
+            raise ValueError(f"{src}: strategies.params: tables {', '.join(keys)} all "
+                             f"address {spec!r}; give one")
+        settings = tables.pop(keys[0]) if keys else {}
         try:
             obj = pager.make_strategy(spec, settings)
         except pager.StrategyError as exc:
@@ -601,10 +614,15 @@ def compared_strategies(sc: Scenario) -> dict[str, Any]:
             raise ValueError(f"{src}: strategies.compare: {spec!r} reports as {obj.name!r}, "
                              "as another entry does: a strategy is compared once")
         out[obj.name] = obj
-    for key in tables:
-        if key in pager.STRATEGY_NAMES:
-            raise ValueError(f"{src}: strategies.params.{key}: a built-in strategy takes its "
-                             "settings from the [strategies] keys (sim/README.md)")
+    builtin = {**{cls.__name__: name for name, cls in pager.BUILTIN_STRATEGIES.items()},
+               **{name: name for name in pager.STRATEGY_NAMES}}
+    for key, settings in tables.items():
+        if key in builtin:
+            try:
+                pager.make_strategy(builtin[key], settings)
+            except pager.StrategyError as exc:
+                raise ValueError(f"{src}: strategies.params.{key}: {exc}") from None
+            continue
         log.warning("%s: strategies.params.%s: no compared strategy has this name; its "
                     "settings are not used", src, key)
     return out
@@ -618,7 +636,9 @@ def _check_key(key: str, section: str, source: str) -> None:
         raise ValueError(f"unknown scenario section {section!r} in {full!r} "
                          f"(known: {', '.join(_SECTIONS)})")
     if full not in scenario_keys():
-        raise ValueError(f"unknown scenario key {full!r} ({source})")
+        hint = (f"; a strategy's setting is {_PARAMS_PREFIX}NAME.KEY"
+                if section == "strategies" else "")
+        raise ValueError(f"unknown scenario key {full!r} ({source}){hint}")
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -645,7 +665,11 @@ def with_overrides(sc: Scenario, overrides: dict[str, Any] | list[tuple[str, Any
     items = overrides.items() if isinstance(overrides, dict) else overrides
     data = sc.to_dict()
     for key, value in items:
-        if key.startswith(_PARAMS_PREFIX):
+        flat = key.partition(".")[2] if key.startswith("strategies.") else ""
+        if flat in _FLAT_KEYS:                        # an earlier spelling: its settings
+            for name, setting, v in _flat_settings(flat, value, "--set"):
+                data["strategies"].setdefault("params", {}).setdefault(name, {})[setting] = v
+        elif key.startswith(_PARAMS_PREFIX):
             name, _, k = key[len(_PARAMS_PREFIX):].rpartition(".")
             if not name or not k:
                 raise ValueError(f"override key {key!r} must look like "

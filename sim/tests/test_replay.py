@@ -8,7 +8,6 @@ import pytest
 
 import pager
 from pager import GROUND, NOWHERE, EventKind, Trace
-from satpage.scenario import STRATEGY_NAMES
 from satpage.simulate import replay_strategy
 
 FAULT, HANDOVER, PUSH, REMOTE, CREATE = (int(EventKind.FAULT), int(EventKind.HANDOVER),
@@ -86,7 +85,7 @@ def random_trace(seed=0, n_sessions=40, n_pages=60, zipf_s=1.0):
     return Trace(n_pages, vo, sat, start.astype(np.int64), ao, page, t.astype(np.int64))
 
 
-@pytest.mark.parametrize("name", STRATEGY_NAMES[:5])   # the paging five; the rest: pager/tests
+@pytest.mark.parametrize("name", pager.STRATEGY_NAMES[:5])   # the paging five; the rest: pager/tests
 @pytest.mark.parametrize("seed", [0, 1])
 def test_compares_replay_writes_the_event_log_of_a_plain_python_page_table(name, seed):
     tr = random_trace(seed)

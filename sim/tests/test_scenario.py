@@ -129,3 +129,60 @@ def test_a_named_constellation_is_a_valid_spec_and_an_unknown_name_lists_the_kno
         "starlink-gen1")
     with pytest.raises(ValueError, match=r"starlink-gen9.*starlink-gen1"):
         with_overrides(sc, {"constellation.spec": "starlink-gen9"})
+
+
+# -- strategy settings: [strategies.params.NAME] for every strategy; flat keys read -------
+
+FLAT = {"hot_k": 8, "push_recent_visits": 2, "push_lead_s": 4.5, "custody_pages": 16,
+        "idle_threshold": 0.25}
+
+
+def test_built_in_settings_are_params_tables_and_the_flat_keys_of_earlier_files_set_them():
+    import pager
+    from satpage.scenario import compared_strategies
+
+    flat = parse_scenario({"strategies": dict(FLAT)})
+    tables = parse_scenario({"strategies": {"params": {
+        "hot-k": {"k": 8}, "push-ahead": {"recent_visits": 2, "lead_ns": 4_500_000_000},
+        "custody": {"cache_pages": 16},
+        "IdleLink": {"recent_visits": 2, "lead_ns": 4_500_000_000, "threshold": 0.25}}}})
+    got = compared_strategies(flat)
+    assert got == compared_strategies(tables)
+    assert got["hot-k"] == pager.HotK(k=8)
+    assert got["idle-link"] == pager.IdleLink(recent_visits=2, lead_ns=4_500_000_000,
+                                              threshold=0.25)
+    assert not set(FLAT) & set(flat.to_dict()["strategies"])    # written back as tables
+    assert "strategies.hot_k" not in scenario_keys()
+
+
+def test_a_flat_key_in_an_override_sets_the_setting_over_the_files_table():
+    sc = load_scenario(shipped_scenario("default"))
+    assert sc.strategies.params["hot-k"] == {"k": 32}
+    out = with_overrides(sc, {"strategies.hot_k": 5, "strategies.push_lead_s": 2.0})
+    assert out.strategies.params["hot-k"] == {"k": 5}
+    assert out.strategies.params["idle-link"]["lead_ns"] == 2_000_000_000
+    assert out.strategies.params["idle-link"]["threshold"] == 0.5
+
+
+def test_a_setting_given_flat_and_as_a_table_is_an_error_naming_both():
+    with pytest.raises(ValueError, match=r"strategies.hot_k and strategies.params.hot-k.k"):
+        parse_scenario({"strategies": {"hot_k": 3, "params": {"hot-k": {"k": 4}}}})
+
+
+def test_an_unknown_strategies_key_is_an_error_pointing_at_params(tmp_path):
+    with pytest.raises(ValueError, match=r"unknown key strategies.'hot_kk'.*"
+                                         r"\[strategies.params.NAME\]"):
+        parse_scenario({"strategies": {"hot_kk": 3}})
+
+
+@pytest.mark.parametrize("strategies,why", [
+    ({"hot_k": -1}, "hot-k: k must not be negative, got -1"),
+    ({"custody_pages": 0}, "custody: cache_pages must be at least 1, got 0"),
+    ({"idle_threshold": 1.5}, "idle-link: threshold must be in (0, 1], got 1.5"),
+    ({"push_lead_s": "soon"}, "strategies.push_lead_s must be a number, got 'soon'"),
+    ({"compare": ["on-demand"], "params": {"custody": {"cache_pages": 0}}},
+     "strategies.params.custody: strategy 'custody': custody: cache_pages must be at least 1"),
+])
+def test_a_bad_built_in_setting_is_an_error_quoting_it_compared_or_not(strategies, why):
+    with pytest.raises(ValueError, match=re.escape(why)):
+        parse_scenario({"strategies": strategies})
