@@ -70,16 +70,18 @@ BATCHES = (1, 16, 64)
 
 def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers: int, duration: float,
             batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000,
-            tls_dir: str | None = None) -> list[dict]:
+            tls_dir: str | None = None, request_ids: bool = False) -> list[dict]:
     """One bin/satload run (bounded in time and count): one JSON object per hop count;
-    over mutual TLS with tls_dir's gateway certificate and token key, else plain text."""
+    over mutual TLS with tls_dir's gateway certificate and token key, else plain text;
+    request_ids: every read carries a request_id (exactly-once, as the gateway's do)."""
     security = ["--tls-dir", tls_dir] if tls_dir else ["--insecure"]
+    ids = ["--request-ids"] if request_ids else []
     out = subprocess.run(
         [str(find_binary("satload")), "--constellation", constellation,
          "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(base + 2),
          "--hops", hops, "--workers", str(workers), "--pages", "64", "--page-bytes", "4096",
          "--batch", str(batch), "--rate", str(rate), "--duration", f"{duration}s",
-         "--max-accesses", str(max_accesses), "--cpu-pids", str(pid_file), *security],
+         "--max-accesses", str(max_accesses), "--cpu-pids", str(pid_file), *security, *ids],
         capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"satload --hops {hops} --batch {batch} failed: {out.stderr.strip()}")

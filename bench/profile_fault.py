@@ -11,6 +11,8 @@ profiler on every satnode, and in the same run:
 - counts the context switches (wake-ups) per request of the satnodes and the
   redis-servers (every thread, /proc/PID/task/*/status), net of what the idle
   cluster does in the same time (its timers: measured for IDLE_S first);
+- measures the same faults again with a request_id each (exactly-once, as the
+  gateway and the replayer send them): rate, CPU, switches and Redis calls;
 - counts the Redis commands per fault (INFO commandstats of all 150
   redis-servers, before and after; the load generator's set-up, 64 writes per
   session, is counted in the calls and subtracted from nothing: it is printed);
@@ -241,7 +243,15 @@ def main() -> int:
                 t.join()
             for p in perf:
                 p.wait()
-            calls = redis_calls(Path(tmp) / "redis", n) - calls0
+            calls1 = redis_calls(Path(tmp) / "redis", n)
+            calls = calls1 - calls0
+            # The same faults with a request_id each (exactly-once: what the
+            # gateway and the replayer send), not profiled.
+            s5, t5 = switches(st.processes), time.monotonic()
+            with_ids = satload(base, args.constellation, pid_file, "1", tls_dir=st.tls_dir, workers=args.workers,
+                               duration=args.seconds, batch=1, request_ids=True)[0]
+            s6, t6 = switches(st.processes), time.monotonic()
+            calls_ids = redis_calls(Path(tmp) / "redis", n) - calls1
         finally:
             cluster_down(Path(tmp))
     faults = fault["accesses"]
@@ -257,6 +267,15 @@ def main() -> int:
         "hops_ok": fault["measured_hops_sum"] == faults and fault["unexpected_outcomes"] == 0,
         "faults": faults, "setup_writes": args.workers * 64,
         "redis_calls_per_fault": {k: v / faults for k, v in calls.most_common()},
+        "with_ids": {
+            "one_hop_faults_per_s": with_ids["accesses_per_s"], "fault_cpu_us": with_ids["cpu_us_per_access"],
+            "vs_bare": with_ids["accesses_per_s"] / echo["accesses_per_s"],
+            "fault_cpu_in_bare_round_trips": with_ids["cpu_us_per_access"] / echo["cpu_us_per_access"],
+            "switches_per_fault": per_request(s5, s6, t6 - t5, idle, with_ids["accesses"]),
+            "hops_ok": (with_ids["measured_hops_sum"] == with_ids["accesses"]
+                        and with_ids["unexpected_outcomes"] == 0),
+            "redis_calls_per_fault": {k: v / with_ids["accesses"] for k, v in calls_ids.most_common()},
+        },
         "load_average": os.getloadavg(), "out": str(out),
     }
     if profiles and shutil.which("go"):
@@ -287,6 +306,12 @@ def main() -> int:
     print(f"Redis calls per fault ({faults:,} faults; the set-up's {result['setup_writes']:,} writes included):")
     for k, v in result["redis_calls_per_fault"].items():
         print(f"  {k:<14} {v:6.3f}")
+    ids = result["with_ids"]
+    print(f"with a request_id each: {ids['one_hop_faults_per_s']:,.0f}/s ({ids['fault_cpu_us']:.0f} us CPU each): "
+          f"ratio {ids['vs_bare']:.3f}, CPU {ids['fault_cpu_in_bare_round_trips']:.2f} bare round trips; "
+          f"switches: satnodes {ids['switches_per_fault']['satnode']:.1f}, redis-servers "
+          f"{ids['switches_per_fault']['redis']:.1f}; hops ok {ids['hops_ok']}; Redis calls per fault: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in ids["redis_calls_per_fault"].items() if v >= 0.01))
     if args.perf:
         comms = result["perf_comms"]
         print("perf, share of all samples: " + ", ".join(f"{c} {comms.get(c, 0):.1%}"

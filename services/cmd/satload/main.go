@@ -42,6 +42,7 @@ func main() {
 	maxFaults := fs.Int("max-accesses", 200000, "stop a hop count after this many accesses")
 	batch := fs.Int("batch", 1, "pages per request (1: ReadPage, more: ReadPages)")
 	rate := fs.Float64("rate", 0, "open-loop aggregate requests per second (0: closed loop, as fast as replies come)")
+	requestIDs := fs.Bool("request-ids", false, "give every read a request_id (exactly-once, as the gateway sends them)")
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "TLS material of a secure cluster: satload acts with the gateway's certificate and token signing key (docs/security.md)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "plain text (a cluster started --insecure)")
@@ -102,7 +103,8 @@ func main() {
 	enc := json.NewEncoder(os.Stdout)
 	for _, h := range strings.Split(*hops, ",") {
 		o := load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes, Duration: *duration,
-			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids, Token: tok}
+			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids, Token: tok,
+			RequestIDs: *requestIDs}
 		var res load.Result
 		if h = strings.TrimSpace(h); h == "echo" {
 			res, err = load.Echo(ctx, g, pool, o)

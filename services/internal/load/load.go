@@ -51,6 +51,9 @@ type Options struct {
 	// Token, if set, is the capability of a session (a secure cluster wants one
 	// on every PageService request; docs/security.md).
 	Token func(session string) string
+	// RequestIDs gives every read a request_id, as the gateway and the
+	// replayer send them (exactly-once: the answer is kept with the change).
+	RequestIDs bool
 }
 
 // withToken puts session's token (if any) on the outgoing metadata.
@@ -360,6 +363,14 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 		pages[i] = uint32(i)
 	}
 	times := make([]int64, o.Batch)
+	sent := 0
+	rid := func() string {
+		if !o.RequestIDs {
+			return ""
+		}
+		sent++
+		return fmt.Sprintf("load/%d", sent)
+	}
 	for {
 		if o.Hops > 0 {
 			s, err := pool.Satellite(ss.serving)
@@ -382,13 +393,14 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 				return t, nil
 			}
 			if len(chunk) == 1 {
-				resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0]})
+				resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0], RequestId: rid()})
 				if err != nil {
 					return t, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
 				}
 				count(resp)
 			} else {
-				resp, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: ss.id, Pages: chunk, ScenarioTimeNs: times[:len(chunk)]})
+				resp, err := c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: ss.id, Pages: chunk,
+					ScenarioTimeNs: times[:len(chunk)], RequestId: rid()})
 				if err != nil {
 					return t, fmt.Errorf("read pages %d-%d at %d: %w", chunk[0], chunk[len(chunk)-1], ss.serving, err)
 				}
