@@ -8,17 +8,21 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["TOKEN_METADATA_KEY", "insecure_channel", "open_channel", "register_tls_dir",
+__all__ = ["TICKET_METADATA_KEY", "TOKEN_METADATA_KEY", "insecure_channel", "open_channel", "register_tls_dir",
            "secure_channel", "tls_dir_for", "token_metadata"]
 
 #: gRPC metadata key of the session capability token.
 TOKEN_METADATA_KEY = "satpage-token"
+#: gRPC metadata key of the session's ticket: its registration, signed by the gateway,
+#: from which another gateway serves the session (docs/faults.md, "Lost gateways").
+TICKET_METADATA_KEY = "satpage-ticket"
 GATEWAY_SERVER_NAME = "gateway.satpage"
 
 
-def token_metadata(token: str) -> tuple[tuple[str, str], ...]:
-    """Call metadata carrying token (empty for an insecure cluster's empty token)."""
-    return ((TOKEN_METADATA_KEY, token),) if token else ()
+def token_metadata(token: str, ticket: str = "") -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying token (none for an insecure cluster's empty token) and the
+    session's ticket (RegisterSessionResponse.ticket), when there is one."""
+    return (((TOKEN_METADATA_KEY, token),) if token else ()) + (((TICKET_METADATA_KEY, ticket),) if ticket else ())
 
 
 def secure_channel(target: str, tls_dir: Path, *, server_name: str = GATEWAY_SERVER_NAME,

@@ -17,6 +17,7 @@ import pager
 from orbit_model import Constellation, IslNetwork
 from satpage.cluster import cluster_status, load_state, replay_trace
 from satpage.cluster.driver import _free_port_base
+from satpage.cluster.local import LocalCluster, free_port_base
 from satpage.comparator import compare_figures
 
 pytestmark = pytest.mark.integration
@@ -134,6 +135,33 @@ def test_down_stops_exactly_what_up_started(tmp_path, cluster_binaries):
         decoy.wait()
         if load_state(tmp_path) is not None:
             _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
+
+
+def test_up_with_two_gateways_serves_at_each_and_restarts_each_by_its_index(tmp_path, cluster_binaries):
+    """`cluster up --gateways 2`: both gateways SERVING on their own ports, recorded one
+    by one; LocalCluster kills and restarts gateway 1 without touching gateway 0."""
+    spec = "walker-star:4/2/0:500:87"
+    up = json.loads(_satpage("cluster", "up", "--constellation", spec, "--state-dir", str(tmp_path),
+                             "--port-base", str(free_port_base(4, gateways=2)), "--gateways", "2",
+                             "--store", "memory", "--json").stdout)
+    try:
+        assert len(up["gateways"]) == 2 and up["gateways"][0] == up["gateway"]
+        status = cluster_status(tmp_path)
+        assert status["running"] and status["alive"]["gateway"] == 2 and status["gateways"] == up["gateways"]
+        cl = LocalCluster.attach(tmp_path)
+        g0 = [p.pid for p in cl.state.processes if p.role == "gateway" and p.index == -1]
+        cl.kill_gateway(1)
+        assert cluster_status(tmp_path, check_health=False)["alive"]["gateway"] == 1
+        cl.restart_gateway(1)
+        assert [p.pid for p in cl.state.processes if p.role == "gateway" and p.index == -1] == g0
+        assert cluster_status(tmp_path)["running"]
+        with pytest.raises(ValueError, match="gateway 2: the cluster has gateways 0-1"):
+            cl.kill_gateway(2)
+    finally:
+        _satpage("cluster", "down", "--state-dir", str(tmp_path), check=False)
+    bad = _satpage("cluster", "up", "--constellation", spec, "--state-dir", str(tmp_path / "b"),
+                   "--gateways", "0", check=False)
+    assert bad.returncode == 2 and "gateways 0 outside [1, 8]" in bad.stderr
 
 
 def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):

@@ -78,3 +78,23 @@ def test_paused_and_partitioned_serving_satellites_lose_nothing(tmp_path, cluste
     assert all(p["paused_s"] == 5 for p in r["paused"])
     assert r["pages_lost"] == 0 and r["sessions_failed"] == 0 and r["corrupt_reads"] == 0
     assert r["linearizable"] is True
+
+
+def test_sessions_go_on_at_another_gateway_when_theirs_is_killed(tmp_path, cluster_binaries):
+    # Two gateways, each SIGKILLed once and restarted empty: the sessions whose
+    # gateway died go on at the other one, which serves them from their
+    # tickets (it never saw them registered), and nothing is lost or stale.
+    r = _chaos(tmp_path, 2, "--kill", "0", "--cut-links", "0", "--gateways", "2", "--kill-gateway", "2",
+               seconds=20)
+    assert r["gateways"] == 2 and r["gateway_kills"] == 2
+    assert all(k["down_ms"] >= 1000 for k in r["gateways_killed"])
+    assert r["gateway_switches"] >= 1 and r["sessions_rebuilt"] >= 1
+    assert r["pages_lost"] == 0 and r["sessions_failed"] == 0 and r["corrupt_reads"] == 0
+    assert r["linearizable"] is True
+
+
+def test_kill_gateway_needs_two_gateways(tmp_path):
+    out = subprocess.run([SATPAGE, "cluster", "chaos", "--kill-gateway", "1", "--gateways", "1",
+                          "--state-dir", str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert "--kill-gateway 1 needs --gateways 2" in out.stderr

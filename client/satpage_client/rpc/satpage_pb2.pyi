@@ -164,14 +164,16 @@ class GroundPlace(_message.Message):
     def __init__(self, lat_deg: _Optional[float] = ..., lon_deg: _Optional[float] = ...) -> None: ...
 
 class RegisterSessionResponse(_message.Message):
-    __slots__ = ("token", "token_expires_unix_s", "table_pages")
+    __slots__ = ("token", "token_expires_unix_s", "table_pages", "ticket")
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_EXPIRES_UNIX_S_FIELD_NUMBER: _ClassVar[int]
     TABLE_PAGES_FIELD_NUMBER: _ClassVar[int]
+    TICKET_FIELD_NUMBER: _ClassVar[int]
     token: str
     token_expires_unix_s: int
     table_pages: int
-    def __init__(self, token: _Optional[str] = ..., token_expires_unix_s: _Optional[int] = ..., table_pages: _Optional[int] = ...) -> None: ...
+    ticket: str
+    def __init__(self, token: _Optional[str] = ..., token_expires_unix_s: _Optional[int] = ..., table_pages: _Optional[int] = ..., ticket: _Optional[str] = ...) -> None: ...
 
 class SessionStatsRequest(_message.Message):
     __slots__ = ("session_id", "scenario_time_ns")
@@ -630,10 +632,12 @@ class Link(_message.Message):
     def __init__(self, a: _Optional[int] = ..., b: _Optional[int] = ...) -> None: ...
 
 class SetFaultsRequest(_message.Message):
-    __slots__ = ("cut",)
+    __slots__ = ("cut", "ground_cut")
     CUT_FIELD_NUMBER: _ClassVar[int]
+    GROUND_CUT_FIELD_NUMBER: _ClassVar[int]
     cut: _containers.RepeatedCompositeFieldContainer[Link]
-    def __init__(self, cut: _Optional[_Iterable[_Union[Link, _Mapping]]] = ...) -> None: ...
+    ground_cut: bool
+    def __init__(self, cut: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., ground_cut: _Optional[bool] = ...) -> None: ...
 
 class SetFaultsResponse(_message.Message):
     __slots__ = ()

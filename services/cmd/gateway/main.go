@@ -65,7 +65,7 @@ func run() error {
 		return err
 	}
 	g, err := gateway.New(gateway.Options{Grid: grid, Peers: pool, Logger: log, Metrics: m, RPCTimeout: cfg.RPCTimeout,
-		Issuer: sec.Issuer, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live, Links: links})
+		Issuer: sec.Issuer, Tickets: sec.Policy.Verifier, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live, Links: links})
 	if err != nil {
 		return err
 	}

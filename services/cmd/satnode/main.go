@@ -87,7 +87,8 @@ func run() error {
 	}
 	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
-	serverOpts := sec.ServerOptions()
+	// after the access policy, which knows the caller: SetFaults' ground cut
+	serverOpts := append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(n.GroundInterceptor()))
 	links, eph, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
 	if err != nil {
 		return err

@@ -230,7 +230,7 @@ func (c *Cluster) start(t TB, i int) {
 	}
 	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
 	pool.OnAnswer(n.Faults().MarkAlive)
-	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i))}
+	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i)), n.GroundInterceptor()}
 	if c.o.Links != nil {
 		pool.Intercept(c.o.Links.ClientInterceptor)
 		chain = append(chain, c.o.Links.ServerInterceptor(uint32(i)))

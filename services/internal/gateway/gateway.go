@@ -41,6 +41,7 @@ type Gateway struct {
 	m          *metrics.Gateway
 	rpcTimeout time.Duration
 	sec        security
+	tickets    *token.Verifier // opens the tickets of sessions to rebuild (nil: --insecure, unsigned)
 
 	live  *live              // nil: replay only
 	links *linkemu.Model     // nil: the ground link is not emulated
@@ -83,19 +84,22 @@ func (g *Gateway) Close() {
 
 // session is one registered session.
 type session struct {
-	mu       sync.Mutex // held for a whole request: a session's requests and handovers run one at a time
-	id       string
-	visits   []*satpagev1.Visit
-	strategy satpagev1.Strategy
-	cur      int      // visit now serving
-	moveDue  bool     // proactive: the MovePages of visit cur has not succeeded yet
-	tables   []uint32 // page-table size handed over at each handover done
-	stats    satpagev1.SessionStatsResponse
-	ended    bool
-	used     time.Time    // last request (idle expiry)
-	live     *liveSession // nil for a replay session
-	left     []uint32     // satellites the session was taken over from (failover.go)
-	place    *sky.Place   // replay: where the client is (RegisterSession's place); nil: none
+	mu     sync.Mutex // held for a whole request: a session's requests and handovers run one at a time
+	id     string
+	visits []*satpagev1.Visit
+	// the registered schedule (visits, before any stand-in replaced a visit);
+	// nil for a live session
+	scheduled []*satpagev1.Visit
+	strategy  satpagev1.Strategy
+	cur       int      // visit now serving
+	moveDue   bool     // proactive: the MovePages of visit cur has not succeeded yet
+	tables    []uint32 // page-table size handed over at each handover done
+	stats     satpagev1.SessionStatsResponse
+	ended     bool
+	used      time.Time    // last request (idle expiry)
+	live      *liveSession // nil for a replay session
+	left      []uint32     // satellites the session was taken over from (failover.go)
+	place     *sky.Place   // replay: where the client is (RegisterSession's place); nil: none
 }
 
 // ground is the ground end of the session's link: the place a live session
@@ -118,8 +122,12 @@ type Options struct {
 	Logger     *slog.Logger
 	Metrics    *metrics.Gateway
 	RPCTimeout time.Duration
-	// Issuer signs session tokens (nil: --insecure, RegisterSession returns none).
+	// Issuer signs session tokens and tickets (nil: --insecure, RegisterSession
+	// returns no token and an unsigned ticket).
 	Issuer *token.Issuer
+	// Tickets verifies the tickets of sessions registered at another gateway
+	// replica (default: the Issuer's own key).
+	Tickets *token.Verifier
 	// MaxTablePages bounds (and defaults) a session's page-table size (default 4096).
 	MaxTablePages uint32
 	// SessionIdle: ExpireIdle ends sessions idle this long (0: never).
@@ -148,8 +156,11 @@ func New(o Options) (*Gateway, error) {
 	}
 	g := &Gateway{grid: o.Grid, peers: o.Peers, log: o.Logger, m: o.Metrics, rpcTimeout: o.RPCTimeout,
 		sec:      security{issuer: o.Issuer, maxTablePages: o.MaxTablePages, idle: o.SessionIdle},
-		sessions: map[string]*session{}, links: o.Links}
+		sessions: map[string]*session{}, links: o.Links, tickets: o.Tickets}
 	g.dead = liveness.New(g.probe, probeTimeout)
+	if g.tickets == nil && o.Issuer != nil {
+		g.tickets = o.Issuer.Verifier()
+	}
 	if o.Live != nil {
 		l, err := newLive(o.Live)
 		if err != nil {
@@ -166,9 +177,9 @@ func (g *Gateway) Register(s grpc.ServiceRegistrar) {
 	satpagev1.RegisterGatewayServiceServer(s, &gatewayServer{g: g})
 }
 
-// RegisterSession validates the schedule, opens the page table at the first
-// serving satellite and remembers the session.
-func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSessionRequest) error {
+// checkRegistration checks a session's registration (RegisterSession's, or
+// the one a ticket carries).
+func (g *Gateway) checkRegistration(req *satpagev1.RegisterSessionRequest) error {
 	if req.SessionId == "" || len(req.SessionId) > node.MaxSessionIDBytes {
 		return fmt.Errorf("session_id %q: empty or longer than %d bytes: %w", req.SessionId, node.MaxSessionIDBytes, errs.ErrInvalid)
 	}
@@ -188,21 +199,29 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 		return fmt.Errorf("session %q: table_pages %d exceeds the gateway's --max-table-pages %d: %w",
 			req.SessionId, req.TablePages, g.sec.maxTablePages, errs.ErrInvalid)
 	}
-	strategy := req.Strategy
-	switch strategy {
-	case satpagev1.Strategy_STRATEGY_UNSPECIFIED:
-		strategy = satpagev1.Strategy_STRATEGY_ON_DEMAND
-	case satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE:
+	switch req.Strategy {
+	case satpagev1.Strategy_STRATEGY_UNSPECIFIED, satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE:
 	default:
-		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, strategy, errs.ErrInvalid)
+		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, req.Strategy, errs.ErrInvalid)
 	}
-	s := &session{id: req.SessionId, visits: req.Visits, strategy: strategy, used: time.Now()}
-	if req.Place != nil {
-		p, err := sky.NewPlace(req.Place.LatDeg, req.Place.LonDeg)
-		if err != nil {
-			return fmt.Errorf("session %q place: %w", req.SessionId, err)
-		}
-		s.place = p
+	return nil
+}
+
+// placeOf is the ground place of a registration.
+func placeOf(req *satpagev1.RegisterSessionRequest) (*sky.Place, error) {
+	p, err := sky.NewPlace(req.Place.LatDeg, req.Place.LonDeg)
+	if err != nil {
+		return nil, fmt.Errorf("session %q place: %w", req.SessionId, err)
+	}
+	return p, nil
+}
+
+// RegisterSession validates the schedule, opens the page table at the first
+// serving satellite and remembers the session.
+func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSessionRequest) error {
+	s, err := g.newSession(req)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -224,19 +243,23 @@ func (g *Gateway) RegisterSession(ctx context.Context, req *satpagev1.RegisterSe
 }
 
 // acquire finds a session and locks it; the caller calls the returned unlock.
-// A live session this gateway does not know is rebuilt from its id.
-func (g *Gateway) acquire(ctx context.Context, id string) (*session, func(), error) {
+// A session this gateway does not know is rebuilt: a live one from its id, a
+// replay one from the ticket the request carries (ticket.go), at the
+// satellite serving it by scenario time tNs.
+func (g *Gateway) acquire(ctx context.Context, id string, tNs int64) (*session, func(), error) {
 	g.mu.Lock()
 	s := g.sessions[id]
 	g.mu.Unlock()
-	if s == nil && g.live != nil && strings.HasPrefix(id, liveIDPrefix) {
+	if s == nil {
 		var err error
-		if s, err = g.recoverLive(ctx, id); err != nil {
+		if g.live != nil && strings.HasPrefix(id, liveIDPrefix) {
+			s, err = g.recoverLive(ctx, id)
+		} else {
+			s, err = g.rebuild(ctx, id, tNs)
+		}
+		if err != nil {
 			return nil, nil, err
 		}
-	}
-	if s == nil {
-		return nil, nil, fmt.Errorf("session %q is not registered at the gateway: %w", id, errs.ErrUnknownSession)
 	}
 	s.mu.Lock()
 	if s.ended {
@@ -397,6 +420,15 @@ func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, s
 // satellite is dead the session is taken over (failover.go) and call runs
 // again at the new server: with a request id it acts once.
 func (g *Gateway) atServer(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
+	err := g.atServerOnce(ctx, s, tNs, call)
+	if g.relocate(ctx, s, tNs, err) {
+		err = g.atServerOnce(ctx, s, tNs, call)
+	}
+	return err
+}
+
+// atServerOnce is atServer without the relocation.
+func (g *Gateway) atServerOnce(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
 	sat, c, err := g.serving(ctx, s, tNs)
 	if err != nil {
 		return err
@@ -432,7 +464,7 @@ func (g *Gateway) overGround(ctx context.Context, s *session, sat uint32, tNs in
 
 // ReadPage forwards one access to the serving satellite.
 func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
-	s, unlock, err := g.acquire(ctx, req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +494,11 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 	if err := node.CheckBatch(req); err != nil {
 		return nil, err
 	}
-	s, unlock, err := g.acquire(ctx, req.SessionId)
+	var first int64 // where an unknown session is looked for
+	if len(req.ScenarioTimeNs) > 0 {
+		first = req.ScenarioTimeNs[0]
+	}
+	s, unlock, err := g.acquire(ctx, req.SessionId, first)
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +560,7 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 
 // WritePage forwards a write to the serving satellite.
 func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest) (*satpagev1.WritePageResponse, error) {
-	s, unlock, err := g.acquire(ctx, req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +585,7 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 
 // EndSession ends the session at its serving satellite and forgets it.
 func (g *Gateway) EndSession(ctx context.Context, req *satpagev1.EndSessionRequest) (*satpagev1.EndSessionResponse, error) {
-	s, unlock, err := g.acquire(ctx, req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +659,7 @@ func (g *Gateway) end(ctx context.Context, s *session, tNs int64) (*satpagev1.En
 
 // SessionStats performs the handovers due by the time given and reports the counts.
 func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsRequest) (*satpagev1.SessionStatsResponse, error) {
-	s, unlock, err := g.acquire(ctx, req.SessionId)
+	s, unlock, err := g.acquire(ctx, req.SessionId, req.ScenarioTimeNs)
 	if err != nil {
 		return nil, err
 	}

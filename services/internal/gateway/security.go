@@ -25,7 +25,7 @@ func (g *Gateway) capability(req *satpagev1.RegisterSessionRequest) *satpagev1.R
 	if pages == 0 {
 		pages = g.sec.maxTablePages
 	}
-	out := &satpagev1.RegisterSessionResponse{TablePages: pages}
+	out := &satpagev1.RegisterSessionResponse{TablePages: pages, Ticket: g.ticket(req, pages)}
 	if g.sec.issuer != nil {
 		tok, exp := g.sec.issuer.Issue(req.SessionId, pages)
 		out.Token, out.TokenExpiresUnixS = tok, exp.Unix()

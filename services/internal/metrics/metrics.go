@@ -69,6 +69,9 @@ type Gateway struct {
 	// what the gateway was doing: serving (a request), next (a handover), open
 	// (a new session whose first satellite is dead).
 	Takeovers *prometheus.CounterVec
+	// Rebuilt: sessions this gateway did not know, rebuilt from their ticket
+	// (another gateway registered them, or this one restarted).
+	Rebuilt prometheus.Counter
 }
 
 // NewGateway registers the gateway metrics on a fresh registry.
@@ -87,8 +90,10 @@ func NewGateway() *Gateway {
 			Help: "Sessions registered."}),
 		Takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "satpage_takeovers_total",
 			Help: "Sessions taken over by a live satellite behind their dead serving satellite, or handed to a stand-in of a dead next one."}, []string{"kind"}),
+		Rebuilt: prometheus.NewCounter(prometheus.CounterOpts{Name: "satpage_sessions_rebuilt_total",
+			Help: "Sessions this gateway did not know, rebuilt from the ticket their request carried."}),
 	}
-	r.MustRegister(m.Requests, m.RPCSeconds, m.Handovers, m.Sessions, m.Takeovers)
+	r.MustRegister(m.Requests, m.RPCSeconds, m.Handovers, m.Sessions, m.Takeovers, m.Rebuilt)
 	return m
 }
 

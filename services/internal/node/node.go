@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -72,6 +73,7 @@ type Node struct {
 	stale     staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
 	partial   partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
 	faults    *liveness.Detector
+	ground    atomic.Bool      // cut off from the ground segment (SetFaults ground_cut): gateways are refused
 	holder    *replica.Holder  // copies of other satellites' state held here
 	primary   *replica.Primary // this satellite's replicated store (nil when R = 1)
 	replicas  int              // R

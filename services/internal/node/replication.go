@@ -22,6 +22,7 @@ import (
 	"github.com/satpage/satpage/services/internal/replica"
 	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 // maintainInterval is how often a primary checks that its replicas hold an
@@ -317,6 +318,20 @@ func (s *satServer) RequestSync(ctx context.Context, req *satpagev1.RequestSyncR
 	return &satpagev1.RequestSyncResponse{}, s.n.observe(ctx, "RequestSync", start, nil)
 }
 
+// GroundInterceptor refuses every request from a gateway but SetFaults while
+// the satellite is cut off from the ground (SetFaults ground_cut), as a lost
+// ground link would: UNAVAILABLE. It tells a gateway by its certificate, so
+// an --insecure satellite refuses nothing.
+func (n *Node) GroundInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if n.ground.Load() && info.FullMethod != satpagev1.SatelliteService_SetFaults_FullMethodName &&
+			tlsconf.FromContext(ctx).Role == tlsconf.Gateway {
+			return nil, status.Errorf(codes.Unavailable, "satellite %d is cut off from the ground segment (fault injection)", n.self)
+		}
+		return h(ctx, req)
+	}
+}
+
 // MaxCutLinks bounds one SetFaults.
 const MaxCutLinks = 1 << 16
 
@@ -336,6 +351,7 @@ func (s *satServer) SetFaults(ctx context.Context, req *satpagev1.SetFaultsReque
 		links[i] = [2]uint32{l.A, l.B}
 	}
 	s.n.faults.SetCut(links)
+	s.n.ground.Store(req.GroundCut)
 	return &satpagev1.SetFaultsResponse{}, s.n.observe(ctx, "SetFaults", start, nil)
 }
 

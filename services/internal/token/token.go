@@ -143,17 +143,8 @@ func (v *Verifier) parse(tok string) (Claims, error) {
 	if len(parts) != 6 || parts[0] != version {
 		return bad("is malformed")
 	}
-	key, ok := v.keys[parts[1]]
-	if !ok {
-		return bad("is signed by unknown key " + strconv.Quote(parts[1]))
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[5])
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return bad("has a malformed signature")
-	}
-	body := tok[:len(tok)-len(parts[5])-1]
-	if !ed25519.Verify(key, []byte(context_+body), sig) {
-		return bad("has a bad signature")
+	if why := v.signed(context_, tok, parts[1], parts[len(parts)-1]); why != "" {
+		return bad(why)
 	}
 	exp, err1 := strconv.ParseInt(parts[2], 10, 64)
 	pages, err2 := strconv.ParseUint(parts[3], 10, 32)
@@ -169,6 +160,24 @@ func (v *Verifier) parse(tok string) (Claims, error) {
 	v.cache[tok] = c
 	v.mu.Unlock()
 	return c, nil
+}
+
+// signed is why text (its last part the base64url signature sig, of key kid,
+// over domain followed by everything before the last dot) is not signed by
+// one of v's keys: "" when it is.
+func (v *Verifier) signed(domain, text, kid, sig string) string {
+	key, ok := v.keys[kid]
+	if !ok {
+		return "is signed by unknown key " + strconv.Quote(kid)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || len(raw) != ed25519.SignatureSize {
+		return "has a malformed signature"
+	}
+	if !ed25519.Verify(key, []byte(domain+text[:len(text)-len(sig)-1]), raw) {
+		return "has a bad signature"
+	}
+	return ""
 }
 
 // LoadSigningKey reads a PKCS#8 PEM Ed25519 private key; errors name the file.

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -174,5 +175,34 @@ func TestASatelliteAcceptsOnlyPublicVerifyKeysAndTheGatewayAlsoItsPrivateKey(t *
 	tok, _ := token.NewIssuer(priv, time.Hour).Issue("s", 8)
 	if c, err := token.NewVerifier(keys...).Verify(tok, "s"); err != nil || c.TablePages != 8 {
 		t.Errorf("token checked with the certificate's key: got %+v, %v; want valid, 8 pages", c, err)
+	}
+}
+
+func TestATicketOpensOnlyWithAKnownKeyAndUntouched(t *testing.T) {
+	k, other := key(t), key(t)
+	iss := token.NewIssuer(k, time.Hour)
+	v := token.NewVerifier(k.Public().(ed25519.PublicKey))
+	body := []byte("registration \x00\xff bytes")
+	tk := iss.Seal(body)
+	got, err := v.OpenTicket(tk, 1024)
+	if err != nil || string(got) != string(body) {
+		t.Fatalf("OpenTicket = %q, %v; want the body", got, err)
+	}
+	// Another key, a changed body, no signature, and a ticket over the bound are refused.
+	forged := token.NewIssuer(other, time.Hour).Seal(body)
+	parts := strings.Split(tk, ".")
+	changed := parts[0] + "." + parts[1] + "." + base64.RawURLEncoding.EncodeToString([]byte("other")) + "." + parts[3]
+	for name, bad := range map[string]string{"unknown key": forged, "changed body": changed,
+		"unsigned": (*token.Issuer)(nil).Seal(body), "malformed": "t1.x"} {
+		if _, err := v.OpenTicket(bad, 1024); !errors.Is(err, errs.ErrUnauthenticated) {
+			t.Errorf("%s: OpenTicket err = %v, want ErrUnauthenticated", name, err)
+		}
+	}
+	if _, err := v.OpenTicket(tk, len(tk)-1); !errors.Is(err, errs.ErrUnauthenticated) {
+		t.Errorf("a ticket over the bound: err = %v", err)
+	}
+	// --insecure: no verifier opens an unsigned ticket.
+	if got, err := (*token.Verifier)(nil).OpenTicket((*token.Issuer)(nil).Seal(body), 1024); err != nil || string(got) != string(body) {
+		t.Errorf("insecure OpenTicket = %q, %v", got, err)
 	}
 }

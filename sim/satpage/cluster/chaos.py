@@ -7,9 +7,12 @@ fresh value with a CRC-32), SIGKILLs whole satellites (satnode and its
 redis-server: the memory is gone) at seeded times, one at a time, restarting
 each empty after ``restart_after_s``, pauses satnodes (SIGSTOP for ``pause_s``,
 past the failure detector's bound, then SIGCONT: the satellite serving a seeded
-session, taken over while it sleeps and fenced when it wakes), cuts ISLs at
-seeded times (SetFaults to every satnode), and stops by itself after
-``seconds``. At the end every page a
+session, taken over while it sleeps and fenced when it wakes), partitions
+satellites (a seeded session's serving one cut off from the gateways and its
+ISL neighbours for ``partition_s``), kills gateways (with ``gateways`` >= 2:
+SIGKILL, restarted empty after ``restart_after_s``; the sessions go on at
+another gateway, which serves them from their tickets), cuts ISLs at seeded
+times (SetFaults to every satnode), and stops by itself after ``seconds``. At the end every page a
 session touched is read back, the history goes to ``bin/satcheck`` (Porcupine,
 one register per page) and the result is one dict:
 
@@ -24,14 +27,18 @@ one register per page) and the result is one dict:
 - call_ms: latency of the successful calls (p50, p99, max), and per kill
   slowest_call_ms: the slowest successful call made while the satellite was down
   (a request that waited for a takeover).
-- satellites_killed, pauses, links_cut: the events injected (kills, paused, cuts
-  list each).
+- satellites_killed, pauses, partitions, gateway_kills, links_cut: the events
+  injected (kills, paused, partitioned, gateways_killed, cuts list each).
+- sessions_rebuilt: sessions a gateway found from their ticket (read from the
+  gateways at the end: a killed gateway's count before its kill is not in it);
+  gateway_switches: times a session went on at another gateway.
 - takeovers: the gateway's failovers (docs/faults.md): sessions taken over from a
   dead serving satellite, handovers sent to the stand-in of a dead next one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -75,6 +82,11 @@ class ChaosConfig:
     #: its neighbours still can), alternately; the gateway still reaches it
     partition: int = 0
     partition_s: float = 6.0
+    #: gateway replicas; a session starts at gateway k mod G and goes on at the next one
+    #: when its gateway does not answer
+    gateways: int = 1
+    #: gateways SIGKILLed (in turn), each restarted empty after restart_after_s
+    kill_gateway: int = 0
     seed: int = 0
     sessions: int = 8
     seconds: float = 60.0
@@ -94,9 +106,14 @@ class ChaosConfig:
         problems = []
         if self.replicas < 1:
             problems.append(f"--replicas {self.replicas} must be at least 1")
-        if min(self.kill, self.cut_links, self.pause, self.partition) < 0:
-            problems.append(f"--kill {self.kill}, --cut-links {self.cut_links}, --pause {self.pause} and "
-                            f"--partition {self.partition} must be >= 0")
+        if min(self.kill, self.cut_links, self.pause, self.partition, self.kill_gateway) < 0:
+            problems.append(f"--kill {self.kill}, --cut-links {self.cut_links}, --pause {self.pause}, "
+                            f"--partition {self.partition} and --kill-gateway {self.kill_gateway} must be >= 0")
+        if not 1 <= self.gateways <= 8:
+            problems.append(f"--gateways {self.gateways} outside [1, 8]")
+        elif self.kill_gateway and self.gateways < 2:
+            problems.append(f"--kill-gateway {self.kill_gateway} needs --gateways 2 or more "
+                            f"(got {self.gateways}): the sessions go on at another gateway")
         if not 0.0 < self.partition_s <= 60.0:
             problems.append(f"partition of {self.partition_s} s outside (0, 60] s")
         if not 0.0 < self.pause_s <= 60.0:
@@ -148,10 +165,14 @@ class _Recorder:
 class _Session(threading.Thread):
     """One client session: reads and writes until the deadline, retrying failures."""
 
-    def __init__(self, k: int, cfg: ChaosConfig, target: str, tls_dir, visits, rec: _Recorder,
+    def __init__(self, k: int, cfg: ChaosConfig, targets: list[str], tls_dir, visits, rec: _Recorder,
                  t0_ns: int, deadline: float, rng: np.random.Generator) -> None:
         super().__init__(name=f"chaos-session-{k}", daemon=True)
-        self.k, self.cfg, self.target, self.tls_dir = k, cfg, target, tls_dir
+        self.k, self.cfg, self.targets, self.tls_dir = k, cfg, targets, tls_dir
+        self.g = k % len(targets)  # the gateway it talks to now
+        self.chans: list = []  # a channel per gateway
+        self.stubs: list = []  # PageService stub per gateway
+        self.switches = 0  # times it went on at another gateway
         self.visits, self.rec, self.t0_ns, self.deadline, self.rng = visits, rec, t0_ns, deadline, rng
         self.sid = f"chaos-{cfg.seed}-{k}"
         self.acked: dict[int, str] = {}  # page -> last acknowledged value
@@ -197,14 +218,15 @@ class _Session(threading.Thread):
                       "call_ns": call, "return_ns": ret, "ok": ok})
         return ok, got, code, call, ret
 
-    def op(self, stub, md, kind: str, page: int, value: str | None, until: float) -> bool:
-        """Run one operation to success, retrying; False when the page is lost or time is up.
-        The value of the last successful read is in self.last_read."""
+    def op(self, md, kind: str, page: int, value: str | None, until: float) -> bool:
+        """Run one operation to success, retrying (at the next gateway when this one does not
+        answer); False when the page is lost or time is up. The value of the last successful
+        read is in self.last_read."""
         first_fail = None
         self.ops += 1
         rid = f"{self.sid}/{self.ops}"
         while True:
-            ok, got, code, call, ret = self._call(stub, md, kind, page, value, rid)
+            ok, got, code, call, ret = self._call(self.stubs[self.g], md, kind, page, value, rid)
             if ok:
                 self.last_read = got
                 if first_fail is not None:
@@ -223,10 +245,27 @@ class _Session(threading.Thread):
                 return False
             if first_fail is None:
                 first_fail = call
+            if code in ("UNAVAILABLE", "DEADLINE_EXCEEDED") and len(self.stubs) > 1 and not self._gateway_up():
+                # Its gateway is lost: the next one serves the session from its ticket. Only
+                # then: a gateway left alive keeps where it had the session, and another
+                # gateway may move the session on meanwhile (docs/faults.md, "Lost gateways").
+                self.g = (self.g + 1) % len(self.stubs)
+                self.switches += 1
             if time.monotonic() > until or (time.monotonic_ns() - first_fail) / 1e9 > PATIENCE_S:
                 self.gave_up, self.error = True, f"{kind} page {page}: {code}"
                 return False
             time.sleep(0.1)
+
+    def _gateway_up(self) -> bool:
+        """Whether the gateway it talks to now answers its health check."""
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        try:
+            r = health_pb2_grpc.HealthStub(self.chans[self.g]).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+        except grpc.RpcError:
+            return False
+        return r.status == health_pb2.HealthCheckResponse.SERVING
 
     def run(self) -> None:
         from satpage_client.channel import open_channel, token_metadata
@@ -234,12 +273,13 @@ class _Session(threading.Thread):
         from satpage_client.rpc import satpage_pb2_grpc as rpc
 
         try:
-            with open_channel(self.target, self.tls_dir) as ch:
-                control, stub = rpc.GatewayServiceStub(ch), rpc.PageServiceStub(ch)
-                reg = control.RegisterSession(pb.RegisterSessionRequest(
+            with contextlib.ExitStack() as stack:
+                self.chans = [stack.enter_context(open_channel(t, self.tls_dir)) for t in self.targets]
+                self.stubs = [rpc.PageServiceStub(ch) for ch in self.chans]
+                reg = rpc.GatewayServiceStub(self.chans[self.g]).RegisterSession(pb.RegisterSessionRequest(
                     session_id=self.sid, visits=[pb.Visit(satellite=s, start_ns=t) for s, t in self.visits],
                     table_pages=self.cfg.pages), timeout=30)
-                md = token_metadata(reg.token)
+                md = token_metadata(reg.token, reg.ticket)
                 weights = 1.0 / np.arange(1, self.cfg.pages + 1)  # Zipf s = 1, as the paper's workload
                 weights /= weights.sum()
                 n = 0
@@ -249,14 +289,14 @@ class _Session(threading.Thread):
                         continue
                     if self.rng.random() < self.cfg.write_fraction:
                         n += 1
-                        self.op(stub, md, "write", page, f"{self.sid}/{page}/{n}", self.deadline + PATIENCE_S)
+                        self.op(md, "write", page, f"{self.sid}/{page}/{n}", self.deadline + PATIENCE_S)
                     else:
-                        self.op(stub, md, "read", page, None, self.deadline + PATIENCE_S)
+                        self.op(md, "read", page, None, self.deadline + PATIENCE_S)
                     if self.gave_up:
                         return
                 # The final check: every page touched is read back.
                 for page in sorted(set(self.acked) | set(self.unsure) | self.lost):
-                    ok = self.op(stub, md, "read", page, None, time.monotonic() + PATIENCE_S)
+                    ok = self.op(md, "read", page, None, time.monotonic() + PATIENCE_S)
                     self.final[page] = self.last_read if ok else None
         except Exception as exc:  # noqa: BLE001 - a session that breaks is reported, not raised
             self.gave_up, self.error = True, f"{type(exc).__name__}: {exc}"
@@ -273,24 +313,30 @@ class _Session(threading.Thread):
 
 
 def _takeovers(state: ClusterState) -> dict[str, int]:
-    """The gateway's failovers (satpage_takeovers_total by kind: ``serving``, a session
+    """The gateways' failovers (satpage_takeovers_total by kind: ``serving``, a session
     taken over from its dead serving satellite; ``next``, a handover sent to the stand-in
-    of a dead next satellite), read from its /metrics (base + 1); {} when unreadable."""
+    of a dead next satellite; ``open``), summed over the gateways, and ``rebuilt``
+    (satpage_sessions_rebuilt_total), read from their /metrics now: a gateway killed and
+    restarted counts from its restart. {} when none is readable."""
     import urllib.request
 
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{state.port_base + 1}/metrics",  # noqa: S310 - loopback
-                                    timeout=10) as r:
-            text = r.read().decode()
-    except OSError as exc:
-        log.warning("gateway metrics unreadable: %s", exc)
-        return {}
-    out = {"serving": 0, "next": 0}
-    for line in text.splitlines():
-        if line.startswith("satpage_takeovers_total{"):
-            labels, _, value = line.rpartition(" ")
-            kind = labels.split('kind="', 1)[1].split('"', 1)[0]
-            out[kind] = int(float(value))
+    out: dict[str, int] = {}
+    for g in range(state.gateways):
+        url = f"http://127.0.0.1:{state.gateway_metrics_port(g)}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:  # noqa: S310 - loopback
+                text = r.read().decode()
+        except OSError as exc:
+            log.warning("gateway %d metrics unreadable: %s", g, exc)
+            continue
+        out |= {k: out.get(k, 0) for k in ("serving", "next")}
+        for line in text.splitlines():
+            if line.startswith("satpage_takeovers_total{"):
+                labels, _, value = line.rpartition(" ")
+                kind = labels.split('kind="', 1)[1].split('"', 1)[0]
+                out[kind] = out.get(kind, 0) + int(float(value))
+            elif line.startswith("satpage_sessions_rebuilt_total "):
+                out["rebuilt"] = out.get("rebuilt", 0) + int(float(line.rpartition(" ")[2]))
     return out
 
 
@@ -318,7 +364,7 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
     # the history and the logs stay in sdir for a look afterwards
-    with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas) as cl:
+    with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas, gateways=cfg.gateways) as cl:
         # Sessions: each served by a trail of satellites, the next one the slot
         # behind in the plane (the satellite that covers the region next), now
         # and then the neighbouring plane's.
@@ -357,21 +403,24 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
         pause_of = [(int(rng.integers(cfg.sessions)), False) for _ in range(cfg.pause)]
         part_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.partition)) * cfg.seconds
         part_of = [(int(rng.integers(cfg.sessions)), False) for _ in range(cfg.partition)]
+        # Gateway kills: in turn, drawn last (the schedules of runs without them stay).
+        gw_at = np.sort(rng.uniform(0.1, 0.75, size=cfg.kill_gateway)) * cfg.seconds
 
         rec = _Recorder()
         t0 = time.monotonic()
         t0_ns = time.monotonic_ns()
         deadline = t0 + cfg.seconds
-        sessions = [_Session(k, cfg, cl.gateway, cl.tls_dir,
+        sessions = [_Session(k, cfg, cl.gateways, cl.tls_dir,
                              visits[k], rec, t0_ns, deadline, np.random.default_rng([cfg.seed, k]))
                     for k in range(cfg.sessions)]
         for s in sessions:
             s.start()
-        kills, cuts, pauses, partitions = [], [], [], []
+        kills, cuts, pauses, partitions, gateway_kills = [], [], [], [], []
         events = sorted([(float(a), "kill", v) for a, v in zip(kill_at, victim_of, strict=True)]
                         + [(float(a), "cut", c) for a, c in zip(cut_at, cut_pick, strict=True)]
                         + [(float(a), "pause", v) for a, v in zip(pause_at, pause_of, strict=True)]
-                        + [(float(a), "partition", v) for a, v in zip(part_at, part_of, strict=True)])
+                        + [(float(a), "partition", v) for a, v in zip(part_at, part_of, strict=True)]
+                        + [(float(a), "kill-gateway", j % cfg.gateways) for j, a in enumerate(gw_at)])
         for at, what, arg in events:
             now = time.monotonic() - t0
             if at > now:
@@ -383,12 +432,23 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                 cuts.append({"link": list(arg), "at_s": round(time.monotonic() - t0, 2)})
                 say(f"cut ISL {arg[0]}-{arg[1]}")
                 continue
+            if what == "kill-gateway":
+                k_ns = time.monotonic_ns()
+                cl.kill_gateway(arg)
+                say(f"killed gateway {arg} at {time.monotonic() - t0:.1f} s")
+                time.sleep(cfg.restart_after_s)
+                up_s = cl.restart_gateway(arg)
+                gateway_kills.append({"gateway": arg, "at_s": round((k_ns - t0_ns) / 1e9, 2),
+                                      "down_ms": round(cfg.restart_after_s * 1e3 + up_s * 1e3, 1)})
+                say(f"gateway {arg} back and SERVING {cfg.restart_after_s + up_s:.1f} s after the kill, empty")
+                continue
             k_ns = time.monotonic_ns()
             arg = victim(*arg, k_ns - t0_ns)
             if what == "partition":
                 both = len(partitions) % 2 == 0
-                cl.partition(arg, both_ways=both)
-                say(f"partitioned satellite {arg} from its ISL neighbours ({'both ways' if both else 'one way'}) "
+                cl.partition(arg, both_ways=both, ground=True)
+                say(f"partitioned satellite {arg} from the gateways and its ISL neighbours "
+                    f"({'both ways' if both else 'one way'}) "
                     f"at {time.monotonic() - t0:.1f} s")
                 try:
                     time.sleep(cfg.partition_s)
@@ -448,12 +508,15 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
                                              default=0.0), 1)
             del k["kill_ns"]
         takeovers = _takeovers(cl.state)
+        rebuilt = takeovers.pop("rebuilt", 0)
         lost = {s.sid: sorted(s.pages_lost()) for s in sessions}
         failed = [s for s in sessions if s.gave_up or lost[s.sid] or s.is_alive()]
         return {
             "replicas": cfg.replicas, "constellation": cfg.constellation, "satellites": t,
             "seed": cfg.seed, "seconds": cfg.seconds, "sessions": cfg.sessions,
+            "gateways": cfg.gateways,
             "satellites_killed": len(kills), "links_cut": len(cuts), "pauses": len(pauses), "partitions": len(partitions),
+            "gateway_kills": len(gateway_kills),
             "requests_total": len(ops), "requests_failed": rec.failed,
             "reads": sum(o["kind"] == "read" for o in ops), "writes": sum(o["kind"] == "write" for o in ops),
             "pages_checked": sum(len(s.final) for s in sessions),
@@ -467,7 +530,10 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
             "call_ms": {k: v for k, v in _percentiles([(o["return_ns"] - o["call_ns"]) / 1e6
                                                        for o in ops if o["ok"]]).items() if k != "streaks"},
             "takeovers": takeovers,
+            # sessions a gateway did not know (or had elsewhere) and found from their ticket
+            "sessions_rebuilt": rebuilt, "gateway_switches": sum(s.switches for s in sessions),
             "kills": kills, "cuts": cuts, "paused": pauses, "partitioned": partitions,
+            "gateways_killed": gateway_kills,
             "history": str(history),
         }
 

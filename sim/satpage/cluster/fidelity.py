@@ -131,7 +131,7 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
                       pb.Visit(satellite=server, start_ns=t - NS_PER_S)]
             reg = control.RegisterSession(pb.RegisterSessionRequest(session_id=sid, visits=visits,
                                                                     table_pages=2), timeout=RPC_TIMEOUT_S)
-            md = token_metadata(reg.token)
+            md = token_metadata(reg.token, reg.ticket)
 
             def read(p: int, at: int, _sid=sid, _md=md):
                 start = time.perf_counter_ns()

@@ -46,8 +46,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"
 #: gateway gRPC = base, gateway metrics = base + 1, satellite i gRPC = base + 2 + i,
-#: satellite i metrics = base + 2 + T + i.
+#: satellite i metrics = base + 2 + T + i; gateway g > 0 gRPC = base + 2 + 2T + 2(g - 1),
+#: its metrics the port after.
 DEFAULT_PORT_BASE = 17000
+#: the most gateways `cluster up` starts (docs/faults.md, "Lost gateways")
+MAX_GATEWAYS = 8
 STATE_FILE = "cluster.json"
 #: Page frames of one satellite; 150 x 48 MB stays far below this machine's memory.
 REDIS_MAXMEMORY = "48mb"
@@ -88,7 +91,7 @@ class ProcessRecord:
     """One process the cluster started."""
 
     role: str  # redis | satnode | gateway
-    index: int  # satellite index (-1 for the gateway)
+    index: int  # satellite index (gateway g: -1 - g)
     pid: int
     start_ticks: int  # /proc/<pid>/stat field 22: tells a reused pid apart
     argv: list[str]
@@ -114,6 +117,7 @@ class ClusterState:
     #: link emulation (docs/emulation.md): {"ephemeris", "epoch", "hours", "isl_capacity_gbps",
     #: "per_hop_processing_ms"}; None: off
     links: dict | None = None
+    gateways: int = 1  # gateway replicas; gateway 0 is ``gateway``
 
     @property
     def satellites(self) -> int:
@@ -121,6 +125,20 @@ class ClusterState:
 
     def satellite_addr(self, i: int) -> str:
         return f"127.0.0.1:{self.port_base + 2 + i}"
+
+    def _gateway_port(self, g: int) -> int:
+        return self.port_base if g == 0 else self.port_base + 2 * self.satellites + 2 * g
+
+    def gateway_addr(self, g: int) -> str:
+        """gateway g's gRPC address (g = 0: ``gateway``)."""
+        return f"127.0.0.1:{self._gateway_port(g)}"
+
+    def gateway_metrics_port(self, g: int) -> int:
+        return self._gateway_port(g) + 1
+
+    @property
+    def gateway_addrs(self) -> list[str]:
+        return [self.gateway_addr(g) for g in range(self.gateways)]
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -181,8 +199,8 @@ PORT_BOOK = Path(tempfile.gettempdir()) / "satpage-port-ranges.json"
 PORT_BOOKING_S = 120.0
 
 
-def free_port_base(n_satellites: int, low: int = 18000) -> int:
-    """A base whose ``2 + 2 * n_satellites`` ports are free on loopback: random between
+def free_port_base(n_satellites: int, low: int = 18000, gateways: int = 1) -> int:
+    """A base whose ``2 * gateways + 2 * n_satellites`` ports are free on loopback: random between
     ``low`` (away from the default 17000) and the kernel's ephemeral ports (below them, an
     outgoing connection anywhere on the machine cannot take a killed satellite's port as
     its source port before it restarts), and not handed out to another process in the
@@ -191,7 +209,7 @@ def free_port_base(n_satellites: int, low: int = 18000) -> int:
 
     import numpy as np
 
-    n = 2 + 2 * int(n_satellites)
+    n = 2 * int(gateways) + 2 * int(n_satellites)
     try:
         top = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
@@ -249,7 +267,8 @@ def _save(state: ClusterState) -> None:
 
 def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
            env: dict[str, str] | None = None) -> ProcessRecord:
-    log_file = log_dir / (f"{role}-{index}.log" if index >= 0 else f"{role}.log")
+    log_file = log_dir / (f"{role}-{index}.log" if index >= 0 else f"{role}.log" if index == -1
+                          else f"{role}-{-1 - index}.log")
     with open(log_file, "ab") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                 start_new_session=True, env=env, close_fds=True)
@@ -358,7 +377,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
                link_epoch: str | None = None, link_hours: float = 24.0,
                isl_capacity_gbps: float = 100.0, per_hop_processing_ms: float = 0.1,
-               pprof: bool = False) -> ClusterState:
+               pprof: bool = False, gateways: int = 1) -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -377,6 +396,10 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
 
     pprof serves the Go profiler on every satnode's metrics port (``--pprof``;
     bench/profile_fault.py reads it).
+
+    gateways starts that many gateway replicas (``ClusterState.gateway_addrs``): each
+    serves every session, one registered at another included (docs/faults.md, "Lost
+    gateways").
 
     live puts the gateway in live mode: ``{"ephemeris": PATH, "speed": FACTOR,
     "idle_timeout_s": S}`` (``satpage.live.live_up`` writes the ephemeris); the
@@ -397,12 +420,14 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     per_plane = n // parse_walker_spec(constellation)[2]
     if not 1 <= replicas <= per_plane:
         raise ValueError(f"replicas {replicas} outside [1, {per_plane}] (satellites per plane)")
+    if not 1 <= gateways <= MAX_GATEWAYS:
+        raise ValueError(f"gateways {gateways} outside [1, {MAX_GATEWAYS}]")
     sdir = Path(state_dir or default_state_dir()).resolve()
     old = load_state(sdir)
     if old is not None and any(_alive(p) for p in old.processes):
         raise OSError(f"a cluster recorded in {sdir} is running (gateway {old.gateway}): "
                       "run `satpage cluster down` first")
-    ports = [port_base + k for k in range(2 + 2 * n)]
+    ports = [port_base + k for k in range(2 * gateways + 2 * n)]
     if ports[-1] > 65535 or port_base < 1024:
         raise ValueError(f"port base {port_base}: ports {ports[0]}..{ports[-1]} must lie in 1024..65535")
     taken = [p for p in ports if not _port_free(p)]
@@ -452,7 +477,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                          gateway=f"127.0.0.1:{port_base}", store=store,
                          isl_schedule=None if isl_schedule is None else str(isl_schedule),
                          isl_schedule_sha256=digest, tls_dir=tls_dir, live=dict(live) if live else None,
-                         replicas=replicas, links=links)
+                         replicas=replicas, links=links, gateways=gateways)
     records = state.processes
     try:
         _save(state)
@@ -483,23 +508,27 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         sat_addrs = [state.satellite_addr(i) for i in range(n)]
         _wait("satnodes to listen", lambda: not any(_port_free(port_base + 2 + i) for i in range(n)),
               timeout_s, records)
-        argv = [str(gateway), "--constellation", constellation, "--listen", state.gateway,
-                "--metrics-listen", f"127.0.0.1:{port_base + 1}",
-                "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
-                "--log-level", "warn", "--stop-timeout", "5s", *security_args, *link_args]
+        live_args = []
         if live:
             start = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             state.live["clock_start"] = start
-            argv += ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),
-                     "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s",
-                     "--push-lead", f"{float(live.get('push_lead_s', 10.0))}s"]
-        records.append(_spawn("gateway", -1, argv, log_dir, _daemon_env(gomaxprocs=False)))
+            live_args = ["--ephemeris", str(live["ephemeris"]), "--speed", repr(float(live.get("speed", 1.0))),
+                         "--clock-start", start, "--session-idle", f"{float(live.get('idle_timeout_s', 3600.0))}s",
+                         "--push-lead", f"{float(live.get('push_lead_s', 10.0))}s"]
+        for g in range(gateways):
+            argv = [str(gateway), "--constellation", constellation, "--listen", state.gateway_addr(g),
+                    "--metrics-listen", f"127.0.0.1:{state.gateway_metrics_port(g)}",
+                    "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(port_base + 2),
+                    "--log-level", "warn", "--stop-timeout", "5s", *security_args, *link_args, *live_args]
+            records.append(_spawn("gateway", -1 - g, argv, log_dir, _daemon_env(gomaxprocs=False)))
         _save(state)
-        _wait("the gateway to listen", lambda: not _port_free(port_base), timeout_s, records)
+        _wait("the gateways to listen", lambda: not any(_port_free(state._gateway_port(g)) for g in range(gateways)),
+              timeout_s, records)
         # A satnode reports SERVING once it has its state (with replicas: taken
         # back from them), a moment after it listens: wait for it.
-        names = dict(zip(sat_addrs + [state.gateway], _server_names(n), strict=True))
-        bad = sat_addrs + [state.gateway]
+        names = dict(zip(sat_addrs, _server_names(n)[:n], strict=True))
+        names |= {a: "gateway.satpage" for a in state.gateway_addrs}
+        bad = sat_addrs + state.gateway_addrs
         deadline = time.monotonic() + timeout_s
         while bad:
             bad = _grpc_serving(bad, timeout_s=5.0, tls_dir=tls_dir,
@@ -517,8 +546,9 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     except BaseException:
         cluster_down(sdir)
         raise
-    register_tls_dir(state.gateway, state.tls_dir)  # replays in this process find the material
-    log.info("cluster up: %d satellites, gateway %s, state %s", n, state.gateway, sdir)
+    for a in state.gateway_addrs:
+        register_tls_dir(a, state.tls_dir)  # replays in this process find the material
+    log.info("cluster up: %d satellites, gateways %s, state %s", n, ", ".join(state.gateway_addrs), sdir)
     return state
 
 
@@ -544,13 +574,14 @@ def cluster_status(state_dir: Path | None = None, *, check_health: bool = True) 
             dead.append({"role": p.role, "index": p.index, "pid": p.pid})
     out = {"running": bool(sum(alive.values())) and not dead, "state_dir": state.state_dir,
            "constellation": state.constellation, "satellites": state.satellites,
-           "gateway": state.gateway, "tls_dir": state.tls_dir, "insecure": state.tls_dir is None,
-           "store": state.store, "alive": alive,
+           "gateway": state.gateway, "gateways": state.gateway_addrs, "tls_dir": state.tls_dir,
+           "insecure": state.tls_dir is None, "store": state.store, "alive": alive,
            "processes": len(state.processes), "dead": dead}
     if check_health and alive["satnode"] + alive["gateway"]:
-        addrs = [state.satellite_addr(i) for i in range(state.satellites)] + [state.gateway]
+        addrs = [state.satellite_addr(i) for i in range(state.satellites)] + state.gateway_addrs
         out["not_serving"] = _grpc_serving(addrs, timeout_s=2.0, tls_dir=state.tls_dir,
-                                           server_names=_server_names(state.satellites))
+                                           server_names=_server_names(state.satellites)
+                                           + ["gateway.satpage"] * (state.gateways - 1))
         out["running"] = out["running"] and not out["not_serving"]
     return out
 
@@ -595,7 +626,8 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
                     _reap(p.pid)
                 break
             time.sleep(0.05)
-    register_tls_dir(state.gateway, None)
+    for a in state.gateway_addrs:
+        register_tls_dir(a, None)
     (sdir / STATE_FILE).unlink(missing_ok=True)
     shutil.rmtree(sdir / "redis", ignore_errors=True)
     log.info("cluster down: stopped %d processes recorded in %s", running, sdir)
@@ -640,8 +672,9 @@ class LocalCluster:
         self.owned = owned  # down() on leaving the with-block
         self.lock = threading.Lock()  # guards _state (records replaced on restart), cut and _partitions
         self.cut: list[tuple[int, int]] = []
-        #: satellite -> (its links added to cut, or held cut by it alone: one way; both ways)
-        self._partitions: dict[int, tuple[list[tuple[int, int]], bool]] = {}
+        #: satellite -> (its links added to cut, or held cut by it alone: one way; both ways;
+        #: cut off from the gateways too)
+        self._partitions: dict[int, tuple[list[tuple[int, int]], bool, bool]] = {}
 
     @classmethod
     def up(cls, constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
@@ -649,7 +682,7 @@ class LocalCluster:
         """``cluster_up`` (its keyword arguments) on a free port range unless port_base is
         given; the cluster is owned: ``down`` (or leaving a with-block) stops it."""
         if port_base is None:
-            port_base = free_port_base(satellites_in(constellation))
+            port_base = free_port_base(satellites_in(constellation), gateways=kwargs.get("gateways", 1))
         return cls(cluster_up(constellation, state_dir=state_dir, port_base=port_base, **kwargs),
                    owned=True)
 
@@ -716,8 +749,13 @@ class LocalCluster:
             raise ValueError(f"satellite {i}: the cluster has satellites 0-{self.satellites - 1}")
 
     def _check_gateway(self, g: int) -> None:
-        if g != 0:
-            raise ValueError(f"gateway {g}: the cluster has gateway 0")
+        if not 0 <= g < self.state.gateways:
+            raise ValueError(f"gateway {g}: the cluster has gateways 0-{self.state.gateways - 1}")
+
+    @property
+    def gateways(self) -> list[str]:
+        """Every gateway's address, gateway 0 first."""
+        return self.state.gateway_addrs
 
     # -- satellites ---------------------------------------------------------------------
 
@@ -787,37 +825,37 @@ class LocalCluster:
         if sig not in (signal.SIGKILL, signal.SIGTERM):
             raise ValueError(f"kill_gateway sends SIGKILL or SIGTERM, got {sig!r} (a pause: stop_gateway)")
         self._check_gateway(g)
-        recs = self._records(-1, ("gateway",))
+        recs = self._records(-1 - g, ("gateway",))
         self._signal(recs, sig)
         self._wait_gone(recs)
 
     def stop_gateway(self, g: int = 0) -> None:
         """SIGSTOP gateway g (a pause)."""
         self._check_gateway(g)
-        self._signal(self._records(-1, ("gateway",)), signal.SIGSTOP)
+        self._signal(self._records(-1 - g, ("gateway",)), signal.SIGSTOP)
 
     def cont_gateway(self, g: int = 0) -> None:
         """SIGCONT gateway g."""
         self._check_gateway(g)
-        self._signal(self._records(-1, ("gateway",)), signal.SIGCONT)
+        self._signal(self._records(-1 - g, ("gateway",)), signal.SIGCONT)
 
     def restart_gateway(self, g: int = 0, timeout_s: float = 120.0) -> float:
         """Start gateway g again with its recorded command line (killing it first if it
         still runs); seconds until SERVING."""
         self._check_gateway(g)
         t0 = time.monotonic()
-        (old,) = self._records(-1, ("gateway",))
+        (old,) = self._records(-1 - g, ("gateway",))
         if _alive(old):
             self.kill_gateway(g)
         st = self.state
-        new = _spawn("gateway", -1, old.argv, Path(st.state_dir) / "logs", _daemon_env(gomaxprocs=False))
+        new = _spawn("gateway", -1 - g, old.argv, Path(st.state_dir) / "logs", _daemon_env(gomaxprocs=False))
         self._replace([old], [new])
-        while _grpc_serving([st.gateway], timeout_s=2.0, tls_dir=st.tls_dir,
+        while _grpc_serving([st.gateway_addr(g)], timeout_s=2.0, tls_dir=st.tls_dir,
                             server_names=["gateway.satpage"]):
             if not _alive(new):
-                raise OSError(f"gateway exited at its restart; {new.log_file}: {_log_tail(new.log_file)}")
+                raise OSError(f"gateway {g} exited at its restart; {new.log_file}: {_log_tail(new.log_file)}")
             if time.monotonic() - t0 > timeout_s:
-                raise OSError(f"gateway not SERVING {timeout_s:.0f} s after its restart")
+                raise OSError(f"gateway {g} not SERVING {timeout_s:.0f} s after its restart")
             time.sleep(0.05)
         return time.monotonic() - t0
 
@@ -845,10 +883,11 @@ class LocalCluster:
             self.cut.extend(tuple(sorted(ab)) for ab in links)
         self.set_faults(list(range(self.satellites)))
 
-    def partition(self, i: int, *, both_ways: bool = True) -> list[tuple[int, int]]:
+    def partition(self, i: int, *, both_ways: bool = True, ground: bool = False) -> list[tuple[int, int]]:
         """Cut satellite i off from its ISL neighbours until ``heal(i)``: both ways (every
         satellite holds its links cut) or one way (only i does: it cannot send on them, its
-        neighbours still can). Returns the links cut."""
+        neighbours still can); with ground, from the gateways too (it refuses their requests:
+        SetFaults ground_cut). Returns the links cut."""
         self._check_satellite(i)
         mine = [lk for lk in self.isls() if i in lk]
         with self.lock:
@@ -857,14 +896,14 @@ class LocalCluster:
             added = [lk for lk in mine if lk not in self.cut] if both_ways else mine
             if both_ways:
                 self.cut.extend(added)
-            self._partitions[i] = (added, both_ways)
+            self._partitions[i] = (added, both_ways, ground)
         self.set_faults(list(range(self.satellites)) if both_ways else [i])
         return mine
 
     def heal(self, i: int) -> None:
         """End satellite i's ``partition``."""
         with self.lock:
-            added, both_ways = self._partitions.pop(i)
+            added, both_ways, _ = self._partitions.pop(i)
             if both_ways:
                 self.cut = [lk for lk in self.cut if lk not in added]
         self.set_faults(list(range(self.satellites)) if both_ways else [i])
@@ -888,9 +927,11 @@ class LocalCluster:
 
         with self.lock:
             cut = list(self.cut)
-            one_way = {k: links for k, (links, both) in self._partitions.items() if not both}
+            one_way = {k: links for k, (links, both, _) in self._partitions.items() if not both}
+            ground = {k for k, (_, _, g) in self._partitions.items() if g}
         for i in satellites:
-            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in cut + one_way.get(i, [])])
+            req = pb.SetFaultsRequest(cut=[pb.Link(a=a, b=b) for a, b in cut + one_way.get(i, [])],
+                                      ground_cut=i in ground)
             with self._satellite_channel(i) as ch:
                 try:
                     rpc.SatelliteServiceStub(ch).SetFaults(req, timeout=5)

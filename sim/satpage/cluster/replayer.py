@@ -257,7 +257,7 @@ class _Replayer:
         reg = stubs[1].RegisterSession(pb.RegisterSessionRequest(
             session_id=s.sid, visits=visits, strategy=self.strategy,
             table_pages=int(self.trace.n_pages)), timeout=RPC_TIMEOUT_S)
-        s.md = token_metadata(reg.token)
+        s.md = token_metadata(reg.token, reg.ticket)  # any gateway replica serves it
         s.registered = True
 
     def _table_gone(self, s: _Session, exc) -> bool:

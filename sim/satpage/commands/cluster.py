@@ -38,7 +38,11 @@ def up(
     = DEFAULT_CONSTELLATION,
     port_base: Annotated[int, typer.Option(
         "--port-base", help="Gateway on this port, satellite i on port-base + 2 + i, "
-        "metrics after them.")] = DEFAULT_PORT_BASE,
+        "metrics after them, then the other gateways' ports.")] = DEFAULT_PORT_BASE,
+    gateways: Annotated[int, typer.Option(
+        "--gateways", help="Gateway replicas (at most 8): each serves every session, one "
+        "registered at another included, so a client whose gateway is lost goes on at another "
+        "(docs/faults.md).")] = 1,
     store: Annotated[str, typer.Option("--store", help="Page frames in redis or memory.")]
     = "redis",
     isl_schedule: Annotated[Path | None, typer.Option(
@@ -80,18 +84,20 @@ def up(
                         isl_schedule=isl_schedule, insecure=insecure, replicas=replicas,
                         tls_dir=tls_dir, emulate_links=emulate_links, link_epoch=link_epoch,
                         link_hours=link_hours, isl_capacity_gbps=isl_capacity_gbps,
-                        per_hop_processing_ms=per_hop_ms)
+                        per_hop_processing_ms=per_hop_ms, gateways=gateways)
     except ValueError as exc:
         fail(str(exc))
     if json_out:
-        print_json({"gateway": st.gateway, "satellites": st.satellites, "tls_dir": st.tls_dir,
+        print_json({"gateway": st.gateway, "gateways": st.gateway_addrs, "satellites": st.satellites,
+                    "tls_dir": st.tls_dir,
                     "insecure": st.tls_dir is None, "replicas": st.replicas,
                     "processes": len(st.processes), "state_dir": st.state_dir,
                     "links": st.links})
     else:
         sec = f"TLS material in {st.tls_dir}" if st.tls_dir else "[bold red]INSECURE[/] (plain text)"
         stdout.print(f"cluster up: {st.satellites} satellites ({st.constellation}), "
-                     f"{len(st.processes)} processes; gateway [bold]{st.gateway}[/]; {sec}; "
+                     f"{len(st.processes)} processes; gateway{'s' if st.gateways > 1 else ''} "
+                     f"[bold]{', '.join(st.gateway_addrs)}[/]; {sec}; "
                      f"state in {st.state_dir}")
         stdout.print(f"links: {'emulated from ' + st.links['epoch'] if st.links else 'not emulated'}")
 
@@ -275,11 +281,17 @@ def chaos(
     pause_seconds: Annotated[float, typer.Option(
         "--pause-seconds", help="How long each --pause lasts.")] = 6.0,
     partition: Annotated[int, typer.Option(
-        "--partition", help="Satellites serving a seeded session to cut off from their ISL "
-        "neighbours for --partition-seconds (in the daemons' fault layer, as --cut-links), both ways "
-        "and one way alternately; the gateway still reaches them.")] = 0,
+        "--partition", help="Satellites serving a seeded session to cut off from the gateways and "
+        "their ISL neighbours for --partition-seconds (in the daemons' fault layer, as --cut-links), "
+        "the ISLs both ways and one way alternately.")] = 0,
     partition_seconds: Annotated[float, typer.Option(
         "--partition-seconds", help="How long each --partition lasts.")] = 6.0,
+    gateways: Annotated[int, typer.Option(
+        "--gateways", help="Gateway replicas (1-8); a session starts at one and goes on at the "
+        "next when its gateway does not answer.")] = 1,
+    kill_gateway: Annotated[int, typer.Option(
+        "--kill-gateway", help="Gateways to SIGKILL, in turn, each restarted empty after "
+        "--restart-after (needs --gateways 2 or more).")] = 0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the workload and the fault schedule.")] = 0,
     sessions: Annotated[int, typer.Option("--sessions", help="Client sessions replayed at once.")] = 8,
     seconds: Annotated[float, typer.Option("--seconds", help="Length of the run; it stops by itself.")] = 60.0,
@@ -319,6 +331,7 @@ def chaos(
              "--failure-schedule")
     cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links,
                       pause=pause, pause_s=pause_seconds, partition=partition, partition_s=partition_seconds,
+                      gateways=gateways, kill_gateway=kill_gateway,
                       seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
@@ -336,7 +349,8 @@ def chaos(
     else:
         u = report["unavailability_ms"]
         stdout.print(f"chaos R={report['replicas']}: {report['satellites_killed']} killed, "
-                     f"{report['links_cut']} ISLs cut; {report['requests_total']} requests "
+                     f"{report['links_cut']} ISLs cut, {report['pauses']} paused, {report['partitions']} "
+                     f"partitioned, {report['gateway_kills']} gateways killed; {report['requests_total']} requests "
                      f"({report['requests_failed']} failed); pages lost {report['pages_lost']}, "
                      f"sessions failed {report['sessions_failed']}, linearizable {report['linearizable']}; "
                      f"unavailability p50 {u['p50']} ms, p99 {u['p99']} ms")

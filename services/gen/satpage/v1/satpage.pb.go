@@ -1053,7 +1053,13 @@ type RegisterSessionResponse struct {
 	// When the token expires (Unix seconds; 0 when token is empty).
 	TokenExpiresUnixS int64 `protobuf:"varint,2,opt,name=token_expires_unix_s,json=tokenExpiresUnixS,proto3" json:"token_expires_unix_s,omitempty"`
 	// The page-table size the token grants.
-	TablePages    uint32 `protobuf:"varint,3,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
+	TablePages uint32 `protobuf:"varint,3,opt,name=table_pages,json=tablePages,proto3" json:"table_pages,omitempty"`
+	// The session's registration, signed by the gateway (docs/faults.md, "Lost
+	// gateways"): a client sends it in gRPC metadata "satpage-ticket" with its
+	// requests, and a gateway that does not know the session (another replica,
+	// or this one restarted) rebuilds it from the ticket and the satellites.
+	// Empty when the registration is too long to carry (gateway.MaxTicketBytes).
+	Ticket        string `protobuf:"bytes,4,opt,name=ticket,proto3" json:"ticket,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1107,6 +1113,13 @@ func (x *RegisterSessionResponse) GetTablePages() uint32 {
 		return x.TablePages
 	}
 	return 0
+}
+
+func (x *RegisterSessionResponse) GetTicket() string {
+	if x != nil {
+		return x.Ticket
+	}
+	return ""
 }
 
 type SessionStatsRequest struct {
@@ -3751,7 +3764,10 @@ func (x *Link) GetB() uint32 {
 type SetFaultsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every ISL that is cut now (replaces the previous set).
-	Cut           []*Link `protobuf:"bytes,1,rep,name=cut,proto3" json:"cut,omitempty"`
+	Cut []*Link `protobuf:"bytes,1,rep,name=cut,proto3" json:"cut,omitempty"`
+	// This satellite is cut off from the ground segment: it refuses every
+	// request from a gateway but SetFaults (UNAVAILABLE, as a lost link would).
+	GroundCut     bool `protobuf:"varint,2,opt,name=ground_cut,json=groundCut,proto3" json:"ground_cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3791,6 +3807,13 @@ func (x *SetFaultsRequest) GetCut() []*Link {
 		return x.Cut
 	}
 	return nil
+}
+
+func (x *SetFaultsRequest) GetGroundCut() bool {
+	if x != nil {
+		return x.GroundCut
+	}
+	return false
 }
 
 type SetFaultsResponse struct {
@@ -4265,12 +4288,13 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x05place\x18\x05 \x01(\v2\x17.satpage.v1.GroundPlaceR\x05place\"?\n" +
 	"\vGroundPlace\x12\x17\n" +
 	"\alat_deg\x18\x01 \x01(\x01R\x06latDeg\x12\x17\n" +
-	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\"\x81\x01\n" +
+	"\alon_deg\x18\x02 \x01(\x01R\x06lonDeg\"\x99\x01\n" +
 	"\x17RegisterSessionResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12/\n" +
 	"\x14token_expires_unix_s\x18\x02 \x01(\x03R\x11tokenExpiresUnixS\x12\x1f\n" +
 	"\vtable_pages\x18\x03 \x01(\rR\n" +
-	"tablePages\"^\n" +
+	"tablePages\x12\x16\n" +
+	"\x06ticket\x18\x04 \x01(\tR\x06ticket\"^\n" +
 	"\x13SessionStatsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
@@ -4485,9 +4509,11 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13RequestSyncResponse\"\"\n" +
 	"\x04Link\x12\f\n" +
 	"\x01a\x18\x01 \x01(\rR\x01a\x12\f\n" +
-	"\x01b\x18\x02 \x01(\rR\x01b\"6\n" +
+	"\x01b\x18\x02 \x01(\rR\x01b\"U\n" +
 	"\x10SetFaultsRequest\x12\"\n" +
-	"\x03cut\x18\x01 \x03(\v2\x10.satpage.v1.LinkR\x03cut\"\x13\n" +
+	"\x03cut\x18\x01 \x03(\v2\x10.satpage.v1.LinkR\x03cut\x12\x1d\n" +
+	"\n" +
+	"ground_cut\x18\x02 \x01(\bR\tgroundCut\"\x13\n" +
 	"\x11SetFaultsResponse\"\x94\x01\n" +
 	"\x10CopyAheadRequest\x12\x1d\n" +
 	"\n" +
