@@ -41,13 +41,14 @@ def test_the_vectors_cover_the_default_constellation_without_a_cut_off():
 
 
 def test_chaos_cuts_the_isls_the_go_satellites_have():
-    """chaos picks the ISLs it cuts from orbit_model's +Grid: every case without a cut-off
-    in the vectors (a star and a delta constellation, the latter with its seam links)."""
-    from satpage.cluster.chaos import _isls
+    """chaos picks the ISLs it cuts (LocalCluster.isls) from orbit_model's +Grid: every case
+    without a cut-off in the vectors (a star and a delta constellation, the latter with its
+    seam links)."""
+    from satpage.cluster.local import isls
 
     stored = json.loads(VECTORS.read_text())
     cases = [c for c in stored["cases"] if c["latitude_cutoff_deg"] is None]
     assert {c["constellation"].split(":")[0] for c in cases} == {"walker", "walker-star"}
     for c in cases:
         want = sorted({(a, b) for a, nbrs in enumerate(c["neighbours"]) for b in nbrs if a < b})
-        assert _isls(c["constellation"]) == want, c["constellation"]
+        assert isls(c["constellation"]) == want, c["constellation"]

@@ -658,6 +658,16 @@ def _daemon_env(gomaxprocs: bool = True) -> dict[str, str]:
     return env
 
 
+def isls(constellation: str) -> list[tuple[int, int]]:
+    """The +Grid ISLs of a Walker spec (a < b, sorted): orbit_model's, which the Go
+    satellites' own grid is checked against (services/testdata/isl_vectors.json)."""
+    from orbit_model import Constellation, IslNetwork
+
+    # a Walker shell's links do not depend on the epoch it is placed at
+    ends = IslNetwork(Constellation.from_spec(constellation, epoch="2000-01-01T12:00:00Z")).links.endpoints
+    return [(int(a), int(b)) for a, b in ends.tolist()]
+
+
 class LocalCluster:
     """The one owner of a local cluster's processes: it starts them (``up``), takes a
     satellite's or the gateway's process down in the ways a fault injector wants (SIGKILL,
@@ -909,14 +919,8 @@ class LocalCluster:
         self.set_faults(list(range(self.satellites)) if both_ways else [i])
 
     def isls(self) -> list[tuple[int, int]]:
-        """The constellation's +Grid ISLs (a < b, sorted): orbit_model's, which the Go
-        satellites' own grid is checked against (services/testdata/isl_vectors.json)."""
-        from orbit_model import Constellation, IslNetwork
-
-        # a Walker shell's links do not depend on the epoch it is placed at
-        ends = IslNetwork(Constellation.from_spec(self.state.constellation,
-                                                  epoch="2000-01-01T12:00:00Z")).links.endpoints
-        return [(int(a), int(b)) for a, b in ends.tolist()]
+        """The cluster's +Grid ISLs (``isls``)."""
+        return isls(self.state.constellation)
 
     def set_faults(self, satellites: list[int]) -> None:
         """Send the faults of now to these satellites (SetFaults: the ISLs cut, with the
