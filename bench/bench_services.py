@@ -8,7 +8,8 @@ redis-server and a bare gRPC round trip (the standard health Check) to the satno
 It starts its own cluster (default constellation, 150 satellites: 301 processes),
 runs bin/satload (bounded in time and count), and stops the cluster. Every
 cluster here runs without link emulation (docs/emulation.md): the figures are
-what the machine itself costs on loopback, not the light time of the links.
+what the machine itself costs on loopback, not the light time of the links;
+except the pair below that measures what emulation costs.
 
 - Throughput: 32 sessions in a closed loop, one page per request (ReadPage) and
   16 or 64 per request (ReadPages, whose faults travel as one FetchPages per old
@@ -33,6 +34,14 @@ goes through the gateway twice in the same run: sessions registered with a
 schedule and scenario times (replay mode), and sessions opened by location on
 the gateway's clock (live mode); 64 pages per ReadPages. Target: live >= 80 % of
 replay. ``--only-gateway`` runs just this comparison.
+
+Link emulation (docs/emulation.md): two more clusters in the same run, links
+emulated (positions from the default scenario's epoch; satload's requests are at
+scenario time 0, inside them) and not; the same one-hop closed-loop load at 64
+pages per request on each. Each hop there waits its ISL's light time, a timer:
+targets: emulated throughput >= 80 % of the other's, CPU per access at most
+10 % higher (means of two alternating rounds). ``--only-emulation`` runs just
+this comparison.
 """
 
 from __future__ import annotations
@@ -149,6 +158,45 @@ def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
     return out
 
 
+def compare_emulation(args, dur: float, rounds: int = 2) -> dict[str, list[dict]]:
+    """One-hop throughput and CPU per access (satload, 64 pages per request) on a
+    cluster with link emulation off and one with it on, alternately (rounds of
+    each: drift on a shared machine hits both)."""
+    out: dict[str, list[dict]] = {"off": [], "on": []}
+    for mode in ("off", "on") * rounds:
+        with tempfile.TemporaryDirectory(prefix=f"satpage-bench-links-{mode}-") as tmp:
+            base = _free_port_base(args.constellation)
+            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, emulate_links=mode == "on")
+            try:
+                pid_file = Path(tmp) / "pids.txt"
+                pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+                print(f"link emulation {mode}: throughput hop 1, batch 64", file=sys.stderr)
+                out[mode] += satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                                     duration=dur, batch=64, tls_dir=st.tls_dir)
+            finally:
+                cluster_down(Path(tmp))
+    return out
+
+
+def print_emulation(emu: dict[str, list[dict]]) -> dict[str, float]:
+    """The emulation on/off table; returns the throughput and CPU-per-access ratios (on / off,
+    means over the rounds)."""
+    print("\nlink emulation: one-hop page reads, 64 per request, closed loop, off and on alternately "
+          "in the same run")
+    print(f"{'links':>5} {'reads/s':>10} {'CPU us':>7} {'p50 ms':>8} {'p99 ms':>8} {'hops ok':>8}")
+    for mode, rs in emu.items():
+        for r in rs:
+            print(f"{mode:>5} {r['accesses_per_s']:>10,.0f} {r['cpu_us_per_access']:>7.1f} {r['p50_ms']:>8.3f} "
+                  f"{r['p99_ms']:>8.3f} {str(hops_ok(r)):>8}")
+    mean = {m: {k: sum(r[k] for r in rs) / len(rs) for k in ("accesses_per_s", "cpu_us_per_access")}
+            for m, rs in emu.items()}
+    ratio = {"throughput": mean["on"]["accesses_per_s"] / mean["off"]["accesses_per_s"],
+             "cpu_per_access": mean["on"]["cpu_us_per_access"] / mean["off"]["cpu_us_per_access"]}
+    print(f"  on / off: throughput {ratio['throughput']:.3f} (target >= 0.80), CPU per access "
+          f"{ratio['cpu_per_access']:.3f} (target <= 1.10); load average {os.getloadavg()[0]:.1f}")
+    return ratio
+
+
 def print_replicas(rep: dict[int, dict]) -> float:
     """The R = 1 vs R = 2 table; returns R = 2's share of R = 1's one-hop rate at batch 64."""
     print("\nreplication (issue 15): one-hop page faults/s, R = 1 and R = 2 in the same run")
@@ -171,6 +219,7 @@ def main() -> int:
     ap.add_argument("--no-insecure", action="store_true", help="skip the --insecure comparison cluster")
     ap.add_argument("--only-gateway", action="store_true", help="only the live-vs-replay gateway comparison")
     ap.add_argument("--only-replicas", action="store_true", help="only the R = 1 vs R = 2 one-hop comparison")
+    ap.add_argument("--only-emulation", action="store_true", help="only the link emulation on vs off comparison")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
@@ -179,6 +228,11 @@ def main() -> int:
         share = print_replicas(rep)
         print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
         return 0 if share >= 0.5 else 1
+    if args.only_emulation:
+        emu = compare_emulation(args, dur)
+        ratio = print_emulation(emu)
+        print(json.dumps({"emulation": emu, "emulation_on_vs_off": ratio, "load_average": os.getloadavg()}))
+        return 0 if all(hops_ok(r) for rs in emu.values() for r in rs) else 1
 
     with tempfile.TemporaryDirectory(prefix="satpage-bench-") as tmp:
         base = _free_port_base(args.constellation)
@@ -236,6 +290,7 @@ def main() -> int:
     if not args.no_insecure:
         insecure = compare_insecure(args, dur, lat_s, hops)
     rep = compare_replicas(args, dur)
+    emu = compare_emulation(args, dur)
 
     get = rates.get("GET", 0.0)
     print(f"baselines, same machine and run: redis-benchmark on one satellite's redis (4 KiB, 16 clients) "
@@ -305,7 +360,10 @@ def main() -> int:
                       "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}))
     share = print_replicas(rep)
     print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
-    ok = all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
+    emu_ratio = print_emulation(emu)
+    print(json.dumps({"emulation": emu, "emulation_on_vs_off": emu_ratio}))
+    ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
+          and all(hops_ok(r) for rs in emu.values() for r in rs))
     return 0 if ok and share >= 0.5 else 1
 
 
