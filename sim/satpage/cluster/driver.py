@@ -146,13 +146,15 @@ def _free_port_base(constellation: str) -> int:
 
 
 def replay_trace(trace, strategy, *, target: str | None = None,
-                 tls_dir: Path | None = None, writes: np.ndarray | None = None) -> dict:
+                 tls_dir: Path | None = None, writes: np.ndarray | None = None,
+                 places: np.ndarray | None = None) -> dict:
     """Replay trace with one strategy and return its totals as plain numbers
     (``ClusterReplay.detailed_counts``), and under ``fault_ns`` the wait of every moved
     page read, as its serving satellite measured it (the ``satpage compare --backend
-    cluster`` interface); tls_dir and writes as in replay_sessions."""
+    cluster`` interface); tls_dir and writes as in replay_sessions, places (the
+    sessions' ground places) as in ``replayer.replay``."""
     with resolve_target(target) as gw:
-        got = replayer.replay(trace, strategy, replayer.Target(gw, tls_dir), writes=writes)
+        got = replayer.replay(trace, strategy, replayer.Target(gw, tls_dir), writes=writes, places=places)
     out = got.detailed_counts()
     moves, hops = out.pop("page_moves"), out.pop("page_hops")
     out["fault_ns"] = [f for r in got.sessions for f in r.fault_ns]  # not a total: the faults measured

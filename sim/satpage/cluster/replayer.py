@@ -184,6 +184,7 @@ class _Session:
     pages: np.ndarray  # accesses' pages (int64)
     times: np.ndarray  # accesses' scenario times, clamped to their visit's start
     writes: np.ndarray | None  # accesses sent as WritePage
+    place: tuple[float, float] | None = None  # (lat_deg, lon_deg): where the client is
     md: tuple = ()
     registered: bool = False
     ended: bool = False
@@ -215,9 +216,11 @@ class _Session:
 
 class _Replayer:
     def __init__(self, trace, strategy: int, session_end_ns, prefix: str, *, writes=None,
-                 rows: bool = False, read_back: bool = False):
+                 rows: bool = False, read_back: bool = False, places=None):
         self.trace, self.strategy, self.rows, self.read_back = trace, strategy, rows, read_back
         self.sessions: list[_Session] = []
+        if places is not None and np.shape(places) != (trace.n_sessions, 2):
+            raise ValueError(f"places has shape {np.shape(places)}, want ({trace.n_sessions}, 2)")
         for s in range(trace.n_sessions):
             v0, v1 = int(trace.visit_offsets[s]), int(trace.visit_offsets[s + 1])
             if v1 == v0:
@@ -243,6 +246,7 @@ class _Replayer:
                 visit_sat=np.asarray(trace.visit_satellite[v0:v1], np.int64), visit_start=starts,
                 visit_cut=cut, pages=np.asarray(trace.access_page[a0:a1], np.int64), times=times,
                 writes=None if writes is None else np.asarray(writes[a0:a1], bool),
+                place=None if places is None else (float(places[s][0]), float(places[s][1])),
                 rows=np.zeros((v1 - v0, v1 - v0), np.int64), totals=np.zeros(v1 - v0, np.int64)))
         self.until_end = session_end_ns is not None  # accesses after a session's end are not sent
 
@@ -254,9 +258,10 @@ class _Replayer:
 
         visits = [pb.Visit(satellite=int(a), start_ns=int(b))
                   for a, b in zip(s.visit_sat, s.visit_start, strict=True)]
+        place = None if s.place is None else pb.GroundPlace(lat_deg=s.place[0], lon_deg=s.place[1])
         reg = stubs[1].RegisterSession(pb.RegisterSessionRequest(
             session_id=s.sid, visits=visits, strategy=self.strategy,
-            table_pages=int(self.trace.n_pages)), timeout=RPC_TIMEOUT_S)
+            table_pages=int(self.trace.n_pages), place=place), timeout=RPC_TIMEOUT_S)
         s.md = token_metadata(reg.token, reg.ticket)  # any gateway replica serves it
         s.registered = True
 
@@ -435,7 +440,8 @@ class _Replayer:
 
 def replay(trace, strategy, target: Target, failures=None, *, session_end_ns=None, writes=None,
            rows: bool = False, read_back: bool = False, busiest_ns: tuple[int, ...] = (),
-           settle_s: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, progress=None) -> ClusterReplay:
+           settle_s: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, progress=None,
+           places=None) -> ClusterReplay:
     """Replay trace with strategy (``"on-demand"``, ``"proactive"`` or a pager strategy
     with that ``name``) through ``target``, killing the satellites of ``failures`` (a
     ``pager.FailureSchedule``; None: none) at their failure times with
@@ -448,7 +454,10 @@ def replay(trace, strategy, target: Target, failures=None, *, session_end_ns=Non
     per visit after every visit (the paper's Table I). ``read_back``: the loss check
     (module docstring). ``settle_s``: wall seconds to wait after a restart (0 at R = 1;
     at R > 1 the replicas' upkeep, every second, sends the restarted satellite its
-    copies of the others' state)."""
+    copies of the others' state). ``places`` float (n_sessions, 2): each session's client
+    (lat_deg, lon_deg), registered with it, so that with link emulation every access
+    waits the session's ground link both ways (docs/emulation.md); None: no place, no
+    ground-link delay."""
     import grpc
 
     from satpage_client.channel import open_channel, tls_dir_for
@@ -466,7 +475,7 @@ def replay(trace, strategy, target: Target, failures=None, *, session_end_ns=Non
         raise ValueError(f"the failure schedule kills satellite {int(sat.max())}, but the cluster "
                          f"has {target.satellites}")
     rp = _Replayer(trace, code, None if session_end_ns is None else np.asarray(session_end_ns, np.int64),
-                   uuid.uuid4().hex[:10], writes=writes, rows=rows, read_back=read_back)
+                   uuid.uuid4().hex[:10], writes=writes, rows=rows, read_back=read_back, places=places)
     tls_dir = target.tls_dir if target.tls_dir is not None else tls_dir_for(target.gateway)
     opts = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
     kills: list[dict] = []

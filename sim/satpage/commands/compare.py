@@ -137,7 +137,8 @@ def replication_priced(world, ct, rl, replicas: int, writes) -> dict[str, int]:
             "replication_bytes": hops * int(world.scenario.workload.page_bytes)}
 
 
-def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> None:
+def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
+             ground_links: bool = False) -> None:
     """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
     and set the cluster's counts beside the engine's for the same traces."""
     if not sc.constellation.spec.startswith("walker"):
@@ -190,13 +191,17 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
                                 total=world.n_chunks * len(names))
             for i in range(world.n_chunks):
                 ct = chunk_trace(world, i)
+                # each session's client place, for the gateway's ground-link waits
+                rows = world.chunk_rows(i)[1]
+                places = np.column_stack([rows["lat_deg"], rows["lon_deg"]]) if ground_links else None
                 # with R > 1 the writes of faults.write_share go out as WritePage, so that
                 # the relays count their copies too (R = 1: reads, the same movements)
                 writes = (pager.write_mask(ct.trace, sc.faults.write_share)
                           if replicas > 1 and sc.faults.write_share > 0 else None)
                 for name in names:
                     before = read_replication(local) if local is not None else None
-                    counts = driver.replay_trace(ct.trace, name, target=target, writes=writes)
+                    counts = driver.replay_trace(ct.trace, name, target=target, writes=writes,
+                                                 places=places)
                     faults_ns[name] += counts.pop("fault_ns", [])
                     acc = totals.setdefault(name, {})
                     if before is not None:
@@ -220,7 +225,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool) -> N
     priced = local is not None and local.replicas == replicas
     count_keys = [*CLUSTER_COUNT_KEYS, *(REPLICATION_KEYS if priced else ())]
     out = {"scenario": sc.name, "scenario_file": sc.source, "seed": sc.seed,
-           "version": code_version(), "backend": "cluster", "target": target,
+           "version": code_version(), "backend": "cluster", "target": target, "ground_links": ground_links,
            "replicas": replicas if local is None else local.replicas,
            "strategies": totals, "engine": eng,
            "counts_equal": {n: compare_figures(eng[n], totals[n], count_keys).equal for n in names},
@@ -313,6 +318,11 @@ def compare(
     view_sessions: Annotated[int, typer.Option("--view-sessions", help="Sessions sampled "
                                    "(seeded) for `satpage view`'s per-session detail; 0 writes "
                                    "no view data.")] = 200,
+    ground_links: Annotated[bool, typer.Option(
+        "--ground-links", help="--backend cluster: register each session's client place, so that "
+        "with link emulation every access also waits the client's ground link, up and down "
+        "(slant range / c; docs/emulation.md). Fault latencies, measured at the serving "
+        "satellite, do not change; the replay takes longer.")] = False,
     failure_schedule: Annotated[Path | None, typer.Option(
         "--failure-schedule", help="Write the run's satellite failures and the engine's "
         "losses to this file (format satpage-failures/1, docs/faults.md), for "
@@ -333,8 +343,10 @@ def compare(
             parse_dask(dask)
         except ValueError as exc:
             fail(str(exc))
+    if ground_links and backend != "cluster":
+        fail("--ground-links times the ground links of a cluster's replay: it needs --backend cluster")
     if backend == "cluster":
-        _cluster(sc, target, as_json, strategies is not None)
+        _cluster(sc, target, as_json, strategies is not None, ground_links)
         return
     if failure_schedule is not None and failure_schedule.is_dir():
         fail(f"--failure-schedule {str(failure_schedule)!r} is a directory; give a file")
