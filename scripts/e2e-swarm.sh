@@ -90,15 +90,15 @@ guard() { # up|down: SATPAGE-SWARM-GUARD in DOCKER-USER, INPUT rule for the gate
 			iptables -A SATPAGE-SWARM-GUARD -o "$b" -j DROP
 		done
 		iptables -I DOCKER-USER 1 -j SATPAGE-SWARM-GUARD
-		# docker-proxy listens on every address for the host-mode port: loopback only.
-		iptables -I INPUT 1 -p tcp --dport "$PORT" ! -i lo -m comment --comment "$comment" -j DROP
+		# docker-proxy listens on every address for the host-mode ports (gateway, gateway-1): loopback only.
+		iptables -I INPUT 1 -p tcp --dport "$PORT:$((PORT + 1))" ! -i lo -m comment --comment "$comment" -j DROP
 		guard_up=1
-		log "guard: DOCKER-USER -> SATPAGE-SWARM-GUARD; INPUT drops tcp/$PORT except on lo"
+		log "guard: DOCKER-USER -> SATPAGE-SWARM-GUARD; INPUT drops tcp/$PORT-$((PORT + 1)) except on lo"
 	else
 		iptables -D DOCKER-USER -j SATPAGE-SWARM-GUARD 2>/dev/null
 		iptables -F SATPAGE-SWARM-GUARD 2>/dev/null
 		iptables -X SATPAGE-SWARM-GUARD 2>/dev/null
-		iptables -D INPUT -p tcp --dport "$PORT" ! -i lo -m comment --comment "$comment" -j DROP 2>/dev/null
+		iptables -D INPUT -p tcp --dport "$PORT:$((PORT + 1))" ! -i lo -m comment --comment "$comment" -j DROP 2>/dev/null
 		guard_up=0
 		log "guard removed"
 	fi

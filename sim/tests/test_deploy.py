@@ -147,7 +147,7 @@ def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec)
     total = parse_walker_spec(spec)[1]
     stack = yaml.safe_load(deploy.render_stack(spec, images=deploy.ImageSet(tag="7")))
     services = stack["services"]
-    assert len(services) == 2 * total + 1
+    assert len(services) == 2 * total + 2  # two gateways
     for i in range(total):
         sat = services[f"sat-{i}"]
         env = sat["environment"]
@@ -163,6 +163,10 @@ def test_the_swarm_stack_has_a_satnode_and_a_redis_per_satellite_all_dnsrr(spec)
         assert svc["networks"] == ["constellation"], name
     (port,) = services["gateway"]["ports"]
     assert port["mode"] == "host" and port["published"] == deploy.SWARM_GATEWAY_PORT
+    # the second gateway: its own host port (host mode binds one task per port and node)
+    (port,) = services["gateway-1"]["ports"]
+    assert port["mode"] == "host" and port["published"] == deploy.SWARM_GATEWAY_PORT + 1
+    assert services["gateway-1"]["secrets"] == services["gateway"]["secrets"]
     assert "healthcheck" in services["sat-0"]
     net = stack["networks"]["constellation"]
     assert net["driver"] == "overlay" and net["attachable"] is True
@@ -266,7 +270,13 @@ def test_deploy_stack_writes_the_stack_for_another_constellation(tmp_path):
     out = tmp_path / "stack.yml"
     result = CliRunner().invoke(app, ["deploy", "stack", "-c", "walker:6/2/1:550:53", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert len(yaml.safe_load(out.read_text())["services"]) == 13
+    assert len(yaml.safe_load(out.read_text())["services"]) == 14  # 6 satnodes, 6 redis, 2 gateways
+    result = CliRunner().invoke(app, ["deploy", "stack", "-c", "walker:6/2/1:550:53", "--gateways", "1",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "gateway-1" not in yaml.safe_load(out.read_text())["services"]
+    bad = CliRunner().invoke(app, ["deploy", "stack", "--gateways", "9", "--out", str(out)])
+    assert bad.exit_code == 2 and "gateways 9 outside [1, 8]" in bad.output
 
 
 # --- the end-to-end verdict ------------------------------------------------------
@@ -404,6 +414,7 @@ def test_every_swarm_service_holds_only_its_own_key_files():
     want |= {f"redis-{i}": {} for i in range(150)}
     want["gateway"] = {**public, "gateway.pem": "./tls/gateway.pem", "gateway-key.pem": "./tls/gateway-key.pem",
                        "token-signing-key.pem": "./tls/token-signing-key.pem"}
+    want["gateway-1"] = want["gateway"]  # the replica: the same identity and signing key
     assert _swarm_files(stack) == want
 
 
