@@ -18,7 +18,7 @@
 #
 # Environment: SEED (1), E2E_K8S_CONSTELLATION (walker-star:150/10/1:500:87),
 # K8S_RECIPE (../shared/k8s), E2E_TIMEOUT_S (600), E2E_KEEP=1 (leave the release and
-# the cluster up), E2E_COMPARE_ARGS (the short compare scenario), E2E_K8S_PORT (17100),
+# the cluster up), E2E_COMPARE_ARGS (the short compare scenario), E2E_K8S_PORT (a free loopback port, booked),
 # E2E_IMAGES=prebuilt (use build/images/*.tar as they are: images built elsewhere),
 # E2E_REPLICAS (2: the chart's satnode.replicas; with 1 the pod deletion loses pages).
 set -euo pipefail
@@ -29,13 +29,15 @@ SPEC=${E2E_K8S_CONSTELLATION:-walker-star:150/10/1:500:87}
 RECIPE=$(cd "${K8S_RECIPE:-$ROOT/../shared/k8s}" && pwd)
 KCACHE=${SATPAGE_K8S_CACHE:-$HOME/.cache/satpage-k8s}
 TIMEOUT=${E2E_TIMEOUT_S:-600}
-LPORT=${E2E_K8S_PORT:-17100}
 REPLICAS=${E2E_REPLICAS:-2}
 NS=satpage-e2e
 REL=satpage
 OUT=$ROOT/build/e2e-k8s
 SATPAGE=$ROOT/.venv/bin/satpage
 PY=$ROOT/.venv/bin/python
+# The gateway's local port: booked like a local cluster's (satpage.cluster.local.free_port_base),
+# since a fixed one collided with a cluster another user had started on the default 17000.
+LPORT=${E2E_K8S_PORT:-$("$PY" -c 'from satpage.cluster.local import free_port_base; print(free_port_base(0))')}
 mkdir -p "$OUT"
 log() { printf '%s e2e-k8s: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FAILED: $*"; exit 1; }

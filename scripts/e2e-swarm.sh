@@ -18,7 +18,7 @@
 # port (it binds every host address) to loopback. Replay traffic: 127.0.0.1 only.
 #
 # Environment: SEED (1), E2E_SWARM_CONSTELLATION (walker-star:150/10/1:500:87),
-# SWARM_GATEWAY_PORT (17000), E2E_TIMEOUT_S (900), E2E_KEEP=1 (leave the stack up),
+# SWARM_GATEWAY_PORT (a free loopback port, booked), E2E_TIMEOUT_S (900), E2E_KEEP=1 (leave the stack up),
 # E2E_REPLICAS (2: the replication factor; with 1 the kill step loses pages),
 # E2E_COMPARE_ARGS (the short compare scenario).
 set -euo pipefail
@@ -26,13 +26,15 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SEED=${SEED:-1}
 SPEC=${E2E_SWARM_CONSTELLATION:-walker-star:150/10/1:500:87}
-PORT=${SWARM_GATEWAY_PORT:-17000}
 TIMEOUT=${E2E_TIMEOUT_S:-900}
 REPLICAS=${E2E_REPLICAS:-2}
 STACK=satpage
 OUT=$ROOT/build/e2e-swarm
 SATPAGE=$ROOT/.venv/bin/satpage
 PY=$ROOT/.venv/bin/python
+# The gateway's local port: booked like a local cluster's (satpage.cluster.local.free_port_base),
+# since a fixed one collided with a cluster another user had started on the default 17000.
+PORT=${SWARM_GATEWAY_PORT:-$("$PY" -c 'from satpage.cluster.local import free_port_base; print(free_port_base(0))')}
 DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker || echo docker)}
 export DOCKER
 mkdir -p "$OUT"
