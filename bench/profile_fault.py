@@ -76,6 +76,7 @@ BUCKETS = [
 # A satnode thread's context switch -> why it slept: the first whose patterns
 # the stack holds all of wins.
 SWITCHES = [
+    ("preempted while running (the machine is shared)", ["prev_state=R"]),
     ("sysmon thread, short sleep between its checks (usleep, 20 us and up)", ["runtime.usleep", "runtime.sysmon"]),
     ("sysmon thread, deep sleep until the process is busy again (notetsleep)", ["runtime.notetsleep",
                                                                                  "runtime.sysmon"]),
@@ -87,6 +88,10 @@ SWITCHES = [
     ("socket write (gRPC, TLS)", ["internal/poll.(*FD).Write"]),
     ("socket read (gRPC, TLS)", ["internal/poll.(*FD).Read"]),
     ("garbage collector", ["gcBgMarkWorker", "runtime.gcStart", "bgsweep", "bgscavenge"]),
+    # Stacks perf could not unwind past the kernel (a busy machine): by the syscall.
+    ("kernel stack only: nanosleep (the sysmon thread's short sleep)", ["do_nanosleep"]),
+    ("kernel stack only: epoll wait (idle, waiting for the network)", ["do_epoll_wait"]),
+    ("kernel stack only: futex wait (sysmon's deep sleep or a parked thread)", ["futex_wait"]),
 ]
 
 
@@ -153,11 +158,11 @@ def perf_buckets(perf_data: Path, comm: str, buckets=BUCKETS, match=any) -> tupl
     counts: collections.Counter = collections.Counter()
     total = 0
     for block in out.split("\n\n"):
-        frames = block.strip().splitlines()[1:]
-        if not frames:
+        lines = block.strip().splitlines()
+        if len(lines) < 2:
             continue
         total += 1
-        stack = "\n".join(frames)
+        stack = "\n".join(lines)  # the event line (a switch's prev_state) and the frames
         counts[next((name for name, pats in buckets if match(p in stack for p in pats)), "other")] += 1
     return {k: v / total for k, v in counts.most_common()}, total
 
