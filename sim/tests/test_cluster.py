@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
 import pager
 from orbit_model import Constellation, IslNetwork
+from satpage.cli import app
 from satpage.cluster import cluster_status, load_state, replay_trace
 from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import LocalCluster, free_port_base
@@ -34,12 +36,19 @@ def _satpage(*args, env=None, check=True):
     return out
 
 
+def _cli_json(*args, env=None) -> dict:
+    """The CLI run in this process (a subprocess would import everything again: seconds
+    of CPU each, and far more wall time on a loaded machine)."""
+    r = CliRunner().invoke(app, list(args), env=env)
+    assert r.exit_code == 0, f"satpage {' '.join(args)} exited {r.exit_code}: {r.output[-2000:]}"
+    return json.loads(r.stdout)
+
+
 def _check_paper(gateway, seed, tls_dir):
     """A given --target is reached with the TLS material named by $SATPAGE_TLS_DIR."""
     args = ("paper", "--runs", "1", "--seed", str(seed), "--json")
-    engine = json.loads(_satpage(*args, "--backend", "engine").stdout)
-    env = {**os.environ, "SATPAGE_TLS_DIR": tls_dir}
-    through = json.loads(_satpage(*args, "--backend", "cluster", "--target", gateway, env=env).stdout)
+    engine = _cli_json(*args, "--backend", "engine")
+    through = _cli_json(*args, "--backend", "cluster", "--target", gateway, env={"SATPAGE_TLS_DIR": tls_dir})
     verdict = compare_figures(engine, through, QUANTITIES)
     assert verdict.equal, (seed, verdict.different)
     assert through["backend"] == "cluster"
@@ -176,7 +185,7 @@ def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path, 
     env = {**os.environ, "SATPAGE_CLUSTER_DIR": str(tmp_path / "none"),
            "SATPAGE_CLUSTER_CONSTELLATION": "walker-star:15/1/0:500:87"}
     args = ("paper", "--runs", "1", "--seed", "9", "--pages", "50", "--accesses", "30", "--json")
-    engine = json.loads(_satpage(*args, env=env).stdout)
+    engine = _cli_json(*args)
     through = json.loads(_satpage(*args, "--backend", "cluster", env=env).stdout)
     verdict = compare_figures(engine, through, QUANTITIES)
     assert verdict.equal, verdict.different

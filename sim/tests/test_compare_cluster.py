@@ -1,13 +1,14 @@
 """`satpage compare --backend cluster`: the deployed service gives the engine's counts."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from satpage.cli import app
 from satpage.comparator import compare_figures
 
 pytestmark = pytest.mark.integration
@@ -21,16 +22,20 @@ def _equal_counts(out: dict, keys) -> None:
     assert out["counts_equal"] == dict.fromkeys(out["strategies"], True)
 
 
+def _compare_json(cluster, *args) -> dict:
+    """`satpage compare ... --backend cluster --json` through the recorded cluster, run in
+    this process (a subprocess would import everything again: seconds of CPU)."""
+    r = CliRunner().invoke(app, ["compare", *args, "--backend", "cluster", "--json"],
+                           env={"SATPAGE_CLUSTER_DIR": cluster.state_dir})
+    assert r.exit_code == 0, r.output[-3000:]
+    return json.loads(r.stdout)
+
+
 @pytest.mark.xdist_group("default-cluster")
 def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts(default_cluster):
     """Through the session's 150-satellite cluster, recorded in $SATPAGE_CLUSTER_DIR
     (paper-mimic's constellation; its R and link epoch do not change these counts)."""
-    exe = str(Path(sys.executable).with_name("satpage"))
-    env = {**os.environ, "SATPAGE_CLUSTER_DIR": default_cluster.state_dir}
-    r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--backend",
-                        "cluster", "--json"], capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = _compare_json(default_cluster, "paper-mimic", "--sessions", "2")
     assert set(out["strategies"]) == {"proactive", "on-demand"}
     _equal_counts(out, ("page_moves", "page_hops", "pages_left_behind"))
 
@@ -49,25 +54,22 @@ def test_with_a_latitude_cutoff_the_cluster_routes_on_the_engines_snapshots(clus
     out = json.loads(r.stdout)
     _equal_counts(out, ("page_moves", "page_hops", "pages_left_behind"))
     # the cut-off changed the routes: the same sessions without it take fewer hops
-    free = subprocess.run([exe, *base], capture_output=True, text=True, timeout=600)
-    assert free.returncode == 0, free.stderr
+    free = CliRunner().invoke(app, base)
+    assert free.exit_code == 0, free.output[-3000:]
     for name, counts in json.loads(free.stdout)["strategies"].items():
         assert counts["page_hops"] < out["strategies"][name]["page_hops"], name
 
 
-def test_with_two_replicas_the_relays_count_the_engines_replication_traffic(cluster_binaries):
-    """R = 2 on a 30-satellite cluster, a quarter of the accesses writes: the copies the
+@pytest.mark.xdist_group("default-cluster")
+def test_with_two_replicas_the_relays_count_the_engines_replication_traffic(default_cluster):
+    """R = 2 (the session's cluster's), a quarter of the accesses writes: the copies the
     satnodes send to their replicas, their page-hops (counted hop by hop by the relays)
     and byte-hops equal the engine's pricing of the same replay (pager.FaultModel,
     docs/faults.md), to the page."""
-    exe = str(Path(sys.executable).with_name("satpage"))
-    r = subprocess.run([exe, "compare", "paper-mimic", "--sessions", "2", "--set",
-                        "constellation.spec=walker-star:30/2/1:500:87", "--set", "workload.pages=200",
+    assert default_cluster.replicas == 2
+    out = _compare_json(default_cluster, "paper-mimic", "--sessions", "2", "--set", "workload.pages=200",
                         "--set", "workload.accesses_per_visit=80", "--set", "faults.replicas=2",
-                        "--set", "faults.write_share=0.25",
-                        "--backend", "cluster", "--json"], capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout)
+                        "--set", "faults.write_share=0.25")
     assert out["replicas"] == 2
     _equal_counts(out, ("page_moves", "page_hops", "replication_copies", "replication_page_hops",
                         "replication_bytes"))
