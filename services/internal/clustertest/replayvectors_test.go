@@ -329,8 +329,8 @@ func (r *replayer) counts() map[string]int64 {
 		out["sessions"]++
 		out["accesses"] += int64(st.Accesses)
 		out["pages_created"] += int64(st.Created)
-		out["page_moves"] += int64(st.OndemandMoves + st.ProactiveMoves)
-		out["page_hops"] += int64(st.OndemandHops + st.ProactiveHops)
+		out["page_moves"] += int64(st.OndemandMoves + st.ProactiveMoves + st.PushMoves)
+		out["page_hops"] += int64(st.OndemandHops + st.ProactiveHops + st.PushHops)
 		for _, f := range st.FramesByVisit[:max(len(st.FramesByVisit)-1, 0)] {
 			out["pages_left_behind"] += int64(f)
 		}
@@ -340,8 +340,9 @@ func (r *replayer) counts() map[string]int64 {
 }
 
 var strategies = map[string]satpagev1.Strategy{
-	"on-demand": satpagev1.Strategy_STRATEGY_ON_DEMAND,
-	"proactive": satpagev1.Strategy_STRATEGY_PROACTIVE,
+	"on-demand":  satpagev1.Strategy_STRATEGY_ON_DEMAND,
+	"proactive":  satpagev1.Strategy_STRATEGY_PROACTIVE,
+	"push-ahead": satpagev1.Strategy_STRATEGY_PUSH_AHEAD,
 }
 
 func TestReplayVectors(t *testing.T) {
@@ -363,7 +364,7 @@ func TestReplayVectors(t *testing.T) {
 		}
 		seen[tc.Strategy][tc.Replicas] = true
 	}
-	for _, name := range []string{"on-demand", "proactive"} {
+	for _, name := range []string{"on-demand", "proactive", "push-ahead"} {
 		if !seen[name][1] || !seen[name][2] {
 			t.Errorf("the vectors lack %s at R = 1 or R = 2: %v", name, seen[name])
 		}
@@ -381,7 +382,7 @@ func TestReplayVectors(t *testing.T) {
 			t.Parallel()
 			code, ok := strategies[tc.Strategy]
 			if !ok {
-				t.Fatalf("strategy %q: the service runs on-demand and proactive", tc.Strategy)
+				t.Fatalf("strategy %q: the service runs on-demand, proactive and push-ahead", tc.Strategy)
 			}
 			c := clustertest.New(t, f.Constellation, clustertest.Options{Replicas: tc.Replicas, Logger: clustertest.WarningsTo(t)})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -98,8 +98,12 @@ type session struct {
 	ended     bool
 	used      time.Time    // last request (idle expiry)
 	live      *liveSession // nil for a replay session
-	left      []uint32     // satellites the session was taken over from (failover.go)
-	place     *sky.Place   // replay: where the client is (RegisterSession's place); nil: none
+	// recent holds the pages used during the current visit: push-ahead moves
+	// them to the next serving satellite at the handover (pager.PushAhead,
+	// recent_visits 1); live sessions may have copied them ahead (pushlead.go).
+	recent map[uint32]struct{}
+	left   []uint32   // satellites the session was taken over from (failover.go)
+	place  *sky.Place // replay: where the client is (RegisterSession's place); nil: none
 }
 
 // ground is the ground end of the session's link: the place a live session
@@ -200,7 +204,8 @@ func (g *Gateway) checkRegistration(req *satpagev1.RegisterSessionRequest) error
 			req.SessionId, req.TablePages, g.sec.maxTablePages, errs.ErrInvalid)
 	}
 	switch req.Strategy {
-	case satpagev1.Strategy_STRATEGY_UNSPECIFIED, satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE:
+	case satpagev1.Strategy_STRATEGY_UNSPECIFIED, satpagev1.Strategy_STRATEGY_ON_DEMAND, satpagev1.Strategy_STRATEGY_PROACTIVE,
+		satpagev1.Strategy_STRATEGY_PUSH_AHEAD:
 	default:
 		return fmt.Errorf("session %q: strategy %d unknown: %w", req.SessionId, req.Strategy, errs.ErrInvalid)
 	}

@@ -52,11 +52,10 @@ type live struct {
 // liveSession is what a live session adds to a session (guarded by the session's mu).
 type liveSession struct {
 	place  *sky.Place
-	synced int                 // entries of place.Schedule already turned into visits
-	lastNs int64               // latest scenario time used (times never go back within a session)
-	used   map[uint32]struct{} // pages used during the current visit (push-ahead)
-	ahead  *copied             // the copy sent ahead for the next handover (push-ahead with a lead)
-	strays []uint32            // satellites holding copies never claimed (swept when the session ends)
+	synced int      // entries of place.Schedule already turned into visits
+	lastNs int64    // latest scenario time used (times never go back within a session)
+	ahead  *copied  // the copy sent ahead for the next handover (push-ahead with a lead)
+	strays []uint32 // satellites holding copies never claimed (swept when the session ends)
 }
 
 // liveIDPrefix starts every live session id: live.<strategy>.<lat_e6>.<lon_e6>.<random>.
@@ -163,7 +162,7 @@ func (g *Gateway) OpenLiveSession(ctx context.Context, req *satpagev1.OpenLiveSe
 // the satellite serving at tNs on.
 func (g *Gateway) newLiveSession(id string, strategy satpagev1.Strategy, place *sky.Place, tNs int64) (*session, error) {
 	s := &session{id: id, strategy: strategy, used: time.Now(),
-		live: &liveSession{place: place, lastNs: tNs, used: map[uint32]struct{}{}}}
+		live: &liveSession{place: place, lastNs: tNs}}
 	sat, err := g.placeAt(place, tNs)
 	if err != nil {
 		return nil, err
@@ -220,13 +219,16 @@ func (g *Gateway) follow(s *session, tNs int64) error {
 	return err
 }
 
-// use notes pages accessed during the current visit (push-ahead).
+// use notes pages accessed during the current visit (push-ahead, live or replay).
 func (s *session) use(pages ...uint32) {
-	if s.live == nil || s.strategy != satpagev1.Strategy_STRATEGY_PUSH_AHEAD {
+	if s.strategy != satpagev1.Strategy_STRATEGY_PUSH_AHEAD {
 		return
 	}
+	if s.recent == nil {
+		s.recent = map[uint32]struct{}{}
+	}
 	for _, p := range pages {
-		s.live.used[p] = struct{}{}
+		s.recent[p] = struct{}{}
 	}
 }
 
@@ -242,14 +244,14 @@ func (s *session) writing(page uint32) {
 // pushAhead moves the pages used during the visit that just ended to the new
 // serving satellite, right after its page table (s locked).
 func (g *Gateway) pushAhead(ctx context.Context, s *session, to uint32, at int64) error {
-	if len(s.live.used) == 0 {
+	if len(s.recent) == 0 {
 		return nil
 	}
-	pages := make([]uint32, 0, len(s.live.used))
-	for p := range s.live.used {
+	pages := make([]uint32, 0, len(s.recent))
+	for p := range s.recent {
 		pages = append(pages, p)
 	}
-	clear(s.live.used)
+	clear(s.recent)
 	sort.Slice(pages, func(i, j int) bool { return pages[i] < pages[j] })
 	c, err := g.peers.Satellite(to)
 	if err != nil {
@@ -297,7 +299,7 @@ func (g *Gateway) recoverLive(ctx context.Context, id string) (*session, error) 
 			continue
 		}
 		s := &session{id: id, strategy: strategy, visits: visits[v:], used: time.Now(),
-			live: &liveSession{place: place, synced: len(place.Schedule), lastNs: t, used: map[uint32]struct{}{}}}
+			live: &liveSession{place: place, synced: len(place.Schedule), lastNs: t}}
 		g.mu.Lock()
 		if old, ok := g.sessions[id]; ok { // recovered meanwhile by another request
 			g.mu.Unlock()

@@ -81,7 +81,7 @@ func (g *Gateway) copyAheadIfDue(ctx context.Context, s *session, to uint32, atN
 	from := s.visits[s.cur].Satellite
 	a := &copied{from: from, to: to, forNs: atNs, pages: map[uint32]bool{}}
 	s.live.ahead = a
-	if len(s.live.used) == 0 {
+	if len(s.recent) == 0 {
 		return
 	}
 	stamp := max(atNs-g.live.lead, s.visits[s.cur].StartNs)
@@ -91,7 +91,7 @@ func (g *Gateway) copyAheadIfDue(ctx context.Context, s *session, to uint32, atN
 		return
 	}
 	r, err := c.CopyAhead(ctx, &satpagev1.CopyAheadRequest{SessionId: s.id, ToSatellite: to, ScenarioTimeNs: stamp,
-		Pages: slices.Sorted(maps.Keys(s.live.used))})
+		Pages: slices.Sorted(maps.Keys(s.recent))})
 	if err != nil {
 		// Part of it may have arrived: those frames are strays at to until claimed or swept.
 		s.live.strays = append(s.live.strays, to)
@@ -129,7 +129,7 @@ func (g *Gateway) claimAhead(ctx context.Context, s *session, from, to uint32, a
 	}
 	slices.Sort(claim)
 	for _, p := range claim {
-		delete(s.live.used, p)
+		delete(s.recent, p)
 	}
 	c, err := g.peers.Satellite(to)
 	if err != nil {

@@ -45,8 +45,10 @@ __all__ = ["BUSIEST", "COUNT_KEYS", "STRATEGIES", "ClusterReplay", "Killer", "Se
 
 log = logging.getLogger(__name__)
 
-#: satpage.v1.Strategy values of the strategies the service runs
-STRATEGIES = {"on-demand": 1, "ondemand": 1, "proactive": 2}
+#: satpage.v1.Strategy values of the strategies the service runs (push-ahead: the pages
+#: used during a visit moved to the next serving satellite at the handover, i.e.
+#: pager.PushAhead with recent_visits 1, not staged)
+STRATEGIES = {"on-demand": 1, "ondemand": 1, "proactive": 2, "push-ahead": 3}
 RPC_TIMEOUT_S = 120.0
 #: sessions replayed at once (each session's requests are sequential)
 DEFAULT_CONCURRENCY = 4
@@ -152,8 +154,8 @@ def strategy_code(strategy) -> int:
     try:
         return STRATEGIES[str(name)]
     except KeyError:
-        raise ValueError(f"the cluster implements the strategies on-demand and proactive, "
-                         f"got {name!r}") from None
+        raise ValueError(f"the cluster implements the strategies on-demand, proactive and "
+                         f"push-ahead, got {name!r}") from None
 
 
 def _code(exc) -> str:
@@ -207,8 +209,10 @@ class _Session:
         if st is None:
             return None
         return SessionCounts(rows=self.rows, totals=self.totals, ondemand_moves=int(st.ondemand_moves),
-                             ondemand_hops=int(st.ondemand_hops), proactive_moves=int(st.proactive_moves),
-                             proactive_hops=int(st.proactive_hops), accesses=int(st.accesses),
+                             ondemand_hops=int(st.ondemand_hops),
+                             # moves at handovers: proactive's, or push-ahead's pushes
+                             proactive_moves=int(st.proactive_moves) + int(st.push_moves),
+                             proactive_hops=int(st.proactive_hops) + int(st.push_hops), accesses=int(st.accesses),
                              created=int(st.created), pages_deleted=self.pages_deleted,
                              pages_left_behind=int(sum(list(st.frames_by_visit)[:-1])),
                              fault_ns=self.fault_ns)

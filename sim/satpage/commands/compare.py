@@ -162,6 +162,16 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
         if skipped:
             log.warning("the cluster implements %s; skipping %s", ", ".join(names),
                         ", ".join(skipped))
+    # The gateway pushes the pages used during the visit that ended, at the handover:
+    # pager.PushAhead with recent_visits 1, not staged (its lead changes no count).
+    pa = strategy_for(sc, "push-ahead") if "push-ahead" in names else None
+    if pa is not None and (getattr(pa, "recent_visits", 1) != 1 or getattr(pa, "staged", False)):
+        why = (f"the gateway pushes the pages of the last visit at the handover; the scenario's "
+               f"push-ahead has recent_visits {pa.recent_visits}, staged {pa.staged}")
+        if strategies_given:
+            fail(f"--backend cluster cannot run push-ahead: {why}")
+        log.warning("skipping push-ahead on the cluster: %s", why)
+        names.remove("push-ahead")
     if not names:
         fail("none of the scenario's strategies runs on the cluster")
     world = prepare(sc)

@@ -98,9 +98,9 @@ const (
 	Strategy_STRATEGY_ON_DEMAND Strategy = 1
 	// Every page moves to the new serving satellite at each handover (the paper's baseline).
 	Strategy_STRATEGY_PROACTIVE Strategy = 2
-	// Live sessions only: at each handover the pages used during the visit that
-	// ends are pushed to the new serving satellite (pager.PushAhead, recent_visits 1);
-	// on-demand for the rest.
+	// At each handover the pages used during the visit that ends are pushed to
+	// the new serving satellite (pager.PushAhead, recent_visits 1); on-demand for
+	// the rest. Live sessions may copy them ahead (the gateway's --push-lead).
 	Strategy_STRATEGY_PUSH_AHEAD Strategy = 3
 )
 
