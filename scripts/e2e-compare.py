@@ -76,9 +76,11 @@ def compare(engine: dict, cluster: dict) -> list[str]:
             continue
         for r in verdict.rows:
             if r.key in TOLERANCES:
-                # The engine prices the links' propagation; a deployment without link
-                # emulation (no link ephemeris) answers in the machine's own time, so
-                # latencies are reported, not held to the engine's (docs/emulation.md).
+                # The engine prices the links' propagation; the e2e deployments emulate
+                # the links (a link ephemeris from `satpage deploy links`), so the wire's
+                # latencies are the sky's: reported with their verdict, not yet held,
+                # until passing runs show them within tolerance on the pod network
+                # (docs/emulation.md).
                 print(f"  compare {name:12s} {r.key:24s} engine={r.engine!s:>14} cluster={r.other!s:>14} "
                       f"(latency: reported, not compared; within {r.tolerance.rel:.0%}: "
                       f"{'yes' if r.ok else 'no'})")
