@@ -174,8 +174,8 @@ def test_up_with_two_gateways_serves_at_each_and_restarts_each_by_its_index(tmp_
 
 
 def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):
-    out = _satpage("cluster", "up", "--store", "disk", "--state-dir", str(tmp_path), check=False)
-    assert out.returncode == 2 and "'disk'" in out.stderr
+    out = CliRunner().invoke(app, ["cluster", "up", "--store", "disk", "--state-dir", str(tmp_path)])
+    assert out.exit_code == 2 and "'disk'" in out.stderr
 
 
 @pytest.mark.skipif(os.environ.get("SATPAGE_CLUSTER_DIR") is not None,

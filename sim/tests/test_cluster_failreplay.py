@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from satpage.cli import app
 from satpage.comparator import compare_figures
 
 pytestmark = pytest.mark.integration
@@ -29,6 +31,12 @@ def _port_base():
     return free_port_base(30)
 
 
+def _invoke(*args):
+    """The CLI in this process, for what starts no cluster (a subprocess would import
+    everything again: seconds of CPU each)."""
+    return CliRunner().invoke(app, list(args))
+
+
 def _run(*args):
     out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -40,8 +48,9 @@ def schedule(tmp_path_factory, cluster_binaries):
     """Four paper-mimic sessions on a trail in plane 0, eight permanent failures (seed
     2023: four of them on the trails, two of the serving satellite)."""
     path = tmp_path_factory.mktemp("failreplay") / "failures.json"
-    _run("compare", "paper-mimic", "--sessions", "4", *SMALL, "--set", "faults.count=8",
-         "--strategies", "on-demand,proactive", "--failure-schedule", str(path), "--json")
+    r = _invoke("compare", "paper-mimic", "--sessions", "4", *SMALL, "--set", "faults.count=8",
+                "--strategies", "on-demand,proactive", "--failure-schedule", str(path), "--json")
+    assert r.exit_code == 0, r.output[-3000:]
     return path
 
 
@@ -133,9 +142,8 @@ def test_replay_options_are_checked_before_anything_runs(schedule):
                       (["--fail-at", "10"], "--fail-busiest"),
                       (["--fail-satellite", "3", "--fail-at", "1e9"], "--fail-at 1000000000"),
                       (["--fail-satellite", "99", "--fail-at", "10"], "99")]:
-        out = subprocess.run([SATPAGE, "cluster", "chaos", "--failure-schedule", str(schedule), *args],
-                             capture_output=True, text=True, timeout=120)
-        assert out.returncode == 2, (args, out.stderr)
+        out = _invoke("cluster", "chaos", "--failure-schedule", str(schedule), *args)
+        assert out.exit_code == 2, (args, out.output)
         assert "error:" in out.stderr and why in " ".join(out.stderr.split()), (args, out.stderr)
 
 
@@ -146,7 +154,6 @@ def test_a_bad_schedule_file_is_refused_naming_it(tmp_path):
     old.write_text(json.dumps({"format": "satpage-failures/1", "failures": [
         {"satellite": 1, "fail_ns": 5, "repair_ns": None}]}))
     for path, why in [(missing, "nope.json"), (old, "no scenario config")]:
-        out = subprocess.run([SATPAGE, "cluster", "chaos", "--failure-schedule", str(path)],
-                             capture_output=True, text=True, timeout=120)
-        assert out.returncode == 2, out.stderr
+        out = _invoke("cluster", "chaos", "--failure-schedule", str(path))
+        assert out.exit_code == 2, out.output
         assert "error:" in out.stderr and why in " ".join(out.stderr.split())
