@@ -110,3 +110,23 @@ def test_compares_latency_agreement_is_the_comparators_verdict_in_its_json_rows(
          "tolerance_rel": 0.1, "ok": True},
         {"key": "fault_latency_p99_ms", "engine": 0.0, "cluster": 0.0, "difference": None,
          "tolerance_rel": 0.15, "ok": True}]
+
+
+def test_chaos_prints_the_comparators_differences_from_the_failure_free_counts(monkeypatch, tmp_path):
+    """`cluster chaos --failure-schedule` without --json: the counts the comparator finds
+    different, cluster vs engine (the replay itself is a fake: this is the report's text)."""
+    from typer.testing import CliRunner
+
+    from satpage.cli import app
+    from satpage.cluster import failreplay
+
+    counts = dict.fromkeys(failreplay.COUNT_KEYS, 7)
+    losses = {"pages_lost": 0, "sessions_hit": 0, "page_tables_lost": 0}
+    report = {"replicas": 2, "strategies": {"on-demand": {**counts, **losses, "page_hops": 9}},
+              "engine": {"on-demand": {**counts, **losses}}, "counts_equal": {"on-demand": False}}
+    monkeypatch.setattr(failreplay, "run_schedule_replay", lambda *a, **k: report)
+    path = tmp_path / "failures.json"
+    path.write_text("{}")
+    r = CliRunner().invoke(app, ["cluster", "chaos", "--failure-schedule", str(path), "--expect-no-loss"])
+    assert r.exit_code == 1, r.output
+    assert "counts not the engine's failure-free run: page_hops 9 vs 7" in " ".join(r.stdout.split())

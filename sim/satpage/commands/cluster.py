@@ -365,6 +365,7 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                   fail_busiest: bool = False) -> None:
     """`chaos --failure-schedule FILE`: the simulation's failures on the real cluster."""
     from satpage.cluster.failreplay import COUNT_KEYS, run_schedule_replay
+    from satpage.comparator import compare_figures
     from satpage.console import stderr
 
     if replicas is not None and replicas < 1:
@@ -392,7 +393,8 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                          f"{c['sessions_hit']} sessions hit ({c['page_tables_lost']} page tables); "
                          f"engine {e['pages_lost']} pages, {e['sessions_hit']} sessions "
                          f"({e['page_tables_lost']} page tables)")
-            diff = [f"{k} {c[k]} vs {e[k]}" for k in COUNT_KEYS if c[k] != e[k]]
+            diff = [f"{r.key} {r.other} vs {r.engine}" for r in compare_figures(e, c, COUNT_KEYS).rows
+                    if not r.ok]
             stdout.print(f"  counts {'equal to' if not diff else 'not'} the engine's failure-free run"
                          + (f": {', '.join(diff)}" if diff else ""))
     if expect_no_loss and (any(c["pages_lost"] or c["sessions_hit"] for c in report["strategies"].values())
