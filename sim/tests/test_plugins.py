@@ -262,14 +262,78 @@ class Mig:
 
     def handover_downtime_ms(self, state_bytes):
         return self.model.downtime_ms(state_bytes)
+
+
+@dataclass(frozen=True)
+class Multi:
+    """multipath again: on-demand's page table, faults over two disjoint paths."""
+
+    name: ClassVar[str] = "multi-again"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[Any] = pager.EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = pager.select_none
+    network: ClassVar[Any] = pager.NetworkUse(fault_paths=2)
+
+    def params(self):
+        return _NONE
+
+
+@dataclass(frozen=True)
+class Cust:
+    """custody again: on-demand's page table, relays keep copies."""
+
+    cache_pages: int = 64
+    name: ClassVar[str] = "cust-again"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[Any] = pager.EventKind.HANDOVER
+    lead_ns: ClassVar[int] = 0
+    select: ClassVar[Any] = pager.select_none
+
+    @property
+    def network(self):
+        return pager.NetworkUse(custody_pages=self.cache_pages)
+
+    def params(self):
+        return _NONE
+
+
+@dataclass(frozen=True)
+class Idle:
+    """idle-link again: push-ahead's rule, pushes deferred to idle links."""
+
+    recent_visits: int = 1
+    lead_ns: int = 10_000_000_000
+    threshold: float = 0.5
+    name: ClassVar[str] = "idle-again"
+    move_on_fault: ClassVar[bool] = True
+    create_on_ground: ClassVar[bool] = False
+    handover_kind: ClassVar[Any] = pager.EventKind.PUSH
+    select: ClassVar[Any] = pager.PushAhead.select
+
+    @property
+    def network(self):
+        return pager.NetworkUse(idle_threshold=self.threshold)
+
+    def params(self):
+        return np.array([self.recent_visits], dtype=np.int64)
 '''
+
+#: (built-in, the plugin in FAMILIES that writes it again)
+AGAIN = {"replicate-next": ("fam:Rep", "rep-again"),
+         "container-migration": ("fam:Mig", "mig-again"),
+         "multipath": ("fam:Multi", "multi-again"), "custody": ("fam:Cust", "cust-again"),
+         "idle-link": ("fam:Idle", "idle-again")}
 
 
 def test_a_plugin_family_priced_by_its_network_use_alone_equals_the_builtin(tmp_path,
                                                                           monkeypatch):
-    """replicate-next and container-migration written again outside pager (their
-    NetworkUse, network_log and handover_downtime_ms only): sim prices them by what they
-    declare, so every figure equals the built-in's, failures included."""
+    """The five built-ins with a network use of their own written again outside pager
+    (their NetworkUse, network_log and handover_downtime_ms only, settings as plugin
+    tables): sim prices them by what they declare, so every figure equals the
+    built-in's, failures, queueing and idle-link deferral included."""
     from satpage.scenario import load_scenario, shipped_scenario, with_overrides
     from satpage.simulate import run_scenario
 
@@ -280,15 +344,22 @@ def test_a_plugin_family_priced_by_its_network_use_alone_equals_the_builtin(tmp_
         sc = with_overrides(load_scenario(shipped_scenario("default")), {
             "sessions.count": 40, "run.chunk_sessions": 20, "time.duration_s": 5400.0,
             "sessions.lifetime_mean_s": 900.0, "network.load_bins": 6,
-            "network.isl_capacity_gbps": 0.2, "faults.count": 20, "faults.replicas": 2,
-            "strategies.compare": ["replicate-next", "container-migration", "fam:Rep",
-                                   "fam:Mig"]})
+            "network.isl_capacity_gbps": 0.2, "network.background_load": 0.6,
+            "network.background_profile": "constant",
+            "faults.count": 20, "faults.replicas": 2,
+            "strategies.params.custody.cache_pages": 8, "strategies.params.Cust.cache_pages": 8,
+            "strategies.params.idle-link.threshold": 0.3,
+            "strategies.params.Idle.threshold": 0.3,
+            "strategies.compare": [x for b, (spec, _) in AGAIN.items() for x in (b, spec)]})
         st = run_scenario(sc).summaries()
     finally:
         sys.modules.pop("fam", None)
-    assert st["rep-again"] == st["replicate-next"]
-    assert st["mig-again"] == st["container-migration"]
+    for builtin, (_, again) in AGAIN.items():
+        assert st[again] == st[builtin], builtin
     assert st["replicate-next"]["replica_copies"] > 0
+    assert st["multipath"]["multipath_second_paths"] > 0
+    assert st["custody"]["custody_hits"] > 0
+    assert st["idle-link"]["idle_deferred_pushes"] + st["idle-link"]["idle_pushes_at_handover"] > 0
     assert st["container-migration"]["handover_downtime_p50_ms"] > 0
     assert st["replicate-next"]["replication_page_hops"] > 0
 
