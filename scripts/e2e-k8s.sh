@@ -132,9 +132,10 @@ last=-1
 while :; do
 	ready=$(kubectl -n "$NS" get statefulset "$REL" -o jsonpath='{.status.readyReplicas}' 2>/dev/null || true)
 	gw=$(kubectl -n "$NS" get deployment "$REL-gateway" -o jsonpath='{.status.readyReplicas}' 2>/dev/null || true)
-	ready=${ready:-0} gw=${gw:-0}
-	if ((ready != last)); then log "Ready satellites: $ready/$satellites (gateway $gw/1) at $(since "$t0") s"; last=$ready; fi
-	((ready >= satellites && gw >= 1)) && break
+	gws=$(kubectl -n "$NS" get deployment "$REL-gateway" -o jsonpath='{.spec.replicas}' 2>/dev/null || true)
+	ready=${ready:-0} gw=${gw:-0} gws=${gws:-1}
+	if ((ready != last)); then log "Ready satellites: $ready/$satellites (gateways $gw/$gws) at $(since "$t0") s"; last=$ready; fi
+	((ready >= satellites && gw >= gws)) && break
 	((SECONDS > deadline)) && die "$ready of $satellites satellites Ready after ${TIMEOUT}s"
 	sleep 1
 done

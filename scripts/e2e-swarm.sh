@@ -161,7 +161,9 @@ t_deployed=$(date +%s.%N)
 
 # 4. Wait until every satnode and the gateway report healthy (their HEALTHCHECK is
 # grpc_health_probe on the standard health service).
-want=$((satellites + 1))
+# every gateway service of the stack (satpage deploy stack --gateways: gateway, gateway-1, ...)
+gateways=$(grep -cE '^  gateway(-[0-9]+)?:$' "$OUT/stack.yml")
+want=$((satellites + gateways))
 deadline=$((SECONDS + TIMEOUT))
 last=-1
 while :; do
