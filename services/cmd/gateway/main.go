@@ -60,7 +60,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	links, eph, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
+	links, positions, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
 	if err != nil {
 		return err
 	}
@@ -84,8 +84,9 @@ func run() error {
 			return err
 		}
 		wg.Go(func() { links.Measure(mctx, probe, cfg.SubstrateEvery, log) })
+		wg.Go(func() { positions.Watch(mctx, linkemu.WatchEvery, log) }) // a refreshed or replaced file
 		log.Info("link emulation on (ground links of sessions with a place)", "ephemeris", cfg.LinkPositions(),
-			"covers_ns", [2]int64{eph.T0Ns, eph.EndNs()}, "substrate_every", cfg.SubstrateEvery)
+			"covers_ns", [2]int64{positions.Ephemeris().T0Ns, positions.Ephemeris().EndNs()}, "substrate_every", cfg.SubstrateEvery)
 	} else {
 		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")
 	}

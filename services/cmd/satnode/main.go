@@ -89,7 +89,7 @@ func run() error {
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
 	// after the access policy, which knows the caller: SetFaults' ground cut
 	serverOpts := append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(n.GroundInterceptor()))
-	links, eph, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
+	links, positions, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,8 @@ func run() error {
 		defer cancel()
 		nb := grid.Neighbors(self, 0)
 		wg.Go(func() { links.Measure(mctx, neighbourHealth(pool, nb), cfg.SubstrateEvery, log) })
-		log.Info("link emulation on", "ephemeris", cfg.LinkPositions(), "covers_ns", [2]int64{eph.T0Ns, eph.EndNs()},
+		wg.Go(func() { positions.Watch(mctx, linkemu.WatchEvery, log) }) // a refreshed or replaced file
+		log.Info("link emulation on", "ephemeris", cfg.LinkPositions(), "covers_ns", [2]int64{positions.Ephemeris().T0Ns, positions.Ephemeris().EndNs()},
 			"isl_capacity_gbps", cfg.ISLCapacityGbps, "substrate_every", cfg.SubstrateEvery)
 	} else {
 		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/sky"
 )
 
@@ -261,8 +264,9 @@ func (m *Model) Measure(ctx context.Context, probe func(context.Context) error, 
 const probeRounds = 9
 
 // Open is the model timed by the ephemeris at path, written for spec, with
-// every directed ISL carrying capacityGbps. An empty path is no emulation: nil.
-func Open(path string, spec constellation.Spec, capacityGbps float64) (*Model, *sky.Ephemeris, error) {
+// every directed ISL carrying capacityGbps, and the file it reads positions
+// from (Watch reads it again when it changes). An empty path is no emulation: nil.
+func Open(path string, spec constellation.Spec, capacityGbps float64) (*Model, *File, error) {
 	if path == "" {
 		return nil, nil, nil
 	}
@@ -270,9 +274,91 @@ func Open(path string, spec constellation.Spec, capacityGbps float64) (*Model, *
 	if err != nil {
 		return nil, nil, fmt.Errorf("link emulation: %w", err)
 	}
-	m, err := New(e, capacityGbps)
-	return m, e, err
+	f := &File{path: path, spec: spec}
+	f.eph.Store(e)
+	f.seen, _ = stamp(path)
+	m, err := New(f, capacityGbps)
+	return m, f, err
 }
+
+// File is positions from an ephemeris file, read again when the file changes
+// (Watch): a live ephemeris the refresher extends, a ConfigMap replaced in
+// place. Safe for concurrent use.
+type File struct {
+	path string
+	spec constellation.Spec
+	eph  atomic.Pointer[sky.Ephemeris]
+
+	mu   sync.Mutex // guards seen (reloads run one at a time)
+	seen fileStamp  // the file last read
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stamp(path string) (fileStamp, error) {
+	fi, err := os.Stat(path) // follows a ConfigMap's symlinks to the file itself
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{fi.ModTime(), fi.Size()}, nil
+}
+
+// Position is the satellite's position from the file last read.
+func (f *File) Position(sat int, tNs int64) ([3]float64, error) {
+	return f.eph.Load().Position(sat, tNs)
+}
+
+// Ephemeris is the file last read.
+func (f *File) Ephemeris() *sky.Ephemeris { return f.eph.Load() }
+
+// Reload reads the file again when its modification time or size changed
+// (true: it did). A file that does not parse, or whose epoch moved (every
+// message time counts from it), is refused and the positions stay as they were.
+func (f *File) Reload() (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, err := stamp(f.path)
+	if err != nil || st == f.seen {
+		return false, err
+	}
+	e, err := sky.ReadEphemeris(f.path, f.spec)
+	if err != nil {
+		return false, err
+	}
+	if old := f.eph.Load(); !e.EpochTime.Equal(old.EpochTime) {
+		return false, fmt.Errorf("link ephemeris %s: epoch %s, was %s (message times count from it): %w",
+			f.path, e.Epoch, old.Epoch, errs.ErrInvalid)
+	}
+	f.eph.Store(e)
+	f.seen = st
+	return true, nil
+}
+
+// Watch calls Reload every `every` until ctx ends, logging what it read or why not.
+func (f *File) Watch(ctx context.Context, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch ok, err := f.Reload(); {
+		case err != nil:
+			log.Error("link ephemeris not read again", "path", f.path, "err", err)
+		case ok:
+			e := f.Ephemeris()
+			log.Info("link ephemeris read again", "path", f.path, "covers_ns", [2]int64{e.T0Ns, e.EndNs()})
+		}
+	}
+}
+
+// WatchEvery is how often the daemons look for a changed link ephemeris.
+const WatchEvery = 10 * time.Second
 
 // Collectors are the model's metrics: the substrate and timer lateness being
 // subtracted, and the messages not emulated.
