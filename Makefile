@@ -136,8 +136,8 @@ bench-scale:  ## satpage compare at scale: 100k/300k sessions over 24 h on starl
 	$(PY) bench/bench_scale.py $(BENCH_SCALE_FLAGS)
 
 .PHONY: chaos
-chaos: build  ## 150 satellites, R = 2: SIGKILL 5 satellites and cut 4 ISLs under load for 120 s; Porcupine checks the history (exit 1 on a lost page or a non-linearizable read)
-	$(VENV)/bin/satpage cluster chaos --replicas 2 --kill 5 --cut-links 4 --seed 1 --sessions 12 --seconds 120 --expect-no-loss --json
+chaos: build  ## 150 satellites, R = 2, two gateways: SIGKILL 3 satellites, pause 3, partition 3, kill each gateway once, cut 2 ISLs under load for 120 s; Porcupine checks the history (exit 1 on a lost page or a non-linearizable read)
+	$(VENV)/bin/satpage cluster chaos --replicas 2 --gateways 2 --kill 3 --pause 3 --partition 3 --kill-gateway 2 --cut-links 2 --seed 1 --sessions 12 --seconds 120 --expect-no-loss --json
 
 .PHONY: bench-services fuzz-services
 bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
