@@ -71,7 +71,9 @@ func (g *Gateway) expire(ctx context.Context, now time.Time) int {
 			continue
 		}
 		n++
-		cctx, cancel := context.WithTimeout(ctx, g.rpcTimeout)
+		// Ended where this gateway has it, never looked up elsewhere: a session idle
+		// here may be in use through another gateway (ticket.go).
+		cctx, cancel := context.WithTimeout(context.WithValue(ctx, stayKey{}, true), g.rpcTimeout)
 		if g.sec.issuer != nil { // the satellites want the session's token, as from its client
 			tok, _ := g.sec.issuer.Issue(s.id, g.sec.maxTablePages)
 			cctx = metadata.AppendToOutgoingContext(cctx, token.MetadataKey, tok)

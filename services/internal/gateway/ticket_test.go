@@ -179,3 +179,39 @@ func TestASatelliteCutOffFromTheGroundAcknowledgesNothingUntilTheCutHeals(t *tes
 		}
 	}
 }
+
+// A gateway whose session went on through another one (it moved on from
+// where this one has it) does not end it when it finds it idle: it forgets
+// it, and the session goes on at the other gateway with every page.
+func TestAGatewayDoesNotEndASessionThatWentOnThroughAnother(t *testing.T) {
+	dir := t.TempDir()
+	tlstest.Write(t, dir, 30)
+	c := clustertest.New(t, failSpec, clustertest.Options{TLSDir: dir, Replicas: 2})
+	bg := context.Background()
+	reg, err := c.Control.RegisterSession(bg, &satpagev1.RegisterSessionRequest{SessionId: "s",
+		Visits: []*satpagev1.Visit{{Satellite: 7, StartNs: 0}, {Satellite: 6, StartNs: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := metadata.AppendToOutgoingContext(bg, token.MetadataKey, reg.Token, token.TicketMetadataKey, reg.Ticket)
+	if _, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 1, Data: []byte("a"), ScenarioTimeNs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	_, conn := c.AddGateway(t, "b", nil)
+	b := satpagev1.NewPageServiceClient(conn)
+	if _, err := b.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 2, Data: []byte("b"), ScenarioTimeNs: 150}); err != nil {
+		t.Fatal(err) // b hands the session over to 6; the first gateway still has it at 7
+	}
+	if n := c.GatewayImpl.ExpireAt(bg, time.Now().Add(time.Hour)); n != 1 {
+		t.Fatalf("expired %d sessions, want 1", n)
+	}
+	if n := c.GatewayImpl.Sessions(); n != 0 {
+		t.Fatalf("the first gateway still holds %d sessions", n)
+	}
+	for p, want := range map[uint32]string{1: "a", 2: "b"} {
+		r, err := b.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: p, ScenarioTimeNs: 160})
+		if err != nil || string(r.Data) != want {
+			t.Fatalf("page %d through the other gateway after the first one's expiry: %q, %v; want %q", p, r.GetData(), err, want)
+		}
+	}
+}
