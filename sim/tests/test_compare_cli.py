@@ -146,3 +146,22 @@ def test_the_summary_names_the_winner_of_each_headline_cost(compared):
     wait = min(st, key=lambda n: st[n]["access_latency_ms_mean"])
     assert text.count("\n") == 0 and wait in text
     assert text in (out / "report.md").read_text()
+
+
+def test_a_port_that_refuses_the_connection_is_no_gateway_within_seconds():
+    """Nothing listens: an error naming the address after satpage.cluster.replayer's
+    REFUSED_S of retries, not after gRPC's 30 s of reconnect backoff."""
+    import socket
+    import time
+
+    import grpc
+
+    from satpage.cluster.replayer import REFUSED_S, wait_for_gateway
+
+    with socket.socket() as s:  # a port just free: nothing listens on it now
+        s.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{s.getsockname()[1]}"
+    t0 = time.monotonic()
+    with grpc.insecure_channel(addr) as ch, pytest.raises(OSError, match=f"{addr}.*connection refused"):
+        wait_for_gateway(ch, addr)
+    assert REFUSED_S <= time.monotonic() - t0 < 10 * REFUSED_S + 5

@@ -86,9 +86,9 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
     """Probe ``paths`` random multi-hop paths (at least ``min_hops``) at random times in
     the first ``hours`` from ``epoch`` (the positions that time the cluster's links)
     through the gateway at ``target``; returns the report of `satpage cluster fidelity`."""
-    import grpc
 
     from orbit_model import Constellation, IslNetwork, itrs_positions_km
+    from satpage.cluster.replayer import wait_for_gateway
     from satpage_client.channel import open_channel, tls_dir_for, token_metadata
     from satpage_client.rpc import satpage_pb2 as pb
     from satpage_client.rpc import satpage_pb2_grpc as pbg
@@ -119,10 +119,7 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
     prefix = uuid.uuid4().hex[:8]
     out = []
     with open_channel(target, tls_dir) as ch:
-        try:
-            grpc.channel_ready_future(ch).result(timeout=10)
-        except grpc.FutureTimeoutError:
-            raise OSError(f"no gateway answers at {target!r}") from None
+        wait_for_gateway(ch, target, timeout_s=10)
         page, control = pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch)
         for j, (owner, server) in enumerate(pairs):
             t = int(times[j])

@@ -442,6 +442,39 @@ class _Replayer:
             log.info("EndSession %s: %s %s", s.sid, _code(exc), _details(exc))
 
 
+
+#: how long a refused connection is tried again before the gateway counts as absent
+REFUSED_S = 1.0
+
+
+def wait_for_gateway(channel, gateway: str, timeout_s: float = 30.0) -> None:
+    """Wait until channel (to gateway, "host:port") is ready; OSError naming gateway
+    when it is not within timeout_s (a slow handshake on a loaded machine takes
+    seconds). A port that refuses the connection has nothing listening on it: that
+    is an error after REFUSED_S, not after timeout_s of gRPC's reconnect backoff."""
+    import socket
+
+    import grpc
+
+    host, _, port = gateway.rpartition(":")
+    if port.isdigit() and host:
+        deadline = time.monotonic() + REFUSED_S
+        while True:
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() >= deadline:
+                    raise OSError(f"no gateway answers at {gateway!r}: connection refused") from None
+                time.sleep(0.1)
+            except OSError:
+                break  # a name not resolved, a timeout: gRPC's own wait says
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout_s)
+    except grpc.FutureTimeoutError:
+        raise OSError(f"no gateway answers at {gateway!r}") from None
+
+
 def replay(trace, strategy, target: Target, failures=None, *, session_end_ns=None, writes=None,
            rows: bool = False, read_back: bool = False, busiest_ns: tuple[int, ...] = (),
            settle_s: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, progress=None,
@@ -485,10 +518,7 @@ def replay(trace, strategy, target: Target, failures=None, *, session_end_ns=Non
     kills: list[dict] = []
     with open_channel(target.gateway, tls_dir, options=opts) as ch, \
             ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        try:
-            grpc.channel_ready_future(ch).result(timeout=30)
-        except grpc.FutureTimeoutError:
-            raise OSError(f"no gateway answers at {target.gateway!r}") from None
+        wait_for_gateway(ch, target.gateway)
         stubs = (pbg.PageServiceStub(ch), pbg.GatewayServiceStub(ch))
 
         def guarded(fn):
