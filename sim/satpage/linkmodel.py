@@ -61,6 +61,11 @@ PRICE_KEYS = ("page_moves", "page_hops", "ground_fetches", "handover_transfer_pa
               "faults", "creates", "latency_sum_ns", "unreachable", "link_delay_sum_ns",
               "custody_hits", "custody_copies", "multipath_second_paths", "replica_copies",
               "idle_deferred", "idle_at_handover", "custody_copies_at_end")
+# their indices, as the kernel writes them
+(_MOVES, _HOPS, _GROUND_FETCHES, _HANDOVER_PAGES, _FAULTS, _CREATES, _LATENCY_NS, _UNREACHABLE,
+ _LINK_DELAY_NS, _CUSTODY_HITS, _CUSTODY_COPIES, _SECOND_PATHS, _REPLICA_COPIES, _DEFERRED,
+ _AT_HANDOVER, _CUSTODY_NEW) = range(16)
+assert len(PRICE_KEYS) == 16
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,7 +310,7 @@ def price_events(ev, chunk, routes, links, rules, sums):
         arrival_ns[e] = send
         if rule[k, R_CREATE]:
             held_delta[dst, b] += 1
-            out[5] += 1
+            out[_CREATES] += 1
             continue
         if fv_e == _NOWHERE:
             continue
@@ -338,20 +343,20 @@ def price_events(ev, chunk, routes, links, rules, sums):
                     best_h = hc
                     best = c
             if best != src:
-                out[9] += 1
+                out[_CUSTODY_HITS] += 1
                 if best == dst:
                     hit_local = True
                 src = best
         if src == dst and not ground:
             if hit_local:                            # served from the server's own custody copy
-                out[4] += 1
+                out[_FAULTS] += 1
                 lat_hist[0] += 1
                 held_delta[vsat[fv_e], b] -= 1
                 held_delta[dst, b] += 1
             continue
         h, d = route_links(pred_t, link_t, endpoints, tbl, src, dst, pos, step, ids, nodes)
         if h < 0:
-            out[7] += 1
+            out[_UNREACHABLE] += 1
             h = 0
             d = 0.0
         if rule[k, R_DEFER]:
@@ -369,11 +374,11 @@ def price_events(ev, chunk, routes, links, rules, sums):
                     break
             if chosen < 0:
                 send = t_h
-                out[14] += 1
+                out[_AT_HANDOVER] += 1
             elif chosen > b:
                 start = -((-chosen * duration_ns) // load_bins)   # ceil: first ns of the bin
                 send = max(t_e, min(start, t_h))
-                out[13] += 1
+                out[_DEFERRED] += 1
             b = min(max((send * load_bins) // max(duration_ns, 1), 0), load_bins - 1)
         link_ms = 0.0
         for i in range(h):
@@ -382,7 +387,7 @@ def price_events(ev, chunk, routes, links, rules, sums):
         prop_ms = d / C_KM_S * 1e3 + h * per_hop_ms
         page_hops = h + (1 if ground else 0)         # the feeder link counts as one hop
         if ground:
-            out[2] += 1
+            out[_GROUND_FETCHES] += 1
             prop_ms += gw_range_km[step] / C_KM_S * 1e3 + per_hop_ms
         lat = 2.0 * prop_ms + link_ms
         if rule[k, R_PATHS] == 2 and h > 0:
@@ -390,7 +395,7 @@ def price_events(ev, chunk, routes, links, rules, sums):
             h2, d2 = disjoint_route(hops_t, indptr, nbr, edge, tbl, src, dst, pos, step, ids, h,
                                     ids2, parent, seen, stamp, queue)
             if h2 > 0:
-                out[11] += 1
+                out[_SECOND_PATHS] += 1
                 link2 = 0.0
                 for i in range(h2):
                     link_load[b, ids2[i]] += 1
@@ -400,17 +405,17 @@ def price_events(ev, chunk, routes, links, rules, sums):
                 if lat2 < lat:
                     lat = lat2
                     link_ms = link2
-        out[0] += 1
-        out[1] += page_hops
+        out[_MOVES] += 1
+        out[_HOPS] += page_hops
         arrival_ns[e] = send + np.int64(np.round((prop_ms + link_ms) * 1e6))
         if rule[k, R_HANDOVER]:
-            out[3] += 1
+            out[_HANDOVER_PAGES] += 1
         if rule[k, R_REPLICA]:
-            out[12] += 1
+            out[_REPLICA_COPIES] += 1
         if rule[k, R_WAITS]:                         # the access waits
-            out[4] += 1
-            out[6] += np.int64(np.round(lat * 1e6))
-            out[8] += np.int64(np.round(link_ms * 1e6))
+            out[_FAULTS] += 1
+            out[_LATENCY_NS] += np.int64(np.round(lat * 1e6))
+            out[_LINK_DELAY_NS] += np.int64(np.round(link_ms * 1e6))
             if lat > lat_max[0]:
                 lat_max[0] = lat
             hb = np.int64(lat / bin_ms)
@@ -446,11 +451,11 @@ def price_events(ev, chunk, routes, links, rules, sums):
                 else:
                     ring[r, (ring_head[r] + ring_n[r]) % custody_pages] = p
                     ring_n[r] += 1
-                    out[15] += 1
+                    out[_CUSTODY_NEW] += 1
                 has[r, p] = s1
                 hold[p, hold_n[p]] = r
                 hold_n[p] += 1
-                out[10] += 1
+                out[_CUSTODY_COPIES] += 1
 
 
 _FIRST: list = []     # (access_page array, n_pages, table): the last trace's
