@@ -282,8 +282,13 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
     if ticks is None:
         # a daemon that refuses its flags exits within milliseconds: its reason is in the log
         _reap(proc.pid, wait=True)
-        raise OSError(f"{role} {index} exited at once; {log_file}: {_log_tail(log_file)}")
+        raise OSError(f"{_label(role, index)} exited at once; {log_file}: {_log_tail(log_file)}")
     return ProcessRecord(role, index, proc.pid, ticks, argv, str(log_file))
+
+
+def _label(role: str, index: int) -> str:
+    """A process as errors name it: ``satnode 5``, ``gateway 1`` (its record index is -1 - g)."""
+    return f"gateway {-1 - index}" if role == "gateway" else f"{role} {index}"
 
 
 def _log_tail(path: Path | str, n_chars: int = 400) -> str:
@@ -297,7 +302,7 @@ def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> N
         dead = [r for r in records if not _alive(r)]
         if dead:
             r = dead[0]
-            raise OSError(f"{r.role} {r.index} (pid {r.pid}) exited while waiting for {what}; "
+            raise OSError(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for {what}; "
                           f"{r.log_file}: {_log_tail(r.log_file)}")
         if time.monotonic() > deadline:
             raise OSError(f"timed out after {timeout_s:.0f} s waiting for {what}")
@@ -537,7 +542,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
             if bad and dead:
                 r = dead[0]
                 tail = Path(r.log_file).read_text(errors="replace")[-400:] if Path(r.log_file).exists() else ""
-                raise OSError(f"{r.role} {r.index} (pid {r.pid}) exited while waiting for SERVING; "
+                raise OSError(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for SERVING; "
                               f"{r.log_file}: {tail.strip()}")
             if bad and time.monotonic() > deadline:
                 raise OSError(f"not SERVING by gRPC health after {timeout_s:.0f} s: {bad[:5]}")
@@ -615,8 +620,8 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
                 break
             if time.monotonic() > deadline:
                 for p in left:
-                    log.warning("%s %d (pid %d) ignored SIGTERM for %.0f s: killing",
-                                p.role, p.index, p.pid, timeout_s)
+                    log.warning("%s (pid %d) ignored SIGTERM for %.0f s: killing",
+                                _label(p.role, p.index), p.pid, timeout_s)
                     try:
                         os.kill(p.pid, signal.SIGKILL)
                     except ProcessLookupError:
