@@ -26,7 +26,7 @@ profiler on every satnode, and in the same run:
   groups the satnodes' by what the thread that slept was doing (SWITCHES).
   Recording every switch costs CPU itself: take rates from a run without it.
 
-Not a make target (about a minute). perf needs the `linux-perf` package; on a VM
+Not a make target (about two minutes). perf needs the `linux-perf` package; on a VM
 without hardware counters it samples the cpu-clock.
 """
 
