@@ -36,7 +36,8 @@ def test_the_cluster_replays_the_paper_mimic_with_the_engines_counts(default_clu
     """Through the session's 150-satellite cluster, recorded in $SATPAGE_CLUSTER_DIR
     (paper-mimic's constellation; its R and link epoch do not change these counts)."""
     out = _compare_json(default_cluster, "paper-mimic", "--sessions", "2")
-    assert set(out["strategies"]) == {"proactive", "on-demand"}
+    # the three the service runs (push-ahead: the pages of the last visit, at the handover)
+    assert set(out["strategies"]) == {"proactive", "on-demand", "push-ahead"}
     _equal_counts(out, ("page_moves", "page_hops", "pages_left_behind"))
 
 
