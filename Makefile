@@ -121,13 +121,14 @@ bench-pager:  ## pager engine vs the scalar loop (accesses/s, ratio), peak memor
 	$(PY) bench/bench_pager.py
 
 .PHONY: bench-compare
-# the commit before sim's own model copies were removed (satpage.network etc.): bench-compare-baseline times both trees
-BENCH_BASELINE ?= 2f1a3d4
+# the commit before the one-system work (one pricing per NetworkUse, packages by product,
+# strategies as plugins): bench-compare-baseline times both trees
+BENCH_BASELINE ?= bb88a37
 bench-compare:  ## satpage compare at scale: Starlink TLEs (or 72x22 Walker), 100,000 sessions, 24 h
 	$(PY) bench/bench_compare.py
 
 .PHONY: bench-compare-baseline
-bench-compare-baseline:  ## default compare here vs BENCH_BASELINE (before sim's model copies went), same run, ratio
+bench-compare-baseline:  ## default and large compare here vs BENCH_BASELINE, same run: wall and CPU ratios (CPU within 5 %)
 	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario default
 	$(PY) bench/bench_compare.py --baseline $(BENCH_BASELINE) --scenario large --sessions 5000 --hours 2 --repeats 2
 
