@@ -43,6 +43,7 @@ def default_cluster(tmp_path_factory, cluster_binaries):
     each other on it. Group: ``default-cluster``."""
     from satpage.cluster import load_state
     from satpage.cluster.driver import _free_port_base
+    from satpage.cluster.local import cluster_down
 
     state_dir = tmp_path_factory.mktemp("default-cluster")
     up = subprocess.run([SATPAGE, "cluster", "up", "--constellation", DEFAULT_SPEC,
@@ -53,5 +54,7 @@ def default_cluster(tmp_path_factory, cluster_binaries):
         assert up.returncode == 0, up.stderr[-3000:]
         yield load_state(state_dir)
     finally:
-        subprocess.run([SATPAGE, "cluster", "down", "--state-dir", str(state_dir)],
-                       capture_output=True, timeout=300)
+        # In this process, by signals: a session fixture is torn down in the teardown of
+        # its worker's last test, which may be a unit test, where the root conftest
+        # refuses to start a process (a `satpage cluster down` would leave 301 running).
+        cluster_down(state_dir)
