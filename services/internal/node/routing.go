@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +66,7 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 		// and gRPC reconnects on its own backoff; an attempt now would fail the
 		// same way at once. The caller backs off instead (replication's
 		// per-replica backoff, the gateway's failover).
-		if next == dest && (n.unreachable(dest) || undelivered(err)) {
+		if next == dest && (n.unreachable(dest) || n.undelivered(dest, err)) {
 			return err
 		}
 		if !n.retries.Retry() {
@@ -81,13 +80,15 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 	}
 }
 
-// undelivered reports whether a call failed before it reached the peer: gRPC
-// could not connect (the dial or the handshake failed). The connection then
-// waits out gRPC's reconnect backoff, and an attempt sent again now fails the
-// same way (make e2e-k8s 2026-11-27: 5,646 resends, nearly all "Error while
-// dialing", with the connection already CONNECTING again when checked).
-func undelivered(err error) bool {
-	return status.Code(err) == codes.Unavailable && strings.Contains(status.Convert(err).Message(), "Error while dialing")
+// undelivered reports whether a call to satellite i that failed Unavailable
+// found no ready connection (peers.Pool.NotReady): gRPC could not connect (the
+// dial or the handshake failed) or the connection broke, and it now waits out
+// its reconnect backoff, so an attempt sent again now fails the same way (make
+// e2e-k8s: 5,646 resends, nearly all of them dial failures). The connection's
+// state decides, not the error's text.
+func (n *Node) undelivered(i uint32, err error) bool {
+	u, ok := n.peers.(interface{ NotReady(i uint32) bool })
+	return ok && status.Code(err) == codes.Unavailable && u.NotReady(i)
 }
 
 // idempotent are the routed requests that may be sent again: FetchPages

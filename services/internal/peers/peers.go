@@ -237,6 +237,18 @@ func (p *Pool) Unreachable(i uint32) bool {
 	return st == connectivity.TransientFailure || st == connectivity.Shutdown
 }
 
+// NotReady reports whether the pool's connection to satellite i exists and is
+// not ready (idle, connecting, in failure or closed). A call to i that just
+// failed Unavailable with it so was not delivered, or its connection broke
+// under it; either way a call sent again now fails the same way at once.
+// Callers decide on this state, never on the error's text.
+func (p *Pool) NotReady(i uint32) bool {
+	p.mu.Lock()
+	c, ok := p.conns[i]
+	p.mu.Unlock()
+	return ok && c.GetState() != connectivity.Ready
+}
+
 // Reconnect is for a caller that holds satellite i dead and asks again (the
 // failure detector's re-probe): the next connection attempt to i looks its
 // name up afresh, whatever the name's backoff, a connection waiting out gRPC's

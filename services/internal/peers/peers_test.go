@@ -204,3 +204,40 @@ func TestReconnectReachesADeadSatelliteAtItsNewAddress(t *testing.T) {
 		t.Fatalf("the probe after Reconnect: %v", err)
 	}
 }
+
+// NotReady tells a connection that cannot carry a call from one that can: a
+// satellite never dialled is not known (false), one whose port refuses is not
+// ready, one that answered is ready.
+func TestNotReadyFollowsTheConnectionsState(t *testing.T) {
+	free := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().String()
+	}
+	addrs := map[uint32]string{1: free(), 2: free()}
+	live := serveHealth(t, addrs[2])
+	defer live.Stop()
+	p := NewPool(func(i uint32) string { return addrs[i] })
+	defer p.Close()
+	if p.NotReady(1) {
+		t.Error("a satellite never dialled: NotReady, want not known (false)")
+	}
+	for i, wantReady := range map[uint32]bool{1: false, 2: true} {
+		h, err := p.Health(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = h.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if (err == nil) != wantReady {
+			t.Fatalf("satellite %d: check %v, want an answer %v", i, err, wantReady)
+		}
+		if p.NotReady(i) == wantReady {
+			t.Errorf("satellite %d after a call: NotReady %v (%v), want %v", i, p.NotReady(i), p.conns[i].GetState(), !wantReady)
+		}
+	}
+}
