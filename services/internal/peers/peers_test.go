@@ -74,17 +74,19 @@ func serveHealth(t *testing.T, addr string) *grpc.Server {
 	return s
 }
 
-// A satellite that comes back at a new address under its old name (a new pod)
-// is reached at the first request after its return: the pool looks the name up
-// again when a connection to the kept address fails, where gRPC's DNS resolver
-// kept the old address.
-func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
+// movingPeer serves satellite 7's health at 127.0.0.1 under the name
+// sat-7.test (a one-name DNS zone on loopback that the pool's resolver asks
+// while the test runs) and returns the zone, the port, that first server, a
+// pool dialling prefix+port and a one-second health check of satellite 7 through
+// it, already answered once.
+func movingPeer(t *testing.T, prefix string) (*zone, string, *grpc.Server, *Pool, func() error) {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	z := &zone{conn: pc}
-	defer pc.Close()
+	t.Cleanup(func() { pc.Close() })
 	go z.serve()
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,13 +97,14 @@ func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 
 	z.set("127.0.0.1")
 	old := serveHealth(t, "127.0.0.1:"+port)
-	defer func(r hostResolver) { resolver = r }(resolver)
+	saved := resolver
+	t.Cleanup(func() { resolver = saved })
 	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
 	}}
-	p := NewPool(func(uint32) string { return "sat-7.test:" + port })
-	defer p.Close()
+	p := NewPool(func(uint32) string { return prefix + port })
+	t.Cleanup(func() { p.Close() })
 	h, err := p.Health(7)
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,15 @@ func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 	if err := check(); err != nil {
 		t.Fatalf("first address: %v", err)
 	}
+	return z, port, old, p, check
+}
+
+// A satellite that comes back at a new address under its old name (a new pod)
+// is reached at the first request after its return: the pool looks the name up
+// again when a connection to the kept address fails, where gRPC's DNS resolver
+// kept the old address.
+func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
+	z, port, old, p, check := movingPeer(t, "sat-7.test:")
 	old.Stop() // the pod is deleted; its successor has another address
 	z.set("127.0.0.2")
 	moved := serveHealth(t, "127.0.0.2:"+port)
@@ -134,42 +146,7 @@ func TestAPeerBackAtANewAddressIsReachedByTheFirstRequest(t *testing.T) {
 // Reconnect ends with the deadline and leaves it not Unanswered (no call was
 // made: a restore does not wait on a satellite for it).
 func TestReconnectReachesADeadSatelliteAtItsNewAddress(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	z := &zone{conn: pc}
-	defer pc.Close()
-	go z.serve()
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
-	free.Close()
-
-	z.set("127.0.0.1")
-	old := serveHealth(t, "127.0.0.1:"+port)
-	defer func(r hostResolver) { resolver = r }(resolver)
-	resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-	p := NewPool(func(uint32) string { return "passthrough:///sat-7.test:" + port })
-	defer p.Close()
-	h, err := p.Health(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
-		return err
-	}
-	if err := check(); err != nil {
-		t.Fatalf("first address: %v", err)
-	}
+	z, port, old, p, check := movingPeer(t, "passthrough:///sat-7.test:")
 	old.Stop()
 	z.set("127.0.0.3") // gone: nothing listens there
 	for range 5 {
@@ -179,7 +156,7 @@ func TestReconnectReachesADeadSatelliteAtItsNewAddress(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	err = p.Reconnect(ctx, 7)
+	err := p.Reconnect(ctx, 7)
 	cancel()
 	if err == nil {
 		t.Fatal("Reconnect to a satellite still gone succeeded")
