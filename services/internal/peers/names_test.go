@@ -39,11 +39,23 @@ func (f *fakeDNS) set(host string, addrs ...string) {
 	f.mu.Unlock()
 }
 
-// clock is a fake time for the cache.
-type clock struct{ t time.Time }
+// clock is a fake time for the cache, read by its lookup goroutines too.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *clock) now() time.Time      { return c.t }
-func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
 func newFake() (*fakeDNS, *clock) {
 	return &fakeDNS{addr: map[string][]string{}}, &clock{t: time.Unix(1e9, 0)}
 }
