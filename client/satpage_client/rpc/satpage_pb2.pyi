@@ -356,14 +356,16 @@ class TableEntry(_message.Message):
     def __init__(self, page: _Optional[int] = ..., owner: _Optional[int] = ...) -> None: ...
 
 class AcceptTableRequest(_message.Message):
-    __slots__ = ("route", "session_id", "entries")
+    __slots__ = ("route", "session_id", "entries", "version")
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     route: Route
     session_id: str
     entries: _containers.RepeatedCompositeFieldContainer[TableEntry]
-    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ...) -> None: ...
+    version: int
+    def __init__(self, route: _Optional[_Union[Route, _Mapping]] = ..., session_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[TableEntry, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class AcceptTableResponse(_message.Message):
     __slots__ = ("hops",)

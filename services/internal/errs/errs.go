@@ -52,6 +52,10 @@ var (
 	// (its primary was taken over from, and has not taken the new epoch up):
 	// refused, so a stale primary acknowledges nothing (docs/faults.md).
 	ErrStaleEpoch = errors.New("stale serving epoch")
+	// ErrStaleTable: a page table older than one this satellite has held of
+	// the session (a handover sent on an out-of-date view of it): refused, so
+	// it never replaces the newer table.
+	ErrStaleTable = errors.New("stale page table")
 	// ErrSilent: a satellite did not answer within the deadline (it may be
 	// alive but paused or slow), as opposed to refusing (nothing at its address).
 	ErrSilent = errors.New("satellite silent")
@@ -79,6 +83,7 @@ const (
 	ReasonNotSynced       = "REPLICA_NOT_SYNCED"
 	ReasonNoFailover      = "NO_FAILOVER"
 	ReasonStaleEpoch      = "STALE_EPOCH"
+	ReasonStaleTable      = "STALE_TABLE"
 	ReasonSilent          = "SATELLITE_SILENT"
 )
 
@@ -90,6 +95,7 @@ var sentinels = []struct {
 	reason string
 }{
 	{ErrStaleEpoch, ReasonStaleEpoch},
+	{ErrStaleTable, ReasonStaleTable},
 	{ErrNoRoute, ReasonNoRoute},
 	{ErrSilent, ReasonSilent},
 	{ErrUnknownSession, ReasonUnknownSession},
@@ -130,7 +136,7 @@ func Code(err error) codes.Code {
 	case errors.Is(err, ErrRelayLoop):
 		return codes.Aborted
 	case errors.Is(err, ErrNotServing), errors.Is(err, ErrStillOwned), errors.Is(err, ErrNotSynced),
-		errors.Is(err, ErrNoFailover), errors.Is(err, ErrStaleEpoch):
+		errors.Is(err, ErrNoFailover), errors.Is(err, ErrStaleEpoch), errors.Is(err, ErrStaleTable):
 		return codes.FailedPrecondition
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ErrUnavailable), errors.Is(err, ErrSilent):
 		return codes.Unavailable

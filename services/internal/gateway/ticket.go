@@ -196,12 +196,13 @@ func (g *Gateway) locateSession(ctx context.Context, s *session, tNs int64) (int
 type stayKey struct{}
 
 // relocate looks a replay session (locked) up again when err, from serving it
-// where this gateway believed it was, says that satellite does not know it:
-// another gateway moved it on meanwhile (a handover, or a takeover) while
-// this one kept serving others. Whether it was found (the caller tries
-// again); when not, s is left as it was.
+// where this gateway believed it was, says that satellite does not know it,
+// or that the table a handover from it sent is older than one the next
+// satellite has held (STALE_TABLE): another gateway moved it on meanwhile (a
+// handover, or a takeover) while this one kept serving others. Whether it
+// was found (the caller tries again); when not, s is left as it was.
 func (g *Gateway) relocate(ctx context.Context, s *session, tNs int64, err error) bool {
-	if s.live != nil || !errs.Has(err, errs.ErrUnknownSession) || ctx.Value(stayKey{}) != nil {
+	if s.live != nil || !(errs.Has(err, errs.ErrUnknownSession) || errs.Has(err, errs.ErrStaleTable)) || ctx.Value(stayKey{}) != nil {
 		return false
 	}
 	visits, cur, left, moveDue := s.visits, s.cur, s.left, s.moveDue

@@ -18,6 +18,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -163,4 +164,29 @@ func (n *Node) forget(ctx context.Context, session string) {
 	if _, err := n.store.DropFrames(ctx, dedupSession(session)); err != nil {
 		n.log.WarnContext(ctx, "drop of the answers kept for a session failed", "session", session, "err", err)
 	}
+}
+
+// versionSlot is the frame of a session's answers that holds the newest
+// version of its page table held here (AcceptTable): outside the request
+// slots (dedupSlot is below dedupSlots).
+const versionSlot = dedupSlots
+
+// tableVersion is the newest version of session's page table held here (0: none).
+func (n *Node) tableVersion(ctx context.Context, session string) (int64, error) {
+	f, err := n.store.GetFrames(ctx, dedupSession(session), []uint32{versionSlot})
+	if errors.Is(err, errs.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(f[0].Data) != 8 {
+		return 0, nil
+	}
+	return int64(binary.BigEndian.Uint64(f[0].Data)), nil
+}
+
+// setTableVersion records version as the newest of session's page table held here.
+func (n *Node) setTableVersion(ctx context.Context, session string, version int64) error {
+	return n.store.PutFrames(ctx, dedupSession(session), []store.Frame{{Page: versionSlot, Data: binary.BigEndian.AppendUint64(nil, uint64(version))}})
 }

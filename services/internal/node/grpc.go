@@ -253,7 +253,7 @@ func (s *satServer) AcceptTable(ctx context.Context, req *satpagev1.AcceptTableR
 	for _, e := range req.Entries {
 		table[e.Page] = e.Owner
 	}
-	if err := s.n.AcceptTable(ctx, req.SessionId, table); err != nil {
+	if err := s.n.AcceptTable(ctx, req.SessionId, table, req.Version); err != nil {
 		return nil, s.n.observe(ctx, "AcceptTable", start, err)
 	}
 	return &satpagev1.AcceptTableResponse{Hops: req.Route.Hops}, s.n.observe(ctx, "AcceptTable", start, nil)

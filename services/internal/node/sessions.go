@@ -57,7 +57,7 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 		entries = append(entries, &satpagev1.TableEntry{Page: p, Owner: table[p]})
 	}
 	err = n.originate(ctx, to, tNs, "AcceptTable", func(c satpagev1.SatelliteServiceClient, r *satpagev1.Route) error {
-		resp, err := c.AcceptTable(ctx, &satpagev1.AcceptTableRequest{Route: r, SessionId: session, Entries: entries})
+		resp, err := c.AcceptTable(ctx, &satpagev1.AcceptTableRequest{Route: r, SessionId: session, Entries: entries, Version: tNs})
 		if err == nil {
 			hops = resp.Hops
 		}
@@ -81,14 +81,43 @@ func (n *Node) HandOver(ctx context.Context, session string, to uint32, tNs int6
 // serves the session (the handler has checked every owner against the grid).
 // A stale table of the session here (stale.go) is replaced, under the session
 // lock so that no retried delete removes the new one.
-func (n *Node) AcceptTable(ctx context.Context, session string, table store.Table) error {
-	if n.stale.has(session) {
-		defer n.locks.lock(session)()
+//
+// version is the table's (the handover's scenario time; 0: unversioned). The
+// newest version this satellite has held of the session is kept with the
+// session's answers (dedup.go: replicated, moved by a takeover, dropped when
+// the session ends). An older table is refused (errs.ErrStaleTable): it comes
+// from a handover sent on an out-of-date view of the session (another
+// gateway moved it on meanwhile), and storing it would undo the changes made
+// under the newer one. The same version again is a retried handover: the
+// table held is kept (it may have changed since), and one that has moved on
+// is not brought back.
+func (n *Node) AcceptTable(ctx context.Context, session string, table store.Table, version int64) error {
+	ctx, unlock := n.lockSession(ctx, session)
+	defer unlock()
+	held, err := n.tableVersion(ctx, session)
+	if err != nil {
+		return err
+	}
+	if version > 0 && version <= held {
+		_, terr := n.store.TableSize(ctx, session)
+		switch {
+		case version == held && terr == nil && !n.stale.has(session):
+			return nil // a retried handover: the table is here already
+		case terr != nil && !errors.Is(terr, errs.ErrUnknownSession):
+			return terr
+		}
+		return fmt.Errorf("satellite %d: table of session %q at version %d, older than or moved on from version %d held here: %w",
+			n.self, session, version, held, errs.ErrStaleTable)
 	}
 	if err := n.store.PutTable(ctx, session, table); err != nil {
 		return err
 	}
 	n.stale.mark(session, false)
+	// After the table: a crash between the two leaves the older version, and
+	// the retried handover stores the same table again.
+	if version > held {
+		return n.setTableVersion(ctx, session, version)
+	}
 	return nil
 }
 

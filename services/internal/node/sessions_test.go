@@ -184,3 +184,55 @@ func TestEndingASessionClearsAStaleTableOnTheTrail(t *testing.T) {
 		}
 	}
 }
+
+// A handover sent on an out-of-date view of a session (a gateway that missed
+// the handovers another one made) must not replace the newer table at its
+// destination: the pages created under the newer table would be lost.
+func TestAnOlderTableNeverReplacesANewerOne(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{})
+	ctx := context.Background()
+	_, s0 := c.Satellite(t, 0)
+	if _, err := s0.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1, ScenarioTimeNs: 10}); err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := c.Satellite(t, 1)
+	if _, err := p1.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 2, Data: []byte("new"), ScenarioTimeNs: 11}); err != nil {
+		t.Fatal(err)
+	}
+	// Satellite 3 holds an old table of the session (one restored there, say).
+	if err := c.Stores[3].PutTable(ctx, "s", store.Table{}); err != nil {
+		t.Fatal(err)
+	}
+	_, s3 := c.Satellite(t, 3)
+	_, err := s3.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1, ScenarioTimeNs: 5})
+	if status.Code(err) != codes.FailedPrecondition || !errs.Has(err, errs.ErrStaleTable) {
+		t.Fatalf("handover of an older table: got %v, want FailedPrecondition STALE_TABLE", err)
+	}
+	if _, err := c.Stores[3].GetTable(ctx, "s"); err != nil {
+		t.Errorf("the refused sender's table: got %v, want it kept (nothing deleted on a refusal)", err)
+	}
+	// The same version again is a retried handover: acknowledged, the table
+	// at 1 kept as it is now.
+	if _, err := s3.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1, ScenarioTimeNs: 10}); err != nil {
+		t.Fatalf("a retried handover (same version): %v", err)
+	}
+	r, err := p1.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 2, ScenarioTimeNs: 12})
+	if err != nil || string(r.Data) != "new" || r.Outcome == satpagev1.Outcome_OUTCOME_CREATED {
+		t.Fatalf("page 2 at the serving satellite: got %v, %v, want the write kept", r, err)
+	}
+	// A newer one replaces it (the session's next visit there).
+	_, s1 := c.Satellite(t, 1)
+	if _, err := s1.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 2, ScenarioTimeNs: 20}); err != nil {
+		t.Fatal(err)
+	}
+	_, s2 := c.Satellite(t, 2)
+	if _, err := s2.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1, ScenarioTimeNs: 30}); err != nil {
+		t.Fatalf("handover back at a newer version: %v", err)
+	}
+	if tb, err := c.Stores[1].GetTable(ctx, "s"); err != nil || tb[2] != 1 {
+		t.Errorf("table at 1 after the newer handover: got %v, %v, want page 2 owned by 1", tb, err)
+	}
+}

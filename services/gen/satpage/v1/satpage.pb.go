@@ -2203,10 +2203,16 @@ func (x *TableEntry) GetOwner() uint32 {
 }
 
 type AcceptTableRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Route         *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
-	SessionId     string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Entries       []*TableEntry          `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Entries   []*TableEntry          `protobuf:"bytes,3,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The table's version: the scenario time of the handover that sends it
+	// (HandOverRequest.scenario_time_ns). A satellite that has held a table of
+	// the session at a newer version refuses an older one (FailedPrecondition,
+	// reason STALE_TABLE): a handover sent on an out-of-date view of the
+	// session never replaces a newer table. 0: unversioned (always stored).
+	Version       int64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2260,6 +2266,13 @@ func (x *AcceptTableRequest) GetEntries() []*TableEntry {
 		return x.Entries
 	}
 	return nil
+}
+
+func (x *AcceptTableRequest) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
 }
 
 type AcceptTableResponse struct {
@@ -4383,12 +4396,13 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\n" +
 	"TableEntry\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\rR\x04page\x12\x14\n" +
-	"\x05owner\x18\x02 \x01(\rR\x05owner\"\x8e\x01\n" +
+	"\x05owner\x18\x02 \x01(\rR\x05owner\"\xa8\x01\n" +
 	"\x12AcceptTableRequest\x12'\n" +
 	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x120\n" +
-	"\aentries\x18\x03 \x03(\v2\x16.satpage.v1.TableEntryR\aentries\")\n" +
+	"\aentries\x18\x03 \x03(\v2\x16.satpage.v1.TableEntryR\aentries\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x03R\aversion\")\n" +
 	"\x13AcceptTableResponse\x12\x12\n" +
 	"\x04hops\x18\x01 \x01(\rR\x04hops\"\x90\x01\n" +
 	"\x10MovePagesRequest\x12\x1d\n" +
