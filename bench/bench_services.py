@@ -42,6 +42,14 @@ pages per request on each. Each hop there waits its ISL's light time, a timer:
 targets: emulated throughput >= 80 % of the other's, CPU per access at most
 10 % higher (means of two alternating rounds). ``--only-emulation`` runs just
 this comparison.
+
+One page per request against the bare round trip (issue 33): ``--only-single-page``
+starts a small cluster (SINGLE_PAGE_CONSTELLATION, mutual TLS, no link
+emulation) and runs, alternately on it, the bare round trip and one-hop faults
+at one page per request (closed loop), ``--rounds`` pairs. Each pair gives a
+ratio of rates and one of CPU per request (all cluster processes and the load
+generator); the medians are printed with their range. A pair takes seconds, so
+the machine's other work drifts less within it than over the full run.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,6 +83,9 @@ def redis_benchmark(sock: Path, requests: int, clients: int) -> dict[str, float]
 
 
 HOPS = (0, 1, 2, 4, 8)
+#: --only-single-page: a satellite per session (32), and starts in
+#: seconds (the ratio, not the absolute rate, is the target).
+SINGLE_PAGE_CONSTELLATION = "walker-star:40/5/1:500:87"
 BATCHES = (1, 16, 64)
 
 
@@ -197,6 +209,51 @@ def print_emulation(emu: dict[str, list[dict]]) -> dict[str, float]:
     return ratio
 
 
+def compare_single_page(constellation: str, workers: int, dur: float, rounds: int) -> list[dict]:
+    """Pairs of runs on one cluster: the bare gRPC round trip, then one-hop
+    faults at one page per request (closed loop); one dict per pair."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp:
+        base = _free_port_base(constellation)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False)
+        try:
+            pid_file = Path(tmp) / "pids.txt"
+            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+            for i in range(rounds):
+                print(f"single page: pair {i + 1}/{rounds}: bare round trip, one-hop faults", file=sys.stderr)
+                bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur,
+                               tls_dir=st.tls_dir)[0]
+                fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
+                                tls_dir=st.tls_dir)[0]
+                out.append({"bare": bare, "fault": fault,
+                            "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
+                            "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"]})
+        finally:
+            cluster_down(Path(tmp))
+    return out
+
+
+def print_single_page(pairs: list[dict]) -> dict:
+    """The pairs' table; returns the medians and ranges of both ratios."""
+    print("\none page per request (issue 33): the bare gRPC round trip and one-hop faults alternately, one cluster")
+    print(f"{'pair':>4} {'bare/s':>8} {'CPU us':>7} {'faults/s':>9} {'CPU us':>7} {'ratio':>6} "
+          f"{'CPU x bare':>10} {'hops ok':>8}")
+    for i, p in enumerate(pairs):
+        b, f = p["bare"], p["fault"]
+        print(f"{i + 1:>4} {b['accesses_per_s']:>8,.0f} {b['cpu_us_per_access']:>7.0f} {f['accesses_per_s']:>9,.0f} "
+              f"{f['cpu_us_per_access']:>7.0f} {p['rate_ratio']:>6.3f} {p['cpu_in_bare_round_trips']:>10.2f} "
+              f"{str(hops_ok(f)):>8}")
+    rates = sorted(p["rate_ratio"] for p in pairs)
+    cpus = sorted(p["cpu_in_bare_round_trips"] for p in pairs)
+    summary = {"single_page_vs_bare": statistics.median(rates), "single_page_vs_bare_range": [rates[0], rates[-1]],
+               "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]]}
+    print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} (median of {len(pairs)} pairs, "
+          f"{rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); CPU per fault "
+          f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    return summary
+
+
 def print_replicas(rep: dict[int, dict]) -> float:
     """The R = 1 vs R = 2 table; returns R = 2's share of R = 1's one-hop rate at batch 64."""
     print("\nreplication (issue 15): one-hop page faults/s, R = 1 and R = 2 in the same run")
@@ -220,9 +277,24 @@ def main() -> int:
     ap.add_argument("--only-gateway", action="store_true", help="only the live-vs-replay gateway comparison")
     ap.add_argument("--only-replicas", action="store_true", help="only the R = 1 vs R = 2 one-hop comparison")
     ap.add_argument("--only-emulation", action="store_true", help="only the link emulation on vs off comparison")
+    ap.add_argument("--only-single-page", action="store_true",
+                    help="only one-hop faults at one page per request against the bare round trip, alternately, "
+                         "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
+    ap.add_argument("--rounds", type=int, default=5, help="--only-single-page: pairs of runs (1 to 50)")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
+    if not 1 <= args.rounds <= 50:
+        print(f"error: --rounds {args.rounds} outside [1, 50]", file=sys.stderr)
+        return 2
+    if args.only_single_page:
+        constellation = (SINGLE_PAGE_CONSTELLATION if args.constellation == DEFAULT_CONSTELLATION
+                         else args.constellation)
+        pairs = compare_single_page(constellation, args.workers, dur, args.rounds)
+        summary = print_single_page(pairs)
+        print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
+                          "load_average": os.getloadavg()}))
+        return 0 if all(hops_ok(p["fault"]) for p in pairs) else 1
     if args.only_replicas:
         rep = compare_replicas(args, dur)
         share = print_replicas(rep)
