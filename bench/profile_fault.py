@@ -1,6 +1,6 @@
 """Where the CPU of a one-page, one-hop page fault goes (docs/services.md, "Speed").
 
-    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--switches] [--out DIR] [--json]
+    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--switches] [--syscalls] [--out DIR] [--json]
 
 Starts the default local cluster (150 satellites, mutual TLS) with the Go
 profiler on every satnode, and in the same run:
@@ -21,6 +21,10 @@ profiler on every satnode, and in the same run:
   into DIR/pprof-satnodes.pb.gz when `go` is on PATH) and, with --perf, a
   system-wide `perf record -a -g` (DIR/perf.data) whose satnode samples are
   grouped by what their stack holds (the first rule that matches wins);
+- with --syscalls, counts the system calls of the satnodes and of the
+  redis-servers by kind over a window in the middle of the bare run and of the
+  fault run (`perf stat -e syscalls:sys_enter_*`, counting only), per request
+  (the window's count over the run's rate times the window);
 - with --switches, records every context switch of the fault run with its
   stack (`perf record -e sched:sched_switch -a -g`, DIR/switches.data) and
   groups the satnodes' by what the thread that slept was doing (SWITCHES).
@@ -111,6 +115,29 @@ def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
 
 IDLE_S = 3  # seconds of an idle cluster whose wake-ups are subtracted
 
+# --syscalls: the kinds counted (what a one-page fault's path makes: the
+# network, the Go runtime's thread wake-ups (futex) and sysmon's sleeps).
+SYSCALLS = ("read", "write", "epoll_pwait", "epoll_wait", "futex", "nanosleep", "sched_yield")
+
+
+def count_syscalls(pids: list[int], delay_s: float, window_s: float, out: Path) -> None:
+    """perf stat of pids' system calls by kind, over window_s after delay_s, into out (CSV)."""
+    time.sleep(delay_s)
+    events = ",".join(["raw_syscalls:sys_enter", *(f"syscalls:sys_enter_{k}" for k in SYSCALLS)])
+    subprocess.run(["perf", "stat", "-x,", "-o", str(out), "-e", events, "-p", ",".join(map(str, pids)),
+                    "--", "sleep", str(window_s)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def syscalls_per_request(out: Path, requests: float) -> dict[str, float]:
+    """count_syscalls' CSV as calls per request, by kind ("all": every system call)."""
+    per: dict[str, float] = {}
+    for line in out.read_text().splitlines():
+        cells = line.split(",")
+        if len(cells) > 2 and cells[0].isdigit():
+            kind = cells[2].removeprefix("syscalls:sys_enter_").replace("raw_syscalls:sys_enter", "all")
+            per[kind] = int(cells[0]) / requests
+    return per
+
 
 def switches(processes) -> collections.Counter:
     """Context switches so far (voluntary and not) of every thread of processes, by role."""
@@ -187,14 +214,16 @@ def main() -> int:
     ap.add_argument("--perf", action="store_true", help="also perf record -a -g during the fault run")
     ap.add_argument("--switches", action="store_true",
                     help="also perf record -e sched:sched_switch -a -g during the fault run (costs CPU itself)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="also count the satnodes' and redis-servers' system calls per request (perf stat)")
     ap.add_argument("--out", type=Path, help="keep the profiles here (default: a temporary directory)")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     if args.seconds < 2 or args.seconds > 60:
         print(f"error: --seconds {args.seconds} outside [2, 60]", file=sys.stderr)
         return 2
-    if (args.perf or args.switches) and not shutil.which("perf"):
-        print("error: --perf/--switches: perf not found (apt-get install linux-perf)", file=sys.stderr)
+    if (args.perf or args.switches or args.syscalls) and not shutil.which("perf"):
+        print("error: --perf/--switches/--syscalls: perf not found (apt-get install linux-perf)", file=sys.stderr)
         return 2
     out = args.out or Path(tempfile.mkdtemp(prefix="satpage-profile-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -206,12 +235,28 @@ def main() -> int:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
             run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
-                                          workers=args.workers, duration=args.seconds, **kw)[0]
+                                          workers=args.workers, **{"duration": args.seconds, **kw})[0]
             s0, t0 = switches(st.processes), time.monotonic()
             time.sleep(IDLE_S)
             s1, t1 = switches(st.processes), time.monotonic()
             idle = {role: (s1[role] - s0[role]) / (t1 - t0) for role in s1}
-            echo = run("echo")
+            pids = {role: [p.pid for p in st.processes if p.role == role] for role in ("satnode", "redis")}
+            counters: list[threading.Thread] = []
+
+            def count(what: str, window: float) -> None:
+                # In the middle of the run: after the load generator's set-up, before its end.
+                for role, ps in pids.items():
+                    counters.append(threading.Thread(target=count_syscalls,
+                                                     args=(ps, SETUP_S, window, out / f"syscalls-{what}-{role}.csv")))
+                    counters[-1].start()
+
+            if args.syscalls:
+                count("bare", args.seconds)
+                echo = run("echo", duration=args.seconds + SETUP_S + 2)
+            else:
+                echo = run("echo")
+            for t in counters:
+                t.join()
             s2, t2 = switches(st.processes), time.monotonic()
             calls0 = redis_calls(Path(tmp) / "redis", n)
             side: list[threading.Thread] = []
@@ -235,6 +280,8 @@ def main() -> int:
                                                   str(SETUP_S * 1000), "-o", str(out / "switches.data"), "--",
                                                   "sleep", str(SETUP_S + window)],
                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                if args.syscalls:
+                    count("fault", window)
                 time.sleep(SETUP_S)
                 profiles.extend(fetch_profiles(st, n, window, out))
 
@@ -249,6 +296,8 @@ def main() -> int:
                 t.join()
             for p in perf:
                 p.wait()
+            for t in counters:
+                t.join()
             calls1 = redis_calls(Path(tmp) / "redis", n)
             calls = calls1 - calls0
             # The same faults with a request_id each (exactly-once: what the
@@ -296,6 +345,12 @@ def main() -> int:
             subprocess.run(["go", "tool", "pprof", "-proto", *map(str, profiles)], stdout=f,
                            stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
         result["pprof"] = str(merged)
+    if args.syscalls:
+        # Requests in a window: the run's rate times the window (the set-up is outside both).
+        result["syscalls_per_request"] = {
+            what: {role: syscalls_per_request(out / f"syscalls-{what}-{role}.csv", rate * args.seconds)
+                   for role in ("satnode", "redis")}
+            for what, rate in (("bare", echo["accesses_per_s"]), ("fault", fault["accesses_per_s"]))}
     if args.perf:
         buckets, samples = perf_buckets(out / "perf.data", "satnode")
         result["perf_satnode_buckets"], result["perf_satnode_samples"] = buckets, samples
@@ -325,6 +380,14 @@ def main() -> int:
           f"switches: satnodes {ids['switches_per_fault']['satnode']:.1f}, redis-servers "
           f"{ids['switches_per_fault']['redis']:.1f}; hops ok {ids['hops_ok']}; Redis calls per fault: "
           + ", ".join(f"{k} {v:.3f}" for k, v in ids["redis_calls_per_fault"].items() if v >= 0.01))
+    if args.syscalls:
+        sc = result["syscalls_per_request"]
+        print("system calls per request (perf stat, a window in the middle of each run):")
+        print(f"  {'':<12}" + "".join(f"{k:>12}" for k in ("all", *SYSCALLS)))
+        for what in ("bare", "fault"):
+            for role in ("satnode", "redis"):
+                print(f"  {what + ' ' + role:<12}" + "".join(f"{sc[what][role].get(k, 0):>12.2f}"
+                                                            for k in ("all", *SYSCALLS)))
     if args.perf:
         comms = result["perf_comms"]
         print("perf, share of all samples: " + ", ".join(f"{c} {comms.get(c, 0):.1%}"
