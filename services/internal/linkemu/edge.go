@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +32,7 @@ var origin = time.Now()
 func Now() time.Duration { return time.Since(origin) }
 
 // Sleep waits d on a timer (not the CPU) unless ctx ends first (false). How
-// late the timer fires is smoothed into Lateness, which the next waits subtract.
+// late the timer fires is smoothed into Lateness, which the next sends take off.
 func (m *Model) Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -51,8 +52,44 @@ func (m *Model) Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // maxLate bounds one timer's lateness sample: a descheduled process must not
-// make the next waits vanish.
+// make the next sends come arbitrarily early.
 const maxLate = 2 * time.Millisecond
+
+// pollStep is how coarsely the runtime's timers fire in a process that is
+// idle: its network poller sleeps in whole milliseconds (epoll_wait), so a
+// timer fires up to this late (about half of it on average).
+const pollStep = time.Millisecond
+
+// sendAt waits until a message due at its receiver at wall ns `due` is to be
+// sent: the substrate before it, and early by the timers' lateness (at least
+// pollStep), on a timer. Early is free: the receiver holds the message until it
+// is due (holdUntil); late is not.
+func (m *Model) sendAt(ctx context.Context, due int64) bool {
+	lead := int64(m.Substrate() + max(m.Lateness(), pollStep))
+	return m.Sleep(ctx, time.Duration(due-lead-time.Now().UnixNano()))
+}
+
+// holdUntil returns no earlier than wall ns `at`, and as soon after as the
+// machine lets it (false: ctx ended first): a timer to within pollStep of it,
+// then the kernel's nanosleep (microseconds of slack) for the rest, since a
+// timer alone would fire up to pollStep late. The nanosleep holds a thread for
+// at most pollStep plus what the send came early.
+func holdUntil(ctx context.Context, at int64) bool {
+	if d := time.Duration(at-time.Now().UnixNano()) - pollStep; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	for r := at - time.Now().UnixNano(); r > 0; r = at - time.Now().UnixNano() {
+		ts := syscall.NsecToTimespec(r)
+		_ = syscall.Nanosleep(&ts, nil) // EINTR (the runtime's signals): the loop sleeps the rest
+	}
+	return ctx.Err() == nil
+}
 
 // routed is a satellite-to-satellite request that travels hop by hop.
 type routed interface{ GetRoute() *satpagev1.Route }
@@ -95,13 +132,14 @@ type hopKey struct{}
 // ClientInterceptor is the interceptor of a connection to satellite to. A
 // routed request is due at to one hop's time (propagation at its scenario
 // time, its place in the link's queue, the per-hop processing) after it was
-// due here (after now at the origin); it is sent at that instant less the
-// substrate, carrying the instant (metadata satpage-link-due-ns). Timing
+// due here (after now at the origin); it is sent a little before that instant
+// (sendAt), carrying it (metadata satpage-link-due-ns), and the receiver holds
+// it until then (holdUntil). Timing
 // against one schedule rather than adding each hop's wait to the last keeps
 // the machine's lateness at one hop from adding up along the path: a late
 // hop is absorbed by the next one's wait. The reply is timed by the replier
-// (ServerInterceptor); at the origin the call returns no earlier than the
-// reply is due. Other requests pass untouched.
+// (ServerInterceptor); at the origin the call returns when the reply is due,
+// not earlier. Other requests pass untouched.
 func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		from, tNs, ok := sender(req)
@@ -117,7 +155,7 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 		if !ok {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		if !m.SleepUntil(ctx, due-int64(m.Substrate())) {
+		if !m.sendAt(ctx, due) {
 			return status.FromContextError(ctx.Err()).Err()
 		}
 		var trailer metadata.MD
@@ -131,7 +169,7 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 		case !ok:
 		case h != nil:
 			h.reply.Store(back) // this relay's own reply leaves from there
-		case !m.SleepUntil(ctx, back) && err == nil:
+		case !holdUntil(ctx, back) && err == nil:
 			return status.FromContextError(ctx.Err()).Err()
 		}
 		return err
@@ -142,8 +180,9 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 // routed request is due back at the satellite that sent it one hop's time
 // after the reply was ready here on the schedule: when the next hop's reply
 // was due (a relay), else when the request was due (the machine's own
-// handling is part of what is subtracted). It is sent at that instant less the
-// substrate, with the instant in the trailer.
+// handling is part of what is subtracted). It is sent a little before that
+// instant (sendAt), with the instant in the trailer. A request is handled when
+// it is due here, not when it arrived (its sender sent it early).
 func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		from, tNs, ok := sender(req) // before the handler: a relay appends itself to the path
@@ -154,6 +193,9 @@ func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 		h := &hop{due: time.Now().UnixNano()}
 		if due, ok := dueOf(md); ok {
 			h.due = due
+			if !holdUntil(ctx, due) { // sent early: handled when the sky delivers it
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
 		}
 		resp, err := handler(context.WithValue(ctx, hopKey{}, h), req)
 		ready := h.due
@@ -164,7 +206,7 @@ func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 		if !ok {
 			return resp, err
 		}
-		if !m.SleepUntil(ctx, due-int64(m.Substrate())) && err == nil {
+		if !m.sendAt(ctx, due) && err == nil {
 			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(dueKey, strconv.FormatInt(due, 10))) // no stream: an in-process call
@@ -191,12 +233,6 @@ func dueOf(md metadata.MD) (int64, bool) {
 	}
 	due, err := strconv.ParseInt(v[0], 10, 64)
 	return due, err == nil && due > 0
-}
-
-// SleepUntil waits until wall ns `at`, less the timers' smoothed lateness
-// (false: ctx ended first).
-func (m *Model) SleepUntil(ctx context.Context, at int64) bool {
-	return m.Sleep(ctx, time.Duration(at-time.Now().UnixNano())-m.Lateness())
 }
 
 // Unemulated counts the messages that crossed without waiting: their time is

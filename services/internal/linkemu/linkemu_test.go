@@ -169,10 +169,12 @@ func TestARoutedRequestWaitsItsHopThereAndItsReplyBack(t *testing.T) {
 	var reached time.Duration
 	err := m.ClientInterceptor(4)(context.Background(), "/satpage.v1.SatelliteService/FetchPages", req, nil, nil,
 		func(ctx context.Context, _ string, req, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
-			reached = time.Since(start)
-			_, err := m.ServerInterceptor(4)(ctx, req, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) {
-				return &satpagev1.FetchPagesResponse{}, nil
-			})
+			out, _ := metadata.FromOutgoingContext(ctx) // sent early: the receiver holds it until it is due
+			_, err := m.ServerInterceptor(4)(metadata.NewIncomingContext(ctx, out), req, &grpc.UnaryServerInfo{},
+				func(context.Context, any) (any, error) {
+					reached = time.Since(start)
+					return &satpagev1.FetchPagesResponse{}, nil
+				})
 			return err
 		})
 	if err != nil {
@@ -183,7 +185,7 @@ func TestARoutedRequestWaitsItsHopThereAndItsReplyBack(t *testing.T) {
 	// loaded machine wakes timers tens of ms late (41 ms once for this 10 ms
 	// hop under -race); the exact wait is held by the due-time tests below.
 	if reached < hop || reached > hop+250*time.Millisecond {
-		t.Errorf("request reached satellite 4 after %v, want %v (plus timer lateness)", reached, hop)
+		t.Errorf("request handled at satellite 4 after %v, want %v (plus timer lateness)", reached, hop)
 	}
 	if total < 2*hop {
 		t.Errorf("round trip %v, want at least %v there and back", total, 2*hop)
@@ -277,5 +279,47 @@ func TestARelayMadeLateIsAbsorbedByTheNextHopsWait(t *testing.T) {
 	// The origin's call returns no earlier than the reply is due: four hops.
 	if d := returned - sent; d < 4*hop-int64(time.Millisecond) {
 		t.Errorf("round trip %v, want at least %v", time.Duration(d), time.Duration(4*hop))
+	}
+}
+
+func TestAHopIsHandledWhenItIsDueNotWhenItArrived(t *testing.T) {
+	m, _ := New(still{}, DefaultCapacityGbps)
+	hop := int64(math.Round(3000 / SpeedOfLightKmS * 1e9)) // 10 ms between 0 and 6
+	var due, handled, arrived int64
+	req := &satpagev1.FetchPagesRequest{Route: &satpagev1.Route{Origin: 0, Destination: 6, Hops: 1, Path: []uint32{0}}}
+	err := m.ClientInterceptor(6)(context.Background(), "/satpage.v1.SatelliteService/FetchPages", req, nil, nil,
+		func(ctx context.Context, _ string, req, _ any, _ *grpc.ClientConn, opts ...grpc.CallOption) error {
+			arrived = time.Now().UnixNano()
+			out, _ := metadata.FromOutgoingContext(ctx)
+			due, _ = dueOf(out)
+			st := &stream{}
+			sctx := grpc.NewContextWithServerTransportStream(metadata.NewIncomingContext(ctx, out), st)
+			_, err := m.ServerInterceptor(6)(sctx, req, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) {
+				handled = time.Now().UnixNano()
+				return &satpagev1.FetchPagesResponse{}, nil
+			})
+			for _, o := range opts {
+				if tr, ok := o.(grpc.TrailerCallOption); ok {
+					*tr.TrailerAddr = st.trailer
+				}
+			}
+			return err
+		})
+	returned := time.Now().UnixNano()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sender sends at least a poll step early (unless the machine made it
+	// late); the receiver holds the request until its instant, so the handler
+	// never runs before it is due: the exact bound, no tolerance below.
+	if due == 0 || handled < due {
+		t.Errorf("handled %v before it was due (due %d)", time.Duration(due-handled), due)
+	}
+	if handled-arrived < int64(pollStep)/2 && arrived < due {
+		t.Errorf("arrived %v before it was due, handled %v after arriving: not held", time.Duration(due-arrived), time.Duration(handled-arrived))
+	}
+	// The reply is due one hop after the request; the origin returns no earlier.
+	if back := due + hop; returned < back {
+		t.Errorf("returned %v before the reply was due", time.Duration(back-returned))
 	}
 }

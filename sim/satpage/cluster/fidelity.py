@@ -5,9 +5,12 @@ A probe is one page fault over a multi-hop ISL path, sent through the gateway as
 any session's access is: a session visits satellite A, then B; its page is
 created at A, the handover to B is done by a first access, and the page is read
 at B at time t, so B fetches it from A over the routed path B -> ... -> A and
-back (FetchPages). The same page read again at once is local at B (three times:
-the median is the machine's own round trip). The fault's round trip less the
-local one is the path there and back on the wire; half of it is ``measured_ms``. ``intended_ms`` is the path's one-way delay: distance / c
+back (FetchPages). B times that fetch (``ReadPageResponse.fault_ns``, the wait
+of a fault as `compare --backend cluster` reports it); half of it is
+``measured_ms``. What the client sees is reported too (``client_ms``): the
+fault's round trip through the gateway less the median of three local reads of
+the same page at once, halved; it carries the gateway's and the client's own
+scheduling, which are no part of the path. ``intended_ms`` is the path's one-way delay: distance / c
 from orbit_model's positions (SGP4) at t plus the per-hop processing the satnodes
 add (``--per-hop-processing-ms``), over the path the relays take (each picks its lowest-indexed neighbour one hop closer, as
 services/internal/constellation does)."""
@@ -39,11 +42,13 @@ class FidelityProbe:
     satellites: list[int]  # the hop sequence, from the serving satellite to the page's owner
     time_s: float  # from the epoch
     intended_ms: float  # one way, from orbit_model's positions
-    measured_ms: float  # one way: (fault round trip - median local round trip) / 2
+    measured_ms: float  # one way: the serving satellite's wait for the page (fault_ns) / 2
+    client_ms: float  # one way at the client: (fault round trip - median local round trip) / 2
 
     def to_json(self) -> dict:
         return {"satellites": self.satellites, "time_s": self.time_s,
-                "intended_ms": round(self.intended_ms, 4), "measured_ms": round(self.measured_ms, 4)}
+                "intended_ms": round(self.intended_ms, 4), "measured_ms": round(self.measured_ms, 4),
+                "client_ms": round(self.client_ms, 4)}
 
 
 def relay_path(hops: np.ndarray, neighbours: list[np.ndarray], src: int, dst: int) -> list[int]:
@@ -157,14 +162,20 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
             out.append(FidelityProbe(satellites=path, time_s=t / NS_PER_S,
                                      intended_ms=_one_way_ms(pos[:, j], path)
                                      + (len(path) - 1) * per_hop_ms,
-                                     measured_ms=(fault_ms - local_ms) / 2))
-    err = np.abs(np.array([p.measured_ms - p.intended_ms for p in out]))
+                                     measured_ms=fault.fault_ns / 2e6,
+                                     client_ms=(fault_ms - local_ms) / 2))
+    signed = np.array([p.measured_ms - p.intended_ms for p in out])
+    err = np.abs(signed)
+    client_err = np.abs(np.array([p.client_ms - p.intended_ms for p in out]))
     sub = _substrate_ms(metrics_urls) if metrics_urls else None
     return {"constellation": constellation, "epoch": when.astimezone(dt.UTC).isoformat(),
             "target": target, "paths": len(out), "per_hop_processing_ms": per_hop_ms,
             "error_ms_p50": round(float(np.percentile(err, 50)), 4),
             "error_ms_p99": round(float(np.percentile(err, 99)), 4),
             "error_ms_max": round(float(err.max()), 4),
+            "signed_error_ms_p50": round(float(np.percentile(signed, 50)), 4),
+            "client_error_ms_p50": round(float(np.percentile(client_err, 50)), 4),
+            "client_error_ms_p99": round(float(np.percentile(client_err, 99)), 4),
             "substrate_ms_p50": None if sub is None else round(sub, 4),
             "hops_mean": round(float(np.mean([len(p.satellites) - 1 for p in out])), 2),
             "paths_detail": [p.to_json() for p in out]}

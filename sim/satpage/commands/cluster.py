@@ -206,7 +206,9 @@ def fidelity_cmd(
         return
     stdout.print(f"fidelity of {out['paths']} paths ({out['hops_mean']:g} hops on average) at {target}: "
                  f"|measured - intended| p50 {out['error_ms_p50']:.3f} ms, p99 {out['error_ms_p99']:.3f} ms, "
-                 f"max {out['error_ms_max']:.3f} ms; substrate p50 {out['substrate_ms_p50']} ms; "
+                 f"max {out['error_ms_max']:.3f} ms (at the serving satellite; at the client p50 "
+                 f"{out['client_error_ms_p50']:.3f} ms, p99 {out['client_error_ms_p99']:.3f} ms); "
+                 f"substrate p50 {out['substrate_ms_p50']} ms; "
                  f"load {out['load_1m'][0]:g} -> {out['load_1m'][1]:g} on {out['cpus']} CPUs")
 
 
