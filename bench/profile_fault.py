@@ -24,7 +24,10 @@ profiler on every satnode, and in the same run:
 - with --syscalls, counts the system calls of the satnodes and of the
   redis-servers by kind over a window in the middle of the bare run and of the
   fault run (`perf stat -e syscalls:sys_enter_*`, counting only), per request
-  (the window's count over the run's rate times the window);
+  (the faults in a window: the redis-servers' replies in it; the bare round
+  trips: the run's rate times the window), and the CPU per
+  request of the satnodes, the redis-servers and the load generator over the
+  same windows (/proc);
 - with --switches, records every context switch of the fault run with its
   stack (`perf record -e sched:sched_switch -a -g`, DIR/switches.data) and
   groups the satnodes' by what the thread that slept was doing (SWITCHES).
@@ -100,6 +103,7 @@ SWITCHES = [
 
 
 SETUP_S = 4  # seconds the profiles wait for the load generator's set-up
+RELEASE_BATCH = 64  # faults per background release script (services/internal/node/releases.go releaseBatch)
 
 
 def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
@@ -126,6 +130,42 @@ def count_syscalls(pids: list[int], delay_s: float, window_s: float, out: Path) 
     events = ",".join(["raw_syscalls:sys_enter", *(f"syscalls:sys_enter_{k}" for k in SYSCALLS)])
     subprocess.run(["perf", "stat", "-x,", "-o", str(out), "-e", events, "-p", ",".join(map(str, pids)),
                     "--", "sleep", str(window_s)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of pids so far (/proc; clock ticks of 1/100 s)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat.rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def load_generator() -> list[int]:
+    """The pids of this process's satload children (the load generator of the run under way)."""
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, _, rest = text.partition(" (")[2].rpartition(")")
+        if comm == "satload" and int(rest.split()[1]) == me:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def count_cpu(pids: dict[str, list[int]], delay_s: float, window_s: float, into: dict[str, float]) -> None:
+    """CPU seconds by role over window_s after delay_s, into into (the load generator as "satload")."""
+    time.sleep(delay_s)
+    roles = {**pids, "satload": load_generator()}
+    before = {role: cpu_seconds(ps) for role, ps in roles.items()}
+    time.sleep(window_s)
+    into.update({role: cpu_seconds(ps) - before[role] for role, ps in roles.items()})
 
 
 def syscalls_per_request(out: Path, requests: float) -> dict[str, float]:
@@ -243,12 +283,16 @@ def main() -> int:
             pids = {role: [p.pid for p in st.processes if p.role == role] for role in ("satnode", "redis")}
             counters: list[threading.Thread] = []
 
+            cpu: dict[str, dict[str, float]] = {"bare": {}, "fault": {}}
+
             def count(what: str, window: float) -> None:
                 # In the middle of the run: after the load generator's set-up, before its end.
                 for role, ps in pids.items():
                     counters.append(threading.Thread(target=count_syscalls,
                                                      args=(ps, SETUP_S, window, out / f"syscalls-{what}-{role}.csv")))
                     counters[-1].start()
+                counters.append(threading.Thread(target=count_cpu, args=(pids, SETUP_S, window, cpu[what])))
+                counters[-1].start()
 
             if args.syscalls:
                 count("bare", args.seconds)
@@ -346,11 +390,16 @@ def main() -> int:
                            stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
         result["pprof"] = str(merged)
     if args.syscalls:
-        # Requests in a window: the run's rate times the window (the set-up is outside both).
+        # Requests in a window: the faults, from the redis-servers' writes in it (one
+        # reply to each script: an adopt per fault, a release per RELEASE_BATCH);
+        # the bare round trips, the run's rate times the window (set-ups are outside both).
+        replies = syscalls_per_request(out / "syscalls-fault-redis.csv", 1.0)["write"]
+        requests = {"bare": echo["accesses_per_s"] * args.seconds, "fault": replies * RELEASE_BATCH / (RELEASE_BATCH + 1)}
         result["syscalls_per_request"] = {
-            what: {role: syscalls_per_request(out / f"syscalls-{what}-{role}.csv", rate * args.seconds)
-                   for role in ("satnode", "redis")}
-            for what, rate in (("bare", echo["accesses_per_s"]), ("fault", fault["accesses_per_s"]))}
+            what: {role: syscalls_per_request(out / f"syscalls-{what}-{role}.csv", requests[what])
+                   for role in ("satnode", "redis")} for what in requests}
+        result["cpu_us_per_request"] = {
+            what: {role: v / requests[what] * 1e6 for role, v in cpu[what].items()} for what in requests}
     if args.perf:
         buckets, samples = perf_buckets(out / "perf.data", "satnode")
         result["perf_satnode_buckets"], result["perf_satnode_samples"] = buckets, samples
@@ -388,6 +437,9 @@ def main() -> int:
             for role in ("satnode", "redis"):
                 print(f"  {what + ' ' + role:<12}" + "".join(f"{sc[what][role].get(k, 0):>12.2f}"
                                                             for k in ("all", *SYSCALLS)))
+        cu = result["cpu_us_per_request"]
+        print("CPU per request by process, us (the same windows): " + "; ".join(
+            f"{what}: " + ", ".join(f"{role} {v:.0f}" for role, v in cu[what].items()) for what in ("bare", "fault")))
     if args.perf:
         comms = result["perf_comms"]
         print("perf, share of all samples: " + ", ".join(f"{c} {comms.get(c, 0):.1%}"
