@@ -7,7 +7,8 @@ package gateway
 // replica, or this one after a restart) rebuilds it: the schedule from the
 // ticket, and where the session is from the satellites, which hold its page
 // table (replicated with R >= 2). Which satellites to ask, in what order, and
-// what their answers mean is decided by locate, without I/O; rebuild asks.
+// what their answers mean is decided without I/O (fsm.Plan, fsm.Locate);
+// rebuild asks.
 
 import (
 	"context"
@@ -19,9 +20,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
-	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
-	"github.com/satpage/satpage/services/internal/replica"
+	"github.com/satpage/satpage/services/internal/gateway/fsm"
 	"github.com/satpage/satpage/services/internal/token"
 )
 
@@ -53,72 +53,6 @@ func ticketFrom(ctx context.Context) string {
 		return ""
 	}
 	return v[0]
-}
-
-// answer is what a satellite said when asked whether it serves a session.
-type answer int
-
-const (
-	notServing answer = iota
-	serving
-	down // no answer (dead, paused, cut off): it may serve the session
-)
-
-// probe is one satellite to ask: visit's scheduled satellite (standIn 0) or
-// the standIn-th satellite behind it, which serves the visit after a takeover.
-type probe struct {
-	visit   int
-	sat     uint32
-	standIn int
-}
-
-// locatePlan is whom to ask where a session with visits is at visit target:
-// newest visit first; within a visit the stand-ins deepest first (a session
-// taken over moves only backwards in the plane, so the deepest one serving
-// is the newest server; a resumed primary that was taken over may still
-// believe it serves), then the scheduled satellite. Each satellite is asked
-// once (its first place in the order).
-func locatePlan(spec constellation.Spec, visits []*satpagev1.Visit, target int) []probe {
-	var plan []probe
-	seen := map[uint32]bool{}
-	add := func(p probe) {
-		if !seen[p.sat] {
-			seen[p.sat] = true
-			plan = append(plan, p)
-		}
-	}
-	for v := target; v >= 0; v-- {
-		sat := visits[v].Satellite
-		for j := min(standIns, spec.PerPlane()-1); j >= 1; j-- {
-			add(probe{visit: v, sat: replica.Behind(spec, sat, j), standIn: j})
-		}
-		add(probe{visit: v, sat: sat})
-	}
-	return plan
-}
-
-// locate decides from the answers to a prefix of plan (asked in order)
-// where the session is: the probe that serves it (done, found); or, once
-// every satellite has answered and none serves it, the silent ones in plan
-// order (done, not found): the session is at one of them, which a takeover
-// moves it off (failover.go); none silent: errs.ErrUnknownSession (the
-// session ended or expired). done is false while more answers are needed.
-func locate(plan []probe, answers []answer) (found bool, at probe, silent []probe, done bool, err error) {
-	for i, a := range answers {
-		switch a {
-		case serving:
-			return true, plan[i], nil, true, nil
-		case down:
-			silent = append(silent, plan[i])
-		}
-	}
-	if len(answers) < len(plan) {
-		return false, probe{}, nil, false, nil
-	}
-	if len(silent) == 0 {
-		return false, probe{}, nil, true, fmt.Errorf("no satellite of the session's schedule holds its page table (it ended or expired): %w", errs.ErrUnknownSession)
-	}
-	return false, probe{}, silent, true, nil
 }
 
 // rebuild makes a session from the ticket in ctx's metadata, at the satellite
@@ -168,15 +102,15 @@ func (g *Gateway) rebuild(ctx context.Context, id string, tNs int64) (*session, 
 func (g *Gateway) locateSession(ctx context.Context, s *session, tNs int64) (int, error) {
 	s.visits, s.cur, s.left = s.scheduled, 0, nil
 	target := max(0, sort.Search(len(s.visits), func(i int) bool { return s.visits[i].StartNs > tNs })-1)
-	plan := locatePlan(g.grid.Spec(), s.visits, target)
-	var answers []answer
+	plan := fsm.Plan(g.plane(), fsmVisits(s.visits), target)
+	var answers []fsm.Answer
 	for {
-		found, at, silent, done, err := locate(plan, answers)
+		found, at, silent, done, err := fsm.Locate(plan, answers)
 		if err != nil {
 			return len(answers), err
 		}
 		if !done {
-			answers = append(answers, g.serves(ctx, plan[len(answers)].sat, s.id))
+			answers = append(answers, g.serves(ctx, plan[len(answers)].Sat, s.id))
 			continue
 		}
 		if found {
@@ -217,21 +151,32 @@ func (g *Gateway) relocate(ctx context.Context, s *session, tNs int64, err error
 }
 
 // moveTo puts s at probe p: its visit, served by its satellite.
-func (s *session) moveTo(p probe) {
-	s.cur = p.visit
-	if p.standIn > 0 {
-		s.left = append(s.left, s.visits[p.visit].Satellite)
-		s.standIn(p.visit, p.sat)
+func (s *session) moveTo(p fsm.Probe) {
+	s.cur = p.Visit
+	if p.StandIn > 0 {
+		s.left = append(s.left, s.visits[p.Visit].Satellite)
+		s.standIn(p.Visit, p.Sat)
 	}
+}
+
+// plane is the geometry the stand-ins come from.
+func (g *Gateway) plane() fsm.Plane { return fsm.PlaneOf(g.grid.Spec(), standIns) }
+
+func fsmVisits(visits []*satpagev1.Visit) []fsm.Visit {
+	out := make([]fsm.Visit, len(visits))
+	for i, v := range visits {
+		out[i] = fsm.Visit{Satellite: v.Satellite, StartNs: v.StartNs}
+	}
+	return out
 }
 
 // takeOverSilent has a satellite behind one of the silent probes, in order,
 // take s over (the one holding it in its copy does); whether one did.
-func (g *Gateway) takeOverSilent(ctx context.Context, s *session, silent []probe) bool {
+func (g *Gateway) takeOverSilent(ctx context.Context, s *session, silent []fsm.Probe) bool {
 	for _, p := range silent {
 		s.visits, s.cur, s.left = s.scheduled, 0, nil // standIn copies before it changes a visit
 		s.moveTo(p)
-		if g.takeOver(ctx, s, fmt.Errorf("satellite %d did not answer: %w", p.sat, errs.ErrUnavailable)) {
+		if g.takeOver(ctx, s, fmt.Errorf("satellite %d did not answer: %w", p.Sat, errs.ErrUnavailable)) {
 			return true
 		}
 	}
@@ -239,21 +184,21 @@ func (g *Gateway) takeOverSilent(ctx context.Context, s *session, silent []probe
 }
 
 // serves asks satellite sat whether it holds session's page table.
-func (g *Gateway) serves(ctx context.Context, sat uint32, session string) answer {
+func (g *Gateway) serves(ctx context.Context, sat uint32, session string) fsm.Answer {
 	c, err := g.peers.Satellite(sat)
 	if err != nil {
-		return down
+		return fsm.Down
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	f, err := c.SessionFrames(pctx, &satpagev1.SessionFramesRequest{SessionId: session})
 	switch {
 	case err != nil:
-		return down
+		return fsm.Down
 	case f.Serving:
-		return serving
+		return fsm.Serving
 	}
-	return notServing
+	return fsm.NotServing
 }
 
 // newSession checks a registration and makes its session (not yet opened
