@@ -46,10 +46,16 @@ this comparison.
 One page per request against the bare round trip (issue 33): ``--only-single-page``
 starts a small cluster (SINGLE_PAGE_CONSTELLATION, mutual TLS, no link
 emulation) and runs, alternately on it, the bare round trip and one-hop faults
-at one page per request (closed loop), ``--rounds`` pairs. Each pair gives a
-ratio of rates and one of CPU per request (all cluster processes and the load
-generator); the medians are printed with their range. A pair takes seconds, so
-the machine's other work drifts less within it than over the full run.
+at one page per request (closed loop), then a latency series over 1 to 4 hops
+(one page per request, 100 requests/s, 4 sessions, 5 s per hop count),
+``--rounds`` rounds. Each round gives a ratio of rates, one of CPU per request
+(all cluster processes and the load generator) and a latency series; the
+medians of the ratios are printed with their range, and the p99 added per hop
+as the slope over 1 to 4 hops of each hop count's lowest p99 over the rounds
+(other work only adds latency; a stall in one hop count's run tilts a single
+round's slope either way). A round
+takes seconds, so the machine's other work drifts less within it than over the
+full run.
 """
 
 from __future__ import annotations
@@ -209,9 +215,16 @@ def print_emulation(emu: dict[str, list[dict]]) -> dict[str, float]:
     return ratio
 
 
-def compare_single_page(constellation: str, workers: int, dur: float, rounds: int) -> list[dict]:
-    """Pairs of runs on one cluster: the bare gRPC round trip, then one-hop
-    faults at one page per request (closed loop); one dict per pair."""
+#: --only-single-page: the hop counts of its latency rounds (all within walker-star:40/5/1).
+SINGLE_PAGE_HOPS = "1,2,3,4"
+
+
+def compare_single_page(constellation: str, workers: int, dur: float, rounds: int,
+                        rate: float, lat_s: float) -> list[dict]:
+    """Rounds on one cluster: the bare gRPC round trip, then one-hop faults at
+    one page per request (closed loop), then the latency series over
+    SINGLE_PAGE_HOPS at rate requests/s (open loop, 4 sessions, lat_s each);
+    one dict per round."""
     out = []
     with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp:
         base = _free_port_base(constellation)
@@ -225,9 +238,13 @@ def compare_single_page(constellation: str, workers: int, dur: float, rounds: in
                                tls_dir=st.tls_dir)[0]
                 fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
                                 tls_dir=st.tls_dir)[0]
-                out.append({"bare": bare, "fault": fault,
+                lat = satload(base, constellation, pid_file, SINGLE_PAGE_HOPS, workers=4, duration=lat_s,
+                              rate=rate, tls_dir=st.tls_dir)
+                out.append({"bare": bare, "fault": fault, "latency": lat,
                             "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
-                            "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"]})
+                            "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"],
+                            "per_hop_p99_ms": slope([r["hops"] for r in lat], [r["p99_ms"] for r in lat]),
+                            "per_hop_p50_ms": slope([r["hops"] for r in lat], [r["p50_ms"] for r in lat])})
         finally:
             cluster_down(Path(tmp))
     return out
@@ -242,15 +259,31 @@ def print_single_page(pairs: list[dict]) -> dict:
         b, f = p["bare"], p["fault"]
         print(f"{i + 1:>4} {b['accesses_per_s']:>8,.0f} {b['cpu_us_per_access']:>7.0f} {f['accesses_per_s']:>9,.0f} "
               f"{f['cpu_us_per_access']:>7.0f} {p['rate_ratio']:>6.3f} {p['cpu_in_bare_round_trips']:>10.2f} "
-              f"{str(hops_ok(f)):>8}")
+              f"{str(hops_ok(f) and all(hops_ok(r) for r in p['latency'])):>8}")
     rates = sorted(p["rate_ratio"] for p in pairs)
     cpus = sorted(p["cpu_in_bare_round_trips"] for p in pairs)
+    p99s = sorted(p["per_hop_p99_ms"] for p in pairs)
     summary = {"single_page_vs_bare": statistics.median(rates), "single_page_vs_bare_range": [rates[0], rates[-1]],
-               "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]]}
+               "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]],
+               "per_hop_p99_ms_rounds": [p["per_hop_p99_ms"] for p in pairs]}
+    # Other work on the machine only adds latency, and a stall that falls in one hop
+    # count's run tilts that round's slope either way: the p99 of each hop count is
+    # its lowest over the rounds (the least disturbed), and the slope is over those.
+    hops = [r["hops"] for r in pairs[0]["latency"]]
+    low = {q: [min(p["latency"][i][q] for p in pairs) for i in range(len(hops))] for q in ("p99_ms", "p50_ms")}
+    summary |= {"per_hop_p99_ms": slope(hops, low["p99_ms"]), "per_hop_p50_ms": slope(hops, low["p50_ms"]),
+                "lowest_p99_ms": dict(zip(map(str, hops), low["p99_ms"], strict=True))}
+    print(f"latency rounds (hops {SINGLE_PAGE_HOPS}, one page per request, open loop, 4 sessions): p99 added per hop "
+          + ", ".join(f"{v:.3f}" for v in (p["per_hop_p99_ms"] for p in pairs)) + " ms; p50 "
+          + ", ".join(f"{v:.3f}" for v in (p["per_hop_p50_ms"] for p in pairs)) + " ms")
     print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} (median of {len(pairs)} pairs, "
           f"{rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); CPU per fault "
           f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
           f"load average {os.getloadavg()[0]:.1f}")
+    print(f"  per_hop_p99_ms {summary['per_hop_p99_ms']:.3f} (slope of each hop count's lowest p99 over the "
+          f"{len(pairs)} rounds: " + ", ".join(f"{h} hops {v:.3f}" for h, v in summary["lowest_p99_ms"].items())
+          + f" ms; single rounds {p99s[0]:.3f} to {p99s[-1]:.3f}; target < 0.5), per_hop_p50_ms "
+          f"{summary['per_hop_p50_ms']:.3f}")
     return summary
 
 
@@ -290,11 +323,12 @@ def main() -> int:
     if args.only_single_page:
         constellation = (SINGLE_PAGE_CONSTELLATION if args.constellation == DEFAULT_CONSTELLATION
                          else args.constellation)
-        pairs = compare_single_page(constellation, args.workers, dur, args.rounds)
+        pairs = compare_single_page(constellation, args.workers, dur, args.rounds, args.rate,
+                                    2.0 if args.quick else 5.0)
         summary = print_single_page(pairs)
         print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
                           "load_average": os.getloadavg()}))
-        return 0 if all(hops_ok(p["fault"]) for p in pairs) else 1
+        return 0 if all(hops_ok(r) for p in pairs for r in (p["fault"], *p["latency"])) else 1
     if args.only_replicas:
         rep = compare_replicas(args, dur)
         share = print_replicas(rep)
