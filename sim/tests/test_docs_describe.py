@@ -19,6 +19,10 @@ FORBIDDEN = {
     # a date of its own, not one inside a data file's name (tle/starlink-2022-09-14)
     "dated heading": re.compile(r"^#+ .*(?<![\w/-])\d{4}-\d{2}-\d{2}\b"),
     "dated 'later' entry": re.compile(r"\b\d{4}-\d{2}-\d{2}, later\b"),
+    # a run transcript's voice: what else the machine did, which change a run followed
+    "'from other work'": re.compile(r"from other (?:work|jobs)", re.IGNORECASE),
+    "'with the code that added'": re.compile(r"with the code that added", re.IGNORECASE),
+    "'this week'": re.compile(r"\bthis week\b", re.IGNORECASE),
 }
 
 #: UTC as a time scale, not as the time of a run
@@ -71,13 +75,16 @@ def test_the_patterns_catch_what_they_forbid(tmp_path):
         "### 2026-11-24, later: a loss (issue 15)\n"
         "## tle/starlink-2022-09-14.tle: a data file's name is fine\n"
         "PASSED at 08:43-08:47 UTC on a quiet measurement\n"
-        "Time is nanoseconds from the scenario epoch (a UTC instant).\n",
+        "Time is nanoseconds from the scenario epoch (a UTC instant).\n"
+        "Run with the code that added it, at load average 52 from other work.\n"
+        "A whole-tree read this week found it.\n",
         encoding="utf-8",
     )
     found = offences(sample, root=tmp_path)
     text = "\n".join(found)
     for what in ("issue reference", "dated heading", "dated 'later' entry",
-                 "'quiet measurement'"):
+                 "'quiet measurement'", "'from other work'", "'with the code that added'",
+                 "'this week'"):
         assert what in text, found
     assert [f.split(":")[1] for f in found if "UTC timestamp" in f] == ["3"], found
     assert all(f.startswith("sample.md:") for f in found), found
