@@ -59,6 +59,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	links, positions, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
+	if err != nil {
+		return err
+	}
+	if links != nil {
+		grid = grid.WithDelays(links) // relays take the engine's path: the fastest of the fewest-hop ones
+	}
 	var st store.PageStore = store.NewMemory()
 	if cfg.Store == "redis" {
 		if st, err = waitRedis(ctx, cfg.RedisAddr, cfg.RedisWait, log); err != nil {
@@ -89,10 +96,6 @@ func run() error {
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
 	// after the access policy, which knows the caller: SetFaults' ground cut
 	serverOpts := append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(n.GroundInterceptor()))
-	links, positions, err := linkemu.Open(cfg.LinkPositions(), cfg.Spec(), cfg.ISLCapacityGbps)
-	if err != nil {
-		return err
-	}
 	var wg sync.WaitGroup // the substrate measurement
 	defer wg.Wait()
 	if links != nil {

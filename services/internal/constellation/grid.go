@@ -17,6 +17,8 @@ type Grid struct {
 	neighbors [][]uint32 // sorted ascending
 	dist      []uint16   // dist[a*T+b]; Unreachable when there is no path
 	timed     *timed     // nil: time-invariant
+	delays    Delays     // nil: the lowest-indexed of the fewest-hop paths (WithDelays)
+	fast      *fastTrees
 }
 
 // Unreachable marks a pair with no ISL path.
@@ -126,7 +128,8 @@ func (g *Grid) distTo(b uint32, tNs int64) ([]uint16, error) {
 }
 
 // NextHop is the neighbour of a on a shortest path to b at tNs (b != a): the
-// lowest-indexed neighbour one hop closer to b, so every relay picks the same path.
+// lowest-indexed neighbour one hop closer to b, so every relay picks the same
+// path; with delays (WithDelays), the next satellite on the fastest of them.
 func (g *Grid) NextHop(a, b uint32, tNs int64) (uint32, error) {
 	dist, err := g.distTo(b, tNs)
 	if err != nil {
@@ -138,6 +141,11 @@ func (g *Grid) NextHop(a, b uint32, tNs int64) (uint32, error) {
 	}
 	if d == 0 {
 		return a, nil
+	}
+	if g.delays != nil {
+		if next, ok := g.fastNext(a, b, tNs); ok {
+			return next, nil
+		}
 	}
 	for _, n := range g.Neighbors(a, tNs) {
 		if dist[n] == d-1 {

@@ -323,3 +323,84 @@ func TestAHopIsHandledWhenItIsDueNotWhenItArrived(t *testing.T) {
 		t.Errorf("returned %v before the reply was due", time.Duration(back-returned))
 	}
 }
+
+// shifted reads positions tNs after the ephemeris' start: the routing table of
+// a grid without a schedule is at time 0, which this ephemeris need not cover.
+type shifted struct {
+	m  *Model
+	t0 int64
+}
+
+func (s shifted) PropagationNs(a, b uint32, tNs int64) (float64, error) {
+	return s.m.PropagationNs(a, b, s.t0+tNs)
+}
+
+func TestRelaysTakeTheFastestOfTheFewestHopPaths(t *testing.T) {
+	e, v := load(t)
+	m, _ := New(e, DefaultCapacityGbps)
+	spec, _ := constellation.ParseSpec(v.Constellation)
+	plain, err := constellation.NewGrid(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := shifted{m, e.T0Ns}
+	fast := plain.WithDelays(d)
+	// walk follows NextHop from a to b, summing the delays at the table's time (0).
+	walk := func(g *constellation.Grid, a, b uint32) (float64, int) {
+		total, hops := 0.0, 0
+		for at := a; at != b; hops++ {
+			next, err := g.NextHop(at, b, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, _ := d.PropagationNs(at, next, 0)
+			total, at = total+w, next
+		}
+		return total, hops
+	}
+	// fastest is the least delay over every fewest-hop path (brute force over
+	// the neighbours one hop closer, memoised).
+	memo := map[[2]uint32]float64{}
+	var fastest func(a, b uint32) float64
+	fastest = func(a, b uint32) float64 {
+		if a == b {
+			return 0
+		}
+		if f, ok := memo[[2]uint32{a, b}]; ok {
+			return f
+		}
+		h, _ := plain.Hops(a, b, 0)
+		best := math.Inf(1)
+		for _, n := range plain.Neighbors(a, 0) {
+			if hn, _ := plain.Hops(n, b, 0); hn == h-1 {
+				w, _ := d.PropagationNs(a, n, 0)
+				best = min(best, w+fastest(n, b))
+			}
+		}
+		memo[[2]uint32{a, b}] = best
+		return best
+	}
+	shorter := 0
+	for a := uint32(0); a < uint32(spec.Satellites); a += 7 {
+		for b := uint32(0); b < uint32(spec.Satellites); b += 5 {
+			if a == b {
+				continue
+			}
+			want, _ := plain.Hops(a, b, 0)
+			got, hops := walk(fast, a, b)
+			if hops != want {
+				t.Fatalf("%d -> %d: %d hops, want the fewest, %d", a, b, hops, want)
+			}
+			if best := fastest(a, b); math.Abs(got-best) > 1e-3*float64(hops)+1e-6 {
+				t.Errorf("%d -> %d: path of %.1f ns, want the fastest fewest-hop one, %.1f ns", a, b, got, best)
+			}
+			if lowest, _ := walk(plain, a, b); got < lowest-1 {
+				shorter++
+			}
+		}
+	}
+	if shorter == 0 {
+		t.Error("no pair's fastest path is shorter than the lowest-indexed one: the check has no teeth")
+	}
+	t.Logf("%d pairs shorter than the lowest-indexed path", shorter)
+}

@@ -12,8 +12,7 @@ fault's round trip through the gateway less the median of three local reads of
 the same page at once, halved; it carries the gateway's and the client's own
 scheduling, which are no part of the path. ``intended_ms`` is the path's one-way delay: distance / c
 from orbit_model's positions (SGP4) at t plus the per-hop processing the satnodes
-add (``--per-hop-processing-ms``), over the path the relays take (each picks its lowest-indexed neighbour one hop closer, as
-services/internal/constellation does)."""
+add (``--per-hop-processing-ms``), over the path the relays take: the engine's route (relay_path)."""
 
 from __future__ import annotations
 
@@ -51,16 +50,13 @@ class FidelityProbe:
                 "client_ms": round(self.client_ms, 4)}
 
 
-def relay_path(hops: np.ndarray, neighbours: list[np.ndarray], src: int, dst: int) -> list[int]:
-    """The satellites a routed request from src to dst passes (both included): at each
-    one, the lowest-indexed neighbour one hop closer to dst (constellation.Grid.NextHop)."""
-    path = [src]
-    at = src
-    while at != dst:
-        d = hops[at, dst]
-        at = int(next(n for n in neighbours[at] if hops[n, dst] == d - 1))
-        path.append(at)
-    return path
+def relay_path(net, src: int, dst: int) -> list[int]:
+    """The satellites a routed request from src to dst passes (both included) on a
+    cluster whose links are emulated: the engine's route between them (of the
+    fewest-hop paths the fastest, orbit_model's routing table at time 0: the +Grid
+    without a cut-off never changes, so the engine keeps that one table), which the
+    relays take (constellation.Grid.WithDelays). The page travels it from dst to src."""
+    return [int(s) for s in net.path(dst, src, 0)[::-1]]
 
 
 def _one_way_ms(positions_km: np.ndarray, path: list[int]) -> float:
@@ -106,7 +102,6 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
     const = Constellation.from_spec(constellation, epoch=when.astimezone(dt.UTC))
     net = IslNetwork(const)
     hops = net.hop_matrix(0)
-    neighbours = net.neighbours(0)
     n = const.n_satellites
     rng = np.random.default_rng(seed)
     lo, hi = 60 * NS_PER_S, int(hours * 3600 * NS_PER_S) - 60 * NS_PER_S
@@ -153,7 +148,7 @@ def fidelity(target: str, constellation: str, epoch: str, *, hours: float, paths
             finally:
                 page.EndSession(pb.EndSessionRequest(session_id=sid, scenario_time_ns=t + 5),
                                 timeout=RPC_TIMEOUT_S, metadata=md)
-            path = relay_path(hops, neighbours, server, owner)
+            path = relay_path(net, server, owner)
             if fault.outcome != pb.OUTCOME_MOVED or fault.hops != len(path) - 1 \
                     or local.outcome != pb.OUTCOME_LOCAL:
                 raise OSError(f"probe {j} ({server} -> {owner} at {t} ns): fault outcome "
