@@ -53,38 +53,6 @@ func mayBeDead(err error) bool {
 // milliseconds on loopback).
 const fencedRetry = 250 * time.Millisecond
 
-// takeOver moves s (locked) off its dead serving satellite to the first live
-// satellite behind it that takes it over, and reports whether one did; cause
-// is the error that showed the satellite dead.
-func (g *Gateway) takeOver(ctx context.Context, s *session, cause error) bool {
-	failed := s.visits[s.cur].Satellite
-	spec := g.grid.Spec()
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeOverTimeout)
-	defer cancel()
-	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
-		at := replica.Behind(spec, failed, j)
-		c, err := g.peers.Satellite(at)
-		if err != nil {
-			return false
-		}
-		r, err := c.TakeOver(tctx, &satpagev1.TakeOverRequest{SessionId: s.id, Failed: failed})
-		if mayBeDead(err) {
-			continue // the one behind is down too: the next one
-		}
-		if err != nil {
-			g.log.DebugContext(ctx, "no takeover", "session", s.id, "failed", failed, "at", at, "cause", cause, "err", err)
-			return false
-		}
-		s.standIn(s.cur, at)
-		s.left = append(s.left, failed)
-		g.m.Takeovers.WithLabelValues("serving").Inc()
-		g.log.WarnContext(ctx, "session taken over from its dead serving satellite", "session", s.id,
-			"failed", failed, "by", at, "table_pages", r.TablePages, "pages_adopted", r.PagesAdopted, "cause", cause)
-		return true
-	}
-	return false
-}
-
 // standIn makes satellite at serve visit v of s in place of the scheduled one.
 func (s *session) standIn(v int, at uint32) {
 	s.visits = slices.Clone(s.visits) // the registered schedule may be shared
@@ -110,30 +78,6 @@ func (g *Gateway) framesFromCopy(ctx context.Context, session string, dead uint3
 		g.log.DebugContext(ctx, "no copy to count frames", "session", session, "dead", dead, "err", err)
 	}
 	return nil, cause
-}
-
-// handOverToStandIn: handover v+1 of s (locked) failed with err; when its next
-// satellite is dead, the visit goes to the first live satellite behind it, and
-// the caller tries again (true).
-func (g *Gateway) handOverToStandIn(ctx context.Context, s *session, err error) bool {
-	if !mayBeDead(err) || s.cur+1 >= len(s.visits) {
-		return false
-	}
-	to := s.visits[s.cur+1].Satellite
-	if g.alive(ctx, to) {
-		return false
-	}
-	spec := g.grid.Spec()
-	for j := 1; j <= standIns && j < spec.PerPlane(); j++ {
-		at := replica.Behind(spec, to, j)
-		if at == s.visits[s.cur].Satellite || g.alive(ctx, at) {
-			s.standIn(s.cur+1, at)
-			g.m.Takeovers.WithLabelValues("next").Inc()
-			g.log.WarnContext(ctx, "handover to a stand-in of the dead next satellite", "session", s.id, "dead", to, "to", at)
-			return true
-		}
-	}
-	return false
 }
 
 // openFirst opens s's page table at its first serving satellite or, when

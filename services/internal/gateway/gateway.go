@@ -8,14 +8,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/constellation"
@@ -25,7 +22,6 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
-	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/sky"
 	"github.com/satpage/satpage/services/internal/token"
 )
@@ -103,6 +99,7 @@ type session struct {
 	// recent_visits 1); live sessions may have copied them ahead (pushlead.go).
 	recent map[uint32]struct{}
 	left   []uint32   // satellites the session was taken over from (failover.go)
+	epoch  uint64     // rises at every change of serving satellite (the machine's, drive.go)
 	place  *sky.Place // replay: where the client is (RegisterSession's place); nil: none
 }
 
@@ -275,122 +272,6 @@ func (g *Gateway) acquire(ctx context.Context, id string, tNs int64) (*session, 
 	return s, s.mu.Unlock, nil
 }
 
-// visitAt is the index of the visit serving s at tNs.
-func (s *session) visitAt(tNs int64) (int, error) {
-	if tNs < s.visits[0].StartNs {
-		return 0, fmt.Errorf("scenario time %d ns is before session %q starts at %d ns: %w", tNs, s.id, s.visits[0].StartNs, errs.ErrOutOfRange)
-	}
-	// Last visit starting at or before tNs.
-	v := sort.Search(len(s.visits), func(i int) bool { return s.visits[i].StartNs > tNs }) - 1
-	if v < s.cur {
-		return 0, fmt.Errorf("scenario time %d ns is before visit %d of session %q (starts %d ns), which already serves it: %w",
-			tNs, s.cur, s.id, s.visits[s.cur].StartNs, errs.ErrOutOfRange)
-	}
-	return v, nil
-}
-
-// advance performs every handover due by tNs (s locked) and returns the serving
-// satellite. With the proactive strategy each handover's MovePages must succeed
-// before anything else happens: a failed one is sent again by the next request
-// instead of being skipped (which would leave the pages to on-demand moves).
-func (g *Gateway) advance(ctx context.Context, s *session, tNs int64) (uint32, error) {
-	target, err := s.visitAt(tNs)
-	if err != nil {
-		return 0, err
-	}
-	if err := g.moveIfDue(ctx, s); err != nil {
-		return 0, err
-	}
-	for s.cur < target {
-		from, to := s.visits[s.cur].Satellite, s.visits[s.cur+1].Satellite
-		at := s.visits[s.cur+1].StartNs
-		g.copyAheadIfDue(ctx, s, to, at, tNs) // push-ahead with a lead: the copy comes first
-		c, err := g.peers.Satellite(from)
-		if err != nil {
-			return 0, err
-		}
-		h, err := c.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: s.id, ToSatellite: to, ScenarioTimeNs: at})
-		if status.Code(err) == codes.NotFound {
-			// The old satellite has no table: a handover whose reply was lost (it
-			// moved the table, then died before answering) is done if the new one holds it.
-			h, err = g.handedOver(ctx, s.id, to, err)
-		}
-		if mayBeDead(err) && (g.takeOver(ctx, s, err) || g.handOverToStandIn(ctx, s, err)) {
-			continue // from the stand-in, or to it (failover.go)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("handover %d of session %q from satellite %d to %d: %w", s.cur+1, s.id, from, to, err)
-		}
-		s.tables = append(s.tables, h.TablePages)
-		s.cur++
-		g.m.Handovers.Inc()
-		s.moveDue = s.strategy == satpagev1.Strategy_STRATEGY_PROACTIVE
-		if err := g.moveIfDue(ctx, s); err != nil {
-			return 0, err
-		}
-		if s.strategy == satpagev1.Strategy_STRATEGY_PUSH_AHEAD {
-			if err := g.claimAhead(ctx, s, from, to, at); err != nil {
-				return 0, err
-			}
-			if err := g.pushAhead(ctx, s, to, at); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if sat, at, ok := g.predictNext(s, tNs); ok {
-		g.copyAheadIfDue(ctx, s, sat, at, tNs)
-	}
-	return s.visits[s.cur].Satellite, nil
-}
-
-// moveIfDue sends the proactive MovePages of the current visit if it has not
-// succeeded yet (s locked). The serving satellite counts the pages an earlier,
-// failed attempt moved into the reply of the one that succeeds.
-func (g *Gateway) moveIfDue(ctx context.Context, s *session) error {
-	if !s.moveDue {
-		return nil
-	}
-	at := s.visits[s.cur].StartNs
-	// A request id per visit: a move retried (after a lost reply, or at the
-	// satellite that took the session over) moves each page once (node dedup.go).
-	req := &satpagev1.MovePagesRequest{SessionId: s.id, ScenarioTimeNs: at, RequestId: fmt.Sprintf("gateway/move/%d", s.cur)}
-	to := s.visits[s.cur].Satellite
-	c, err := g.peers.Satellite(to)
-	if err != nil {
-		return err
-	}
-	m, err := c.MovePages(ctx, req)
-	if mayBeDead(err) && g.takeOver(ctx, s, err) {
-		to = s.visits[s.cur].Satellite
-		if c, err = g.peers.Satellite(to); err == nil {
-			m, err = c.MovePages(ctx, req)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("proactive move of session %q to satellite %d (sent again by the next request): %w", s.id, to, err)
-	}
-	s.moveDue = false
-	s.stats.ProactiveMoves += uint64(m.Moved)
-	s.stats.ProactiveHops += m.PageHops
-	return nil
-}
-
-// handedOver is the reply of a handover to satellite to that already happened,
-// or failed (what HandOver at the old satellite returned) when to does not
-// serve the session.
-func (g *Gateway) handedOver(ctx context.Context, session string, to uint32, failed error) (*satpagev1.HandOverResponse, error) {
-	c, err := g.peers.Satellite(to)
-	if err != nil {
-		return nil, failed
-	}
-	f, err := c.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: session})
-	if err != nil || !f.Serving {
-		return nil, failed
-	}
-	g.log.WarnContext(ctx, "handover already done: the old satellite lost its reply", "session", session, "to", to)
-	return &satpagev1.HandOverResponse{TablePages: f.TablePages}, nil
-}
-
 func (s *session) count(r *satpagev1.ReadPageResponse) {
 	s.stats.Accesses++
 	switch r.Outcome {
@@ -410,50 +291,19 @@ func (g *Gateway) withTimeout(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, g.rpcTimeout)
 }
 
-// serving advances s to tNs and returns the serving satellite and its client.
-// The caller holds the session's lock.
-func (g *Gateway) serving(ctx context.Context, s *session, tNs int64) (uint32, satpagev1.PageServiceClient, error) {
-	sat, err := g.advance(ctx, s, tNs)
-	if err != nil {
-		return 0, nil, err
-	}
-	c, err := g.peers.Page(sat)
-	return sat, c, err
-}
-
-// atServer runs call at the satellite serving s at tNs (s locked). When that
-// satellite is dead the session is taken over (failover.go) and call runs
-// again at the new server: with a request id it acts once.
+// atServer runs call at the satellite serving s at tNs (s locked), after the
+// handovers due; the session's machine (drive.go) decides what happens when
+// that satellite is dead, fenced or no longer knows the session (a takeover,
+// a wait, a relocation), and call runs again there: with a request id it
+// acts once.
 func (g *Gateway) atServer(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
-	err := g.atServerOnce(ctx, s, tNs, call)
-	if g.relocate(ctx, s, tNs, err) {
-		err = g.atServerOnce(ctx, s, tNs, call)
-	}
-	return err
-}
-
-// atServerOnce is atServer without the relocation.
-func (g *Gateway) atServerOnce(ctx context.Context, s *session, tNs int64, call func(satpagev1.PageServiceClient) error) error {
-	sat, c, err := g.serving(ctx, s, tNs)
-	if err != nil {
-		return err
-	}
-	err = g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
-	if !mayBeDead(err) {
-		return err
-	}
-	if !g.takeOver(ctx, s, err) {
-		if !errs.Has(err, errs.ErrStaleEpoch) || !retry.Sleep(ctx, fencedRetry) {
+	return g.drive(ctx, s, tNs, func(sat uint32) error {
+		c, err := g.peers.Page(sat)
+		if err != nil {
 			return err
 		}
-		// Fenced, and no satellite behind it took the session over: the
-		// session is still its own once it has restored (with the same
-		// request id, the retry acts once).
-	}
-	if sat, c, err = g.serving(ctx, s, tNs); err != nil {
-		return err
-	}
-	return g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
+		return g.overGround(ctx, s, sat, tNs, func() error { return call(c) })
+	})
 }
 
 // overGround runs call (a request to the serving satellite sat and its reply)
@@ -519,36 +369,31 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 	}
 	out := &satpagev1.ReadPagesResponse{Results: make([]*satpagev1.ReadPageResponse, 0, len(req.Pages))}
 	for i := 0; i < len(req.Pages); {
-		sat, err := g.advance(ctx, s, req.ScenarioTimeNs[i])
-		if err != nil {
-			return nil, fmt.Errorf("access %d: %w", i, err)
-		}
+		var r *satpagev1.ReadPagesResponse
+		var sat uint32
 		j := i + 1
-		if s.cur+1 < len(s.visits) {
-			next := s.visits[s.cur+1].StartNs
-			for j < len(req.Pages) && req.ScenarioTimeNs[j] < next {
-				j++
+		err := g.drive(ctx, s, req.ScenarioTimeNs[i], func(at uint32) error {
+			sat, j = at, i+1 // the accesses of the visit serving at ScenarioTimeNs[i]
+			if s.cur+1 < len(s.visits) {
+				next := s.visits[s.cur+1].StartNs
+				for j < len(req.Pages) && req.ScenarioTimeNs[j] < next {
+					j++
+				}
+			} else {
+				j = len(req.Pages)
 			}
-		} else {
-			j = len(req.Pages)
-		}
-		c, err := g.peers.Page(sat)
-		if err != nil {
-			return nil, err
-		}
-		rid := "" // each visit's part is its own request at its satellite, retried as one
-		if req.RequestId != "" {
-			rid = fmt.Sprintf("%s#%d", req.RequestId, i)
-		}
-		part := &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
-			ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData, RequestId: rid}
-		r, err := c.ReadPages(ctx, part)
-		if mayBeDead(err) && g.takeOver(ctx, s, err) {
-			sat = s.visits[s.cur].Satellite
-			if c, err = g.peers.Page(sat); err == nil {
-				r, err = c.ReadPages(ctx, part)
+			c, err := g.peers.Page(at)
+			if err != nil {
+				return err
 			}
-		}
+			rid := "" // each visit's part is its own request at its satellite, retried as one
+			if req.RequestId != "" {
+				rid = fmt.Sprintf("%s#%d", req.RequestId, i)
+			}
+			r, err = c.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: req.SessionId, Pages: req.Pages[i:j],
+				ScenarioTimeNs: req.ScenarioTimeNs[i:j], OmitData: req.OmitData, RequestId: rid})
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
 		}
@@ -674,20 +519,17 @@ func (g *Gateway) SessionStats(ctx context.Context, req *satpagev1.SessionStatsR
 		return nil, err
 	}
 	t = max(t, s.visits[s.cur].StartNs)
-	if _, err := g.advance(ctx, s, t); err != nil {
-		return nil, err
-	}
 	// The serving satellite first: asking it flushes the releases it owes the
 	// past satellites, so their frame counts are settled when asked next. Dead,
 	// it is taken over (failover.go) before anything is reported.
-	flush := func() error {
-		serving, err := g.peers.Satellite(s.visits[s.cur].Satellite)
+	flush := func(sat uint32) error {
+		serving, err := g.peers.Satellite(sat)
 		if err == nil {
 			_, err = serving.SessionFrames(ctx, &satpagev1.SessionFramesRequest{SessionId: s.id})
 		}
 		return err
 	}
-	if err := flush(); err != nil && (!mayBeDead(err) || !g.takeOver(ctx, s, err) || flush() != nil) {
+	if err := g.drive(ctx, s, t, flush); err != nil {
 		return nil, fmt.Errorf("frames of session %q at satellite %d: %w", s.id, s.visits[s.cur].Satellite, err)
 	}
 	out := &satpagev1.SessionStatsResponse{Visit: uint32(s.cur), TablePages: append([]uint32{}, s.tables...),

@@ -383,7 +383,7 @@ func (g *Gateway) LiveTick(ctx context.Context) {
 				g.log.WarnContext(ctx, "live session: schedule", "session", s.id, "err", err)
 				return
 			}
-			if _, err := g.advance(ctx, s, t); err != nil {
+			if err := g.drive(ctx, s, t, noForward); err != nil {
 				g.log.WarnContext(ctx, "live session: handover failed (retried next tick)", "session", s.id, "err", err)
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/gateway/fsm"
 	"github.com/satpage/satpage/services/internal/token"
 )
 
@@ -63,13 +64,21 @@ func (g *Gateway) expire(ctx context.Context, now time.Time) int {
 	g.mu.Unlock()
 	n := 0
 	for _, s := range idle {
+		// The session's machine decides (a Tick at now: Expire when idle).
 		s.mu.Lock()
-		stale := !s.ended && now.Sub(s.used) >= g.sec.idle
-		at := s.visits[s.cur].StartNs
+		var exp fsm.Expire
+		stale := false
+		// (expire with no SessionIdle, as tests call it: any session not used at now)
+		if m, err := g.machineIdle(ctx, s, true, max(g.sec.idle, time.Nanosecond)); err == nil && !s.ended {
+			for _, a := range m.Step(now, fsm.Tick{}) {
+				exp, stale = a.(fsm.Expire)
+			}
+		}
 		s.mu.Unlock()
 		if !stale {
 			continue
 		}
+		at := exp.AtNs
 		n++
 		// Ended where this gateway has it, never looked up elsewhere: a session idle
 		// here may be in use through another gateway (ticket.go).

@@ -117,7 +117,8 @@ type (
 	// Result: the result of the action asked for last (Err nil: it succeeded).
 	Result struct {
 		Err error
-		// TablePages: a HandOver's reply.
+		// TablePages: a HandOver's reply, or the table's size at a satellite
+		// AskServing found serving.
 		TablePages uint32
 	}
 	// Verdict: the failure detector's answer to CheckAlive.
@@ -232,6 +233,7 @@ type Machine struct {
 	ended   bool
 	located bool
 	changed bool // visits changed since New or Resume
+	moved   bool // the request in progress found the session elsewhere (a relocation)
 
 	// The request in progress.
 	busy      bool
@@ -337,6 +339,10 @@ func (m *Machine) Left() []uint32 { return slices.Clone(m.left) }
 // Tables is the page-table size handed over at each handover done.
 func (m *Machine) Tables() []uint32 { return slices.Clone(m.tables) }
 
+// Relocated reports whether the last request found the session elsewhere
+// than where the machine had it (it was looked up again).
+func (m *Machine) Relocated() bool { return m.moved }
+
 // Busy reports whether a request is in progress.
 func (m *Machine) Busy() bool { return m.busy }
 
@@ -360,7 +366,7 @@ func (m *Machine) Step(now time.Time, ev Event) []Action {
 		}
 		m.used = now
 		m.busy, m.tNs, m.pages = true, e.TNs, e.Pages
-		m.retried, m.relocated, m.moveTried, m.cause = false, false, false, nil
+		m.retried, m.relocated, m.moveTried, m.moved, m.cause = false, false, false, false, nil
 		if !m.located {
 			return m.startLocate()
 		}
@@ -430,24 +436,24 @@ func (m *Machine) result(r Result) []Action {
 	o := Classify(r.Err)
 	switch p {
 	case pHandOver:
-		switch o {
-		case OK:
+		if o == OK {
 			return m.handedOver(r.TablePages)
+		}
+		m.cause = m.handOverFailed(r.Err)
+		switch o {
 		case Unknown, Missing:
 			// A handover whose reply was lost (the old satellite moved the table,
 			// then died before answering) is done if the new one holds it.
-			m.cause = r.Err
 			return m.ask(pHandedOver, AskServing{Satellite: m.visits[m.cur+1].Satellite})
 		case Dead, Fenced:
-			m.cause = r.Err
 			return m.startTakeOver(toHandOver)
 		case StaleTable:
-			return m.relocate(r.Err)
+			return m.relocate(m.cause)
 		}
-		return m.reply(m.handOverFailed(r.Err))
+		return m.reply(m.cause)
 	case pHandedOver:
 		if o == OK {
-			return m.handedOver(0)
+			return m.handedOver(r.TablePages)
 		}
 		return m.relocate(m.cause)
 	case pTakeOver:
@@ -546,6 +552,7 @@ func (m *Machine) takeOverResult(o Outcome, err error) []Action {
 		case toMove:
 			return m.ask(pMove, CallMove{To: at, AtNs: m.visits[m.cur].StartNs, Visit: m.cur})
 		case toSilent:
+			m.moved = m.moved || m.saved != nil
 			m.located, m.saved = true, nil
 			m.moveDue = m.cfg.Strategy == Proactive
 		}
@@ -586,7 +593,7 @@ func (m *Machine) verdict(v Verdict) []Action {
 		}
 		m.pend = none
 		if !v.Dead {
-			return m.reply(m.handOverFailed(m.cause)) // slow, not dead: never replaced
+			return m.reply(m.cause) // slow, not dead: never replaced
 		}
 		m.j = 1
 		return m.nextStandIn()
@@ -609,7 +616,7 @@ func (m *Machine) verdict(v Verdict) []Action {
 // nextStandIn tries the j-th satellite behind the dead next one.
 func (m *Machine) nextStandIn() []Action {
 	if m.j > m.cfg.Plane.standIns() {
-		return m.reply(m.handOverFailed(m.cause))
+		return m.reply(m.cause)
 	}
 	at := m.cfg.Plane.Behind(m.visits[m.cur+1].Satellite, m.j)
 	if at == m.visits[m.cur].Satellite {
@@ -654,6 +661,7 @@ func (m *Machine) locateNext() []Action {
 		return m.ask(pProbe, AskServing{Satellite: m.plan[len(m.answers)].Sat})
 	case found:
 		m.moveTo(at)
+		m.moved = m.moved || m.saved != nil
 		m.located, m.saved = true, nil
 		m.epoch++
 		m.moveDue = m.cfg.Strategy == Proactive

@@ -361,3 +361,27 @@ func isEnd(a fsm.Action) bool {
 	}
 	return false
 }
+
+// A driver keeps the state between requests: a machine resumed from it goes
+// on where the last one stopped, and its visits are the driver's own until a
+// stand-in changes them.
+func TestAResumedMachineGoesOnFromItsState(t *testing.T) {
+	sched := []fsm.Visit{{Satellite: 1, StartNs: 0}, {Satellite: 5, StartNs: 10}, {Satellite: 8, StartNs: 20}}
+	served := []fsm.Visit{{Satellite: 1, StartNs: 0}, {Satellite: 4, StartNs: 10}, {Satellite: 8, StartNs: 20}}
+	m, err := fsm.Resume(fsm.Config{ID: "s", Visits: sched, Plane: plane},
+		fsm.State{Visits: served, Cur: 1, Epoch: 7, Left: []uint32{5}, Used: t0, Located: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, m, t0, []step{
+		{fsm.Request{TNs: 22}, []fsm.Action{fsm.CallHandOver{From: 4, To: 8, AtNs: 20, Visit: 2}}},
+		{fsm.Result{TablePages: 2}, []fsm.Action{fsm.Forward{Satellite: 8}}},
+		{fsm.Result{}, []fsm.Action{fsm.Reply{Satellite: 8}}},
+	})
+	if st := m.State(); st.Cur != 2 || st.Epoch != 8 || m.Changed() || &st.Visits[0] != &served[0] {
+		t.Errorf("state %+v (changed %v), want visit 2 at epoch 8 on the driver's visits", st, m.Changed())
+	}
+	if _, err := fsm.Resume(fsm.Config{ID: "s", Visits: sched, Plane: plane}, fsm.State{Visits: served, Cur: 3}); err == nil {
+		t.Error("a state at visit 3 of 3 was resumed")
+	}
+}
