@@ -56,13 +56,16 @@ class ReplayResult:
     accesses (``replayer.COUNT_KEYS`` at least); losses: ``LOSS_KEYS`` (and what the
     backend adds); replication: ``REPLICATION_KEYS`` when measured; latency: by name,
     e.g. ``fault_latency_ms``; kills: the satellites a cluster killed
-    (``{"satellite", "fail_ns", "restart_s"}``)."""
+    (``{"satellite", "fail_ns", "restart_s"}``); fault_ns: each moved read's wait as its
+    serving satellite measured it (a cluster's; kept whole so that the waits of several
+    chunks pool into one percentile)."""
 
     counts: dict = field(default_factory=dict)
     losses: dict = field(default_factory=dict)
     replication: dict = field(default_factory=dict)
     latency: dict = field(default_factory=dict)
     kills: tuple = ()
+    fault_ns: tuple = ()
 
     def figures(self) -> dict:
         """Everything as one mapping for ``comparator.compare_figures``."""
@@ -89,13 +92,16 @@ class EngineBackend:
     """The engine: ``pager.replay`` of the scenario's strategy, priced on the world's
     routing (``satpage.costs.CostAccumulator``), and with failures or R > 1 the
     ``pager.FaultModel`` of the same chunk (losses, replication traffic). Strategy names
-    are the scenario's (``simulate.strategy_for``)."""
+    are the scenario's (``simulate.strategy_for``). ``totals``: each strategy's
+    ``CostAccumulator`` over every chunk replayed (its latency percentiles are the run's,
+    which per-chunk results cannot give)."""
 
     def __init__(self, world, *, replicas: int = 1, recovery_ns: int = 0) -> None:
         self.world = world
         self.replicas = int(replicas)
         self.recovery_ns = int(recovery_ns)
         self._fm = None  # (chunk, failures, writes, FaultModel): one model for every strategy
+        self.totals: dict = {}
 
     def _fault_model(self, chunk, failures, writes):
         import pager
@@ -116,6 +122,10 @@ class EngineBackend:
         rl = replay_strategy(chunk.trace, strategy_for(sc, strategy))
         acc = CostAccumulator(w.sats.n_sats, w.topology.n_link_ids, 1, sc.duration_ns, sc.workload.page_bytes)
         acc.add(rl, chunk, w.router, sc.step_ns, sc.network.per_hop_processing_ms)
+        if strategy in self.totals:
+            self.totals[strategy].merge(acc)
+        else:
+            self.totals[strategy] = acc
         counts = {k: int(acc.counts[v]) for k, v in ENGINE_COUNT.items()}
         if failures is None and self.replicas == 1:
             return ReplayResult(counts=counts, losses=dict.fromkeys(LOSS_KEYS, 0),
@@ -148,7 +158,7 @@ class ClusterBackend:
         self.progress = progress
 
     def replay(self, chunk, strategy: str, failures=None, *, writes=None,
-               busiest_ns: tuple[int, ...] = ()) -> ReplayResult:
+               busiest_ns: tuple[int, ...] = (), places=None) -> ReplayResult:
         from satpage.cluster.counters import read_replication
         from satpage.cluster.replayer import replay
 
@@ -157,7 +167,8 @@ class ClusterBackend:
         got = replay(chunk.trace, strategy, self.target, failures,
                      session_end_ns=getattr(chunk, "session_end_ns", None), writes=writes,
                      read_back=self.read_back or failures is not None or bool(busiest_ns),
-                     busiest_ns=busiest_ns, settle_s=self.settle_s, progress=self.progress)
+                     busiest_ns=busiest_ns, settle_s=self.settle_s, progress=self.progress,
+                     places=places)
         counted = (read_replication(local) - before).as_dict() if local is not None else {}
         return ReplayResult(counts=got.detailed_counts(), losses=got.losses(), replication=counted,
-                            kills=tuple(got.kills))
+                            kills=tuple(got.kills), fault_ns=tuple(f for r in got.sessions for f in r.fault_ns))

@@ -5,8 +5,10 @@ replays a Trace through any cluster's gateway (local, Docker Swarm or Kubernetes
   satnode per satellite plus a gateway on loopback, recorded in a state directory;
   ``LocalCluster``: the one owner of those processes (kill, pause, restart, ISL cuts).
 - ``replayer.replay(trace, strategy, target, failures)``: the one replayer (a
-  failure-free run is an empty schedule); ``satpage.backend.ClusterBackend`` wraps it.
-- ``replay_trace(trace, strategy, target=...)``: counts for ``satpage compare``.
+  failure-free run is an empty schedule); ``satpage.backend.ClusterBackend`` wraps it
+  (``satpage compare --backend cluster`` and ``cluster chaos --failure-schedule``).
+- ``replay_trace(trace, strategy, target=...)``: one failure-free replay's counts as
+  plain numbers, for a script or a test with a trace in hand.
 - ``replay_paper(trace, target=...)``: ``pager.PaperCounts`` for ``satpage paper``.
 - ``counters.read_replication(state)``: the replication copies the satnodes counted.
 - ``chaos.run_chaos``: the chaos run; ``failreplay.run_schedule_replay``: a

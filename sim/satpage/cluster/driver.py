@@ -150,9 +150,9 @@ def replay_trace(trace, strategy, *, target: str | None = None,
                  places: np.ndarray | None = None) -> dict:
     """Replay trace with one strategy and return its totals as plain numbers
     (``ClusterReplay.detailed_counts``), and under ``fault_ns`` the wait of every moved
-    page read, as its serving satellite measured it (the ``satpage compare --backend
-    cluster`` interface); tls_dir and writes as in replay_sessions, places (the
-    sessions' ground places) as in ``replayer.replay``."""
+    page read, as its serving satellite measured it; tls_dir and writes as in
+    replay_sessions, places (the sessions' ground places) as in ``replayer.replay``.
+    ``satpage compare --backend cluster`` goes through ``satpage.backend.ClusterBackend``."""
     with resolve_target(target) as gw:
         got = replayer.replay(trace, strategy, replayer.Target(gw, tls_dir), writes=writes, places=places)
     out = got.detailed_counts()

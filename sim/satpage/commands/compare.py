@@ -121,38 +121,20 @@ def _table(result: dict, width: int) -> Table:
 CLUSTER_COUNT_KEYS = ("page_moves", "page_hops", "pages_left_behind")
 
 
-def replication_priced(world, ct, rl, replicas: int, writes) -> dict[str, int]:
-    """The engine's replication traffic of one chunk's replay at R = replicas without
-    failures, with the writes the cluster replay sends (``writes``: bool per access)."""
-    import pager
-    from satpage.backend import REPLICATION_KEYS
-
-    if replicas == 1:
-        return dict.fromkeys(REPLICATION_KEYS, 0)
-    fm = pager.FaultModel(ct.trace, pager.FailureSchedule.none(), world.ring, replicas,
-                          ct.session_end_ns, writes=writes)
-    o = fm.apply(rl.events)
-    hops = int(o.replica_hops.sum())
-    return {"replication_copies": int(o.replica_copies.sum()), "replication_page_hops": hops,
-            "replication_bytes": hops * int(world.scenario.workload.page_bytes)}
-
-
 def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
              ground_links: bool = False) -> None:
-    """Replay the scenario's traces through a deployed gateway (satpage.cluster, issue 8)
-    and set the cluster's counts beside the engine's for the same traces."""
+    """Replay the scenario's traces through a deployed gateway (``ClusterBackend``) and
+    set the cluster's counts beside the engine's for the same traces (``EngineBackend``)."""
     if not sc.constellation.spec.startswith("walker"):
         fail(f"--backend cluster needs a Walker constellation; the scenario's is "
              f"{sc.constellation.spec!r} (use --backend engine)")
     import tempfile
 
     import pager
-    from satpage.backend import REPLICATION_KEYS
-    from satpage.cluster import driver
-    from satpage.cluster.counters import read_replication
+    from satpage.backend import REPLICATION_KEYS, ClusterBackend, EngineBackend
+    from satpage.cluster import driver, replayer
     from satpage.comparator import compare_figures
-    from satpage.costs import CostAccumulator
-    from satpage.simulate import chunk_trace, prepare, replay_strategy, strategy_for
+    from satpage.simulate import chunk_trace, prepare, strategy_for
     from satpage.version import code_version
 
     names = list(sc.strategies.compare)
@@ -175,10 +157,13 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
     if not names:
         fail("none of the scenario's strategies runs on the cluster")
     world = prepare(sc)
+    replicas = sc.faults.replicas
+    # the engine side: failure-free at the scenario's R (its replication traffic priced
+    # with the writes the cluster replay sends)
+    engine = EngineBackend(world, replicas=replicas)
     totals: dict[str, dict[str, float]] = {}
     faults_ns: dict[str, list[int]] = {n: [] for n in names}  # each fault's wait on the wire
-    engine = {n: CostAccumulator(world.sats.n_sats, world.topology.n_link_ids, 1,
-                                 sc.duration_ns, sc.workload.page_bytes) for n in names}
+    repl = {n: dict.fromkeys(REPLICATION_KEYS, 0) for n in names}
     with tempfile.TemporaryDirectory(prefix="satpage-isl-") as tmp:
         schedule = None
         if not world.router.static:
@@ -186,8 +171,6 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
             schedule = Path(tmp) / "isl-schedule.json"
             schedule.write_text(json.dumps(world.routing.isl_schedule(sc.constellation.spec,
                                                                       sc.duration_ns)))
-        replicas = sc.faults.replicas
-        repl = {n: dict.fromkeys(REPLICATION_KEYS, 0) for n in names}
         # one gateway for the whole run (a local cluster is started once when no target)
         # the links of a cluster started here are timed by the scenario's positions
         links = {"link_epoch": sc.time.epoch, "link_hours": sc.time.duration_s / 3600 + 0.1,
@@ -197,6 +180,7 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
                                     replicas=replicas, links=links) as target,
               progress() as bar):
             local = driver.local_state(target)  # None: a given target, its relays' counters unread
+            cluster = ClusterBackend(replayer.Target(target, None), local=local)
             task = bar.add_task(f"replaying through the cluster at {target}",
                                 total=world.n_chunks * len(names))
             for i in range(world.n_chunks):
@@ -209,25 +193,21 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
                 writes = (pager.write_mask(ct.trace, sc.faults.write_share)
                           if replicas > 1 and sc.faults.write_share > 0 else None)
                 for name in names:
-                    before = read_replication(local) if local is not None else None
-                    counts = driver.replay_trace(ct.trace, name, target=target, writes=writes,
-                                                 places=places)
-                    faults_ns[name] += counts.pop("fault_ns", [])
+                    got = cluster.replay(ct, name, writes=writes, places=places)
+                    faults_ns[name] += got.fault_ns
                     acc = totals.setdefault(name, {})
-                    if before is not None:
-                        counts = {**counts, **(read_replication(local) - before).as_dict()}
-                    for k, v in dict(counts).items():
+                    for k, v in {**_moves_last(got.counts), **got.replication}.items():
                         if isinstance(v, int | float):
                             acc[k] = acc.get(k, 0) + v
-                    rl = replay_strategy(ct.trace, strategy_for(sc, name))
-                    engine[name].add(rl, ct, world.router, sc.step_ns, sc.network.per_hop_processing_ms)
-                    for k, v in replication_priced(world, ct, rl, replicas, writes).items():
-                        repl[name][k] += v
+                    priced = engine.replay(ct, name, writes=writes).replication
+                    for k in REPLICATION_KEYS:
+                        repl[name][k] += priced[k]
                     bar.advance(task)
     eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
                "pages_left_behind": a.counts["pages_left_behind"], **repl[n]}
-           for n, a in engine.items()}
-    for n, a in engine.items():
+           for n, a in ((n, engine.totals[n]) for n in names)}
+    for n in names:
+        a = engine.totals[n]
         totals[n] |= wire_latency(faults_ns[n])
         eng[n] |= {"faults": a.counts["faults"], **engine_latency(a)}
     # the counts the cluster must give exactly; the replication traffic too where its
@@ -268,6 +248,13 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
             lt.add_row(n, row["key"], f"{row['engine']:.2f}", f"{row['cluster']:.2f}",
                        f"{row['tolerance_rel']:.0%}", "yes" if row["ok"] else "NO")
     stdout.print(lt)
+
+
+def _moves_last(counts: dict) -> dict:
+    """The cluster's counts with page_moves and page_hops last, the order of the JSON's
+    ``strategies`` since it was first written."""
+    rest = {k: v for k, v in counts.items() if k not in ("page_moves", "page_hops")}
+    return {**rest, "page_moves": counts["page_moves"], "page_hops": counts["page_hops"]}
 
 
 def wire_latency(fault_ns: list[int]) -> dict[str, float]:
