@@ -96,3 +96,19 @@ def test_docs_hold_no_issue_numbers_or_dated_run_logs():
         "docs describe the system as it is: rewrite each passage as what was decided, "
         "why, and its numbers (history belongs in the git log):\n  " + "\n  ".join(found)
     )
+
+
+def test_the_compare_speed_figures_are_those_bench_wrote():
+    """docs/strategies.md quotes each bench/results/compare-baseline-*.json (written by
+    ``make bench-compare-baseline``) as the file holds it, one line a file."""
+    import json
+
+    doc = (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
+    files = sorted((ROOT / "bench" / "results").glob("compare-baseline-*.json"))
+    assert files, "bench/results holds no compare-baseline-*.json"
+    for path in files:
+        r = json.loads(path.read_text(encoding="utf-8"))
+        cpu = r["best_cpu_s"]
+        line = (f"- `{path.name}`: {cpu['baseline']:.2f} s at {r['baseline_rev']}, "
+                f"{cpu['current']:.2f} s here, ratio {r['cpu_current_over_baseline']:.3f}")
+        assert line in doc, f"docs/strategies.md should hold the line\n{line}"
