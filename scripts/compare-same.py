@@ -20,7 +20,10 @@ their defaults; ``satpage paper`` (Monte Carlo and exact); and three in-process 
   strategy the gateway runs, with and without an ISL latitude cut-off, and
   ``live.reference_schedule``;
 - ``chaos-isls``: the +Grid ISLs chaos draws its cuts from (with the seed, they fix
-  which links a run cuts);
+  which links a run cuts), for Walker star shells. A Walker delta shell differs on
+  purpose: bb88a37's hand-written grid had no links across the seam, and chaos now
+  takes orbit_model's, which the Go satellites' grid is checked against (walker:24/3/1
+  has 8 seam links more);
 - ``chaos-replay-engine``: ``cluster chaos --failure-schedule``'s report with the
   cluster's side replaced by zeros (its replay needs a cluster; the fake is set per
   tree): the failure file ``compare --failure-schedule`` writes, and the engine's
