@@ -40,14 +40,19 @@ def cluster_binaries() -> None:
 def default_cluster(tmp_path_factory, cluster_binaries):
     """``satpage cluster up`` of the default constellation (secure, the default R),
     as its recorded state; replays through it end their sessions, so tests can follow
-    each other on it. Group: ``default-cluster``."""
+    each other on it. Group: ``default-cluster``.
+
+    Its links are not emulated: its users assert counts (moves, hops, copies), which the
+    relays count hop by hop with or without the sky's delays, and the delays made their
+    sequential replays three times longer (test_cluster_fidelity and the Go linkemu
+    tests hold the emulation to the sky)."""
     from satpage.cluster import load_state
     from satpage.cluster.driver import _free_port_base
     from satpage.cluster.local import cluster_down
 
     state_dir = tmp_path_factory.mktemp("default-cluster")
     up = subprocess.run([SATPAGE, "cluster", "up", "--constellation", DEFAULT_SPEC,
-                         "--state-dir", str(state_dir), "--port-base",
+                         "--state-dir", str(state_dir), "--no-emulate-links", "--port-base",
                          str(_free_port_base(DEFAULT_SPEC))],
                         capture_output=True, text=True, timeout=600)
     try:

@@ -9,11 +9,13 @@ implementation of the token format, with the cluster's signing key."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grpc
@@ -73,20 +75,22 @@ def channel(st, target: str, who: str):
     return grpc.secure_channel(addr, creds, options=[("grpc.ssl_target_name_override", name)])
 
 
-def register(st, session: str) -> str:
-    with secure_channel(st.gateway, Path(st.tls_dir)) as ch:
-        r = pbg.GatewayServiceStub(ch).RegisterSession(pb.RegisterSessionRequest(
+def register(st, session: str, ch=None) -> str:
+    """A session with SECRET in its page 0, registered by the client (over ch, a client
+    channel to the gateway, when given; else over a channel of its own)."""
+    with contextlib.nullcontext(ch) if ch is not None else secure_channel(st.gateway, Path(st.tls_dir)) as c:
+        r = pbg.GatewayServiceStub(c).RegisterSession(pb.RegisterSessionRequest(
             session_id=session, table_pages=8, visits=[pb.Visit(satellite=0, start_ns=0)]), timeout=10)
         md = ((TOKEN_METADATA_KEY, r.token),)
-        pbg.PageServiceStub(ch).WritePage(pb.WritePageRequest(session_id=session, page=0, data=SECRET),
-                                          timeout=10, metadata=md)
+        pbg.PageServiceStub(c).WritePage(pb.WritePageRequest(session_id=session, page=0, data=SECRET),
+                                         timeout=10, metadata=md)
     return r.token
 
 
-def intact(st, session: str, token: str) -> None:
-    with secure_channel(st.gateway, Path(st.tls_dir)) as ch:
-        r = pbg.PageServiceStub(ch).ReadPage(pb.ReadPageRequest(session_id=session, page=0), timeout=10,
-                                             metadata=((TOKEN_METADATA_KEY, token),))
+def intact(st, session: str, token: str, ch=None) -> None:
+    with contextlib.nullcontext(ch) if ch is not None else secure_channel(st.gateway, Path(st.tls_dir)) as c:
+        r = pbg.PageServiceStub(c).ReadPage(pb.ReadPageRequest(session_id=session, page=0), timeout=10,
+                                            metadata=((TOKEN_METADATA_KEY, token),))
     assert r.data == SECRET and r.satellite == 0 and r.outcome == pb.OUTCOME_LOCAL
 
 
@@ -132,30 +136,44 @@ RPCS = [  # (target, service, method, request(session), expectations)
 
 
 def test_every_rpc_against_every_kind_of_caller_on_real_processes(cluster):
+    """Each case has a session of its own, so the cases run side by side (four at a
+    time: the test waits on round trips more than on the CPU). Each caller kind keeps one
+    channel per target for all its calls, as a real client does (a handshake per call
+    would be 700 of them); the identity a server checks is the connection's
+    certificate and each call's token, which a kept channel presents the same way."""
     st, tls = cluster, Path(cluster.tls_dir)
-    details = []
-    for k, (target, service, method, request, want_by) in enumerate(RPCS):
-        for who in CALLERS:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(secure_channel(st.gateway, tls))  # registrations and checks
+        chans = {(target, who): stack.enter_context(channel(st, target, who))
+                 for target in {r[0] for r in RPCS} for who in CALLERS}
+
+        def case(k: int, who: str):
+            target, service, method, request, want_by = RPCS[k]
             session = f"victim-{k}-{CALLERS.index(who)}"
-            own = register(st, session)
-            other = register(st, session + "-other")
-            token = {"client with token": own, "client with another session's token": other,
+            own = register(st, session, client)
+            token = {"client with token": own,
+                     "client with another session's token":
+                         register(st, session + "-other", client) if "another" in who else None,
                      "expired token": mint(tls, session, 8, int(time.time()) - 60)}.get(who)
             md = ((TOKEN_METADATA_KEY, token),) if token else ()
-            with channel(st, target, who) as ch:
-                stub = getattr(pbg, f"{service}Stub")(ch)
-                try:
-                    getattr(stub, method)(request(session), timeout=5, metadata=md)
-                    got = grpc.StatusCode.OK
-                except grpc.RpcError as exc:
-                    got = exc.code()
-                    details.append(exc.details() or "")
+            stub = getattr(pbg, f"{service}Stub")(chans[target, who])
+            try:
+                getattr(stub, method)(request(session), timeout=5, metadata=md)
+                got, detail = grpc.StatusCode.OK, None
+            except grpc.RpcError as exc:
+                got, detail = exc.code(), exc.details() or ""
             want = want_by[who]
             if want == OK:
                 assert got not in (U, P, N, grpc.StatusCode.INTERNAL), (method, target, who, got)
             else:
                 assert got == want, (method, target, who, got)
-                intact(st, session, own)
+                intact(st, session, own, client)
+            return detail
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            details = [d for d in pool.map(lambda kw: case(*kw),
+                                           [(k, who) for k in range(len(RPCS)) for who in CALLERS])
+                       if d is not None]
     assert not [d for d in details if SECRET.decode() in d]
     logs = "".join(p.read_text(errors="replace") for p in (Path(st.state_dir) / "logs").glob("*.log"))
     assert '"msg":"denied"' in logs and '"caller":"satellite 1"' in logs

@@ -101,6 +101,8 @@ class ChaosConfig:
     handovers: int = 3  # per session, spread over the run
     state_dir: Path | None = None
     history: Path | None = None
+    #: the cluster's links timed by the sky (cluster_up's emulate_links)
+    emulate_links: bool = True
 
     def check(self) -> None:
         problems = []
@@ -364,7 +366,8 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
     # the history and the logs stay in sdir for a look afterwards
-    with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas, gateways=cfg.gateways) as cl:
+    with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas, gateways=cfg.gateways,
+                         emulate_links=cfg.emulate_links) as cl:
         # Sessions: each served by a trail of satellites, the next one the slot
         # behind in the plane (the satellite that covers the region next), now
         # and then the neighbouring plane's.

@@ -78,7 +78,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                         strategies: list[str] | None = None, state_dir: Path | None = None,
                         progress=None, gateway: str | None = None, tls_dir: Path | None = None,
                         kill_command: str | None = None, satellites: list[int] | None = None,
-                        fail_s: float | None = None, busiest: bool = False) -> dict:
+                        fail_s: float | None = None, busiest: bool = False,
+                        emulate_links: bool = True) -> dict:
     """`satpage cluster chaos --failure-schedule FILE`: rebuild the sessions of the run
     that wrote FILE (its ``config``), replay each strategy's sessions with the file's
     failures (``replayer.replay``), and set what the cluster lost and counted
@@ -92,7 +93,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     file's failures: each satellite dies once, at ``fail_s`` scenario seconds; with
     ``busiest`` the one satellite killed at ``fail_s`` is the one holding the most frames
     of the replayed sessions then (per strategy and chunk; the engine is given the
-    satellites actually killed)."""
+    satellites actually killed). ``emulate_links``: whether a local cluster started here
+    times its links (``cluster_up``'s; the counts and losses do not depend on it)."""
     import json
     import tempfile
 
@@ -147,7 +149,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
         own = state_dir is None
         sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
         say(f"starting {satellites_in(spec)} satellites with R = {r} in {sdir}")
-        cl = LocalCluster.up(spec, state_dir=sdir, replicas=r)  # one for every replay
+        cl = LocalCluster.up(spec, state_dir=sdir, replicas=r,  # one for every replay
+                             emulate_links=emulate_links)
         target = Target(cl.gateway, cl.tls_dir, cl.satellites, cl)
     else:
         from satpage_client.channel import tls_dir_for

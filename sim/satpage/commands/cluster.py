@@ -315,6 +315,7 @@ def chaos(
         "failure-free run.")]
     = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    emulate_links: EmulateLinks = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Kill satellites and cut ISLs under load on a fresh local cluster (loopback only),
@@ -326,7 +327,8 @@ def chaos(
     if failure_schedule is not None:
         _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss,
                       target=target, tls_dir=tls_dir, kill_command=kill_command,
-                      fail_satellite=fail_satellite, fail_at=fail_at, fail_busiest=fail_busiest)
+                      fail_satellite=fail_satellite, fail_at=fail_at, fail_busiest=fail_busiest,
+                      emulate_links=emulate_links)
         return
     if target or kill_command or fail_satellite or fail_busiest or fail_at is not None:
         fail("--target, --kill-command, --fail-satellite, --fail-busiest and --fail-at need "
@@ -337,7 +339,7 @@ def chaos(
                       seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
-                      history=history)
+                      history=history, emulate_links=emulate_links)
     try:
         cfg.check()
     except ValueError as exc:
@@ -364,7 +366,7 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                   json_out: bool, expect_no_loss: bool, *, target: str | None = None,
                   tls_dir: Path | None = None, kill_command: str | None = None,
                   fail_satellite: list[int] | None = None, fail_at: float | None = None,
-                  fail_busiest: bool = False) -> None:
+                  fail_busiest: bool = False, emulate_links: bool = True) -> None:
     """`chaos --failure-schedule FILE`: the simulation's failures on the real cluster."""
     from satpage.cluster.failreplay import COUNT_KEYS, run_schedule_replay
     from satpage.comparator import compare_figures
@@ -383,7 +385,8 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
         report = run_schedule_replay(path, replicas=replicas, strategies=names, state_dir=state_dir,
                                      progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False),
                                      gateway=target, tls_dir=tls_dir, kill_command=kill_command,
-                                     satellites=fail_satellite, fail_s=fail_at, busiest=fail_busiest)
+                                     satellites=fail_satellite, fail_s=fail_at, busiest=fail_busiest,
+                                     emulate_links=emulate_links)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     if json_out:
