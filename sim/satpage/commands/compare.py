@@ -203,13 +203,13 @@ def _cluster(sc, target: str | None, as_json: bool, strategies_given: bool,
                     for k in REPLICATION_KEYS:
                         repl[name][k] += priced[k]
                     bar.advance(task)
-    eng = {n: {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
-               "pages_left_behind": a.counts["pages_left_behind"], **repl[n]}
-           for n, a in ((n, engine.totals[n]) for n in names)}
+    eng = {}
     for n in names:
-        a = engine.totals[n]
+        a = engine.totals[n]  # the run's accumulator: its latency percentiles are the run's
+        eng[n] = {"page_moves": a.counts["page_moves"], "page_hops": a.counts["page_hops"],
+                  "pages_left_behind": a.counts["pages_left_behind"], **repl[n],
+                  "faults": a.counts["faults"], **engine_latency(a)}
         totals[n] |= wire_latency(faults_ns[n])
-        eng[n] |= {"faults": a.counts["faults"], **engine_latency(a)}
     # the counts the cluster must give exactly; the replication traffic too where its
     # relays were read (a local cluster) and it runs the scenario's R
     priced = local is not None and local.replicas == replicas
