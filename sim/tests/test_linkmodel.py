@@ -47,6 +47,7 @@ class Plain:
         sc = w.scenario
         self.bins, self.dur = sc.network.load_bins, sc.duration_ns
         self.step_ns, self.proc = sc.step_ns, sc.network.per_hop_processing_ms
+        self.paths = {}  # (src, dst, snapshot time) -> IslNetwork.path's nodes, asked once
 
     def bin(self, t):
         return min(max(t * self.bins // self.dur, 0), self.bins - 1)
@@ -59,7 +60,10 @@ class Plain:
         authority: IslNetwork.path, the fastest of the fewest-hop paths)."""
         r = self.w.routing
         snap_t = int(r.snapshot_index(np.array([t]))[0]) * r.step_ns
-        return [int(x) for x in r.network.path(src, dst, snap_t)]
+        key = (src, dst, snap_t)
+        if key not in self.paths:
+            self.paths[key] = [int(x) for x in r.network.path(src, dst, snap_t)]
+        return self.paths[key]
 
     def length_km(self, nodes, t):
         step = min(max(t // self.step_ns - self.ct.window_step0, 0), self.ct.pos.shape[1] - 1)
