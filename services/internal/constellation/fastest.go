@@ -78,6 +78,9 @@ func (g *Grid) fastNext(a, b uint32, tNs int64) (uint32, bool) {
 // satellite, layer by layer of hop count, and as next hop the lowest-indexed
 // neighbour one hop closer on such a path (within 1e-3 ns, the engine's 1e-9 ms).
 func (g *Grid) fastTree(b uint32, tNs, table int64) ([]uint32, bool) {
+	if _, err := g.delays.PropagationNs(b, b, table); err != nil {
+		return nil, false // positions do not cover the table's time: asked again per call, so before any work
+	}
 	dist, err := g.distTo(b, tNs)
 	if err != nil {
 		return nil, false
