@@ -171,4 +171,6 @@ class ClusterBackend:
                      places=places)
         counted = (read_replication(local) - before).as_dict() if local is not None else {}
         return ReplayResult(counts=got.detailed_counts(), losses=got.losses(), replication=counted,
-                            kills=tuple(got.kills), fault_ns=tuple(f for r in got.sessions for f in r.fault_ns))
+                            kills=tuple(got.kills),
+                            # a session that lost its page table (R = 1) has no counts
+                            fault_ns=tuple(f for r in got.sessions if r is not None for f in r.fault_ns))
