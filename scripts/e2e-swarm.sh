@@ -154,6 +154,8 @@ if [[ -n $stale ]]; then
 	"$DOCKER" secret rm $stale >/dev/null
 fi
 mem0=$(mem_used_mb)
+# A new deployment: a new generation (docs/faults.md), which the stack file reads.
+export SATPAGE_GENERATION="e2e-$(date +%s)"
 t0=$(date +%s.%N)
 log "docker stack deploy: $satellites satellites ($SPEC), 2 services each, and the gateway; replicas $REPLICAS"
 "$DOCKER" stack deploy --prune --resolve-image never -c "$OUT/stack.yml" "$STACK" >"$OUT/deploy.log"
@@ -210,7 +212,7 @@ r0=$(date +%s.%N)
 r1=$(date +%s.%N)
 "$PY" scripts/e2e-compare.py paper "$OUT/paper-engine.json" "$OUT/paper-cluster.json" | tee "$OUT/paper-check.txt"
 
-read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=3600}"
+read -ra COMPARE_ARGS <<<"${E2E_COMPARE_ARGS:---sessions 20 --strategies on-demand,proactive --set time.duration_s=300}"
 # the engine's scenario on the deployed constellation (a smaller E2E_SWARM_CONSTELLATION too)
 COMPARE_ARGS+=(--set "constellation.spec=$SPEC")
 log "satpage compare ${COMPARE_ARGS[*]} --seed $SEED: engine"

@@ -462,3 +462,22 @@ live ephemeris (the clock's epoch is the links' time 0), else links.configMap's 
         path: link-ephemeris.bin
     {{- end }}
 {{- end }}
+
+{{/* The deployment generation (docs/faults.md, "First start and restart"):
+satnode.generation, else the one this release's ConfigMap holds (an upgrade keeps
+it: a rolled pod restores from its peers' copies), else a new random one at install.
+Made once per render and cached in .Values (the ConfigMap and the pods' checksum
+see the same). */}}
+{{- define "satpage.generation" -}}
+{{- if not (hasKey .Values.satnode "_generation") }}
+{{- $g := .Values.satnode.generation }}
+{{- if not $g }}
+{{- $old := lookup "v1" "ConfigMap" .Release.Namespace (include "satpage.configName" .) }}
+{{- if and $old $old.data }}
+{{- $g = index $old.data "SATPAGE_GENERATION" | default "" }}
+{{- end }}
+{{- end }}
+{{- $_ := set .Values.satnode "_generation" ($g | default (randAlphaNum 12 | lower)) }}
+{{- end }}
+{{- .Values.satnode._generation }}
+{{- end }}

@@ -606,14 +606,18 @@ class ForgetCopyResponse(_message.Message):
     def __init__(self, held: _Optional[bool] = ...) -> None: ...
 
 class ReplicaStateResponse(_message.Message):
-    __slots__ = ("synced", "version", "sessions")
+    __slots__ = ("synced", "version", "sessions", "generation", "started")
     SYNCED_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
     synced: bool
     version: ReplicaVersion
     sessions: _containers.RepeatedCompositeFieldContainer[SessionState]
-    def __init__(self, synced: _Optional[bool] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., sessions: _Optional[_Iterable[_Union[SessionState, _Mapping]]] = ...) -> None: ...
+    generation: str
+    started: bool
+    def __init__(self, synced: _Optional[bool] = ..., version: _Optional[_Union[ReplicaVersion, _Mapping]] = ..., sessions: _Optional[_Iterable[_Union[SessionState, _Mapping]]] = ..., generation: _Optional[str] = ..., started: _Optional[bool] = ...) -> None: ...
 
 class RequestSyncRequest(_message.Message):
     __slots__ = ("replica",)

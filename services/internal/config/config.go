@@ -42,6 +42,7 @@ type Config struct {
 	PeerPortBase  int
 	PageBytes     int           // largest page accepted
 	Replicas      int           // R: copies of every page and page-table entry (docs/faults.md)
+	Generation    string        // the deployment generation every satellite of one deployment shares (docs/faults.md)
 	StopTimeout   time.Duration // graceful stop, then force
 	RPCTimeout    time.Duration // deadline the gateway gives a request that has none
 	LogLevel      string        // debug | info | warn | error
@@ -364,6 +365,7 @@ var settings = []setting{
 	{"peer-template", "SATPAGE_PEER_TEMPLATE", "address of satellite i: {index} is i, {port} is peer-port-base + i", str(func(c *Config) *string { return &c.PeerTemplate })},
 	{"peer-port-base", "SATPAGE_PEER_PORT_BASE", "see peer-template", num(func(c *Config) *int { return &c.PeerPortBase })},
 	{"page-bytes", "SATPAGE_PAGE_BYTES", "largest page accepted, bytes", num(func(c *Config) *int { return &c.PageBytes })},
+	{"generation", "SATPAGE_GENERATION", "deployment generation, the same at every satellite of one deployment and kept across its restarts and upgrades: a first start of it waits on no silent peer (docs/faults.md)", str(func(c *Config) *string { return &c.Generation })},
 	{"replicas", "SATPAGE_REPLICAS", "replication factor R: every page is also held by the R-1 satellites behind its owner in its plane (docs/faults.md)", num(func(c *Config) *int { return &c.Replicas })},
 	{"stop-timeout", "SATPAGE_STOP_TIMEOUT", "graceful stop before forcing", dur(func(c *Config) *time.Duration { return &c.StopTimeout })},
 	{"rpc-timeout", "SATPAGE_RPC_TIMEOUT", "deadline given to requests that carry none", dur(func(c *Config) *time.Duration { return &c.RPCTimeout })},

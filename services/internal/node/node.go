@@ -61,23 +61,24 @@ const (
 // set by New and never change; locks and the fields below it each carry their
 // own mutex. Only a session's lock is held across calls to peers (sessionLocks).
 type Node struct {
-	self      uint32
-	grid      *constellation.Grid
-	store     store.PageStore
-	peers     peers.Dialer
-	log       *slog.Logger
-	m         *metrics.Node
-	pageBytes int
-	locks     sessionLocks // one mutex per session: its operations run one at a time here
-	releases  releases     // releases owed to old owners (releases.go), behind releases.mu
-	stale     staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
-	partial   partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
-	faults    *liveness.Detector
-	ground    atomic.Bool      // cut off from the ground segment (SetFaults ground_cut): gateways are refused
-	holder    *replica.Holder  // copies of other satellites' state held here
-	primary   *replica.Primary // this satellite's replicated store (nil when R = 1)
-	replicas  int              // R
-	retries   *retry.Budget    // origin retries of routed requests (routing.go)
+	self       uint32
+	grid       *constellation.Grid
+	store      store.PageStore
+	peers      peers.Dialer
+	log        *slog.Logger
+	m          *metrics.Node
+	pageBytes  int
+	locks      sessionLocks // one mutex per session: its operations run one at a time here
+	releases   releases     // releases owed to old owners (releases.go), behind releases.mu
+	stale      staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
+	partial    partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
+	faults     *liveness.Detector
+	ground     atomic.Bool      // cut off from the ground segment (SetFaults ground_cut): gateways are refused
+	holder     *replica.Holder  // copies of other satellites' state held here
+	primary    *replica.Primary // this satellite's replicated store (nil when R = 1)
+	replicas   int              // R
+	generation string           // the deployment generation (Options.Generation)
+	retries    *retry.Budget    // origin retries of routed requests (routing.go)
 
 	// The background work Start runs (the detector's re-probing, the
 	// replicas' upkeep and restores): Close cancels it and waits for it.
@@ -98,6 +99,9 @@ type Options struct {
 	// Replicas is R: every page frame and page-table entry of this satellite is
 	// also held by the R-1 live satellites behind it (docs/faults.md). 0 or 1: none.
 	Replicas int
+	// Generation is the deployment generation (config --generation; "" unknown):
+	// told to peers restoring, so a first start waits on no silent peer.
+	Generation string
 	// Faults is the failure detector routing follows (nil: one probing by health).
 	Faults *liveness.Detector
 }

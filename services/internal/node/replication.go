@@ -115,6 +115,7 @@ func (n *Node) check(ctx context.Context, i uint32) error {
 // setUpReplication builds the detector and, with R > 1, the replicated store.
 func (n *Node) setUpReplication(o Options) error {
 	n.faults = o.Faults
+	n.generation = o.Generation
 	if n.faults == nil {
 		n.faults = liveness.New(n.probe, 0)
 	}
@@ -123,7 +124,7 @@ func (n *Node) setUpReplication(o Options) error {
 	if n.replicas == 1 {
 		return nil
 	}
-	p, err := replica.NewPrimary(replica.Options{Self: n.self, Spec: n.grid.Spec(), Replicas: n.replicas,
+	p, err := replica.NewPrimary(replica.Options{Self: n.self, Spec: n.grid.Spec(), Replicas: n.replicas, Generation: o.Generation,
 		Local: n.store, Transport: transport{n}, Liveness: n.faults,
 		Counters: metrics.NewReplication(n.m.Registry), PageBytes: n.pageBytes, Logger: n.log})
 	if err != nil {
@@ -135,6 +136,10 @@ func (n *Node) setUpReplication(o Options) error {
 
 // Faults is the node's failure detector.
 func (n *Node) Faults() *liveness.Detector { return n.faults }
+
+// Started reports whether the node has served since its process started
+// (its first restore done; with R = 1 at once).
+func (n *Node) Started() bool { return n.primary == nil || n.primary.Started() }
 
 // Replicas is R.
 func (n *Node) Replicas() int { return n.replicas }
@@ -302,6 +307,9 @@ func (s *satServer) ReplicaState(ctx context.Context, req *satpagev1.ReplicaStat
 		return nil, s.n.observe(ctx, "ReplicaState", start, fmt.Errorf("%d sessions exceed %d: %w", len(req.Sessions), MaxForget, errs.ErrInvalid))
 	}
 	r, err := s.n.holder.State(ctx, req.Namespace, req.Snapshot, req.Sessions...)
+	if err == nil {
+		r.Generation, r.Started = s.n.generation, s.n.Started()
+	}
 	return r, s.n.observe(ctx, "ReplicaState", start, err)
 }
 

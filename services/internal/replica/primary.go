@@ -67,6 +67,10 @@ type Options struct {
 	// RestoreWait bounds how long Restore waits for the satellites that would
 	// hold this one's copy to answer (default 30 s).
 	RestoreWait time.Duration
+	// Generation is the deployment generation ("" unknown). Known, Restore
+	// waits on silent peers only once some satellite of the plane has served in
+	// it (a restart).
+	Generation string
 }
 
 // Primary is the PageStore of a satellite with replication factor R > 1: it
@@ -82,6 +86,9 @@ type Primary struct {
 	local store.PageStore
 	snap  store.Snapshotter
 	ready atomic.Bool
+	// started: a Restore has completed in this process (sticky; ready is not,
+	// a fenced primary restores again).
+	started atomic.Bool
 
 	// gate: changes hold it shared from the local change to the last replica's
 	// answer; a snapshot holds it alone, so it contains every change it follows.
@@ -133,12 +140,17 @@ func NewPrimary(o Options) (*Primary, error) {
 	p.inc.Store(uint64(time.Now().UnixNano()))
 	if o.Replicas == 1 {
 		p.ready.Store(true) // nothing to restore from
+		p.started.Store(true)
 	}
 	return p, nil
 }
 
 // Ready reports whether the primary serves (Restore has run).
 func (p *Primary) Ready() bool { return p.ready.Load() }
+
+// Started reports whether the primary has served since its process started
+// (told to peers restoring: a plane where none has is at its first start).
+func (p *Primary) Started() bool { return p.started.Load() }
 
 // Version is the primary's current version.
 func (p *Primary) Version() *satpagev1.ReplicaVersion {
@@ -415,7 +427,7 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 // that left the replica set holds an older one (or the same, when nothing
 // changed since). nil when no satellite holds one.
 func BestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32) (uint32, *satpagev1.ReplicaStateResponse) {
-	c := bestCopy(ctx, t, spec, owner, nil)
+	c := bestCopy(ctx, t, spec, owner, "", nil)
 	return c.at, c.best
 }
 
@@ -427,6 +439,10 @@ type copyFound struct {
 	j      int
 	best   *satpagev1.ReplicaStateResponse
 	silent []int
+	// started: a satellite of this generation answered that it has served
+	// since its process started: the deployment has started, so this is a
+	// restart, and a silent satellite may hold the copy.
+	started bool
 	// epoch is the newest serving epoch of any answer, in sync or not (a copy
 	// fenced while out of sync refuses an older epoch too).
 	epoch uint64
@@ -445,7 +461,12 @@ func (c *copyFound) take(r *satpagev1.ReplicaStateResponse, at uint32, j int) {
 // resolve is not running: copies live in the satnode process (Holder), so it
 // holds none, and it is not counted silent (a first start must not wait on
 // peers that have not started).
-func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32, slots []int) copyFound {
+//
+// A satellite of another deployment generation than gen (both known: one of a
+// previous deployment, still answering) has served in another deployment: it
+// does not make this one's start a restart. Its copy is still taken (an
+// upgrade that changed the generation must not lose the state).
+func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner uint32, gen string, slots []int) copyFound {
 	if slots == nil {
 		for j := 1; j < spec.PerPlane(); j++ {
 			slots = append(slots, j)
@@ -464,6 +485,7 @@ func bestCopy(ctx context.Context, t Transport, spec constellation.Spec, owner u
 			defer mu.Unlock()
 			if err == nil {
 				found.epoch = max(found.epoch, r.Version.GetEpoch())
+				found.started = found.started || (r.Started && (gen == "" || r.Generation == gen))
 			}
 			switch {
 			case err != nil && !liveness.Absent(err):
@@ -523,7 +545,13 @@ func (p *Primary) Restore(ctx context.Context) error {
 	// waited for. The rounds back off (restorePoll, jittered) and ask only the
 	// near slots still silent: the others' answers cannot change, since a
 	// copy of this satellite is made only by this satellite.
-	found := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, nil)
+	//
+	// With the deployment generation known, a first start waits on no one: a
+	// copy of this satellite exists only once it has served, and then the
+	// deployment has started. While no satellite of the plane that answers has
+	// served in this generation, the silent ones are starting too, and hold
+	// nothing (docs/faults.md, "First start and restart").
+	found := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, p.o.Generation, nil)
 	for n, start := 0, time.Now(); found.best == nil; n++ {
 		var near []int
 		for _, j := range found.silent {
@@ -534,11 +562,17 @@ func (p *Primary) Restore(ctx context.Context) error {
 		if len(near) == 0 || time.Since(start) > p.o.RestoreWait {
 			break
 		}
+		if p.o.Generation != "" && !found.started {
+			p.o.Logger.InfoContext(ctx, "first start of the deployment: no satellite of the plane has served in this generation; not waiting on the silent ones",
+				"generation", p.o.Generation, "silent_slots", near)
+			break
+		}
 		if !retry.Sleep(ctx, restorePoll.Delay(n)) {
 			return ctx.Err()
 		}
-		again := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, near)
+		again := bestCopy(ctx, p.o.Transport, p.o.Spec, p.o.Self, p.o.Generation, near)
 		found.silent = again.silent
+		found.started = found.started || again.started
 		found.epoch = max(found.epoch, again.epoch)
 		if again.best != nil {
 			found.take(again.best, again.at, again.j)
@@ -579,6 +613,7 @@ func (p *Primary) Restore(ctx context.Context) error {
 	p.mu.Unlock()
 	p.gate.Unlock()
 	p.ready.Store(true)
+	p.started.Store(true)
 	for _, m := range p.Members() {
 		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
 			p.retry.failed(ctx, m, "snapshot after restore", err)

@@ -37,6 +37,9 @@ type sky struct {
 	snapshots   map[uint32]int
 	questions   map[uint32]int // ReplicaState calls to each satellite
 	replicates  map[uint32]int // Replicate calls to each satellite
+	// gens: each satellite's deployment generation, told in its ReplicaState
+	// answers (as the node's handler does); absent: "".
+	gens map[uint32]string
 }
 
 type skyLink struct {
@@ -93,11 +96,18 @@ func (l skyLink) ReplicaState(ctx context.Context, at uint32, req *satpagev1.Rep
 	l.s.mu.Lock()
 	l.s.questions[at]++
 	l.s.mu.Unlock()
-	h, _, err := l.reach(at)
+	h, p, err := l.reach(at)
 	if err != nil {
 		return nil, err
 	}
-	return h.State(ctx, req.Namespace, req.Snapshot)
+	r, err := h.State(ctx, req.Namespace, req.Snapshot)
+	if err == nil { // what the node's handler adds (node.satServer.ReplicaState)
+		l.s.mu.Lock()
+		r.Generation = l.s.gens[at]
+		l.s.mu.Unlock()
+		r.Started = p != nil && p.Started()
+	}
+	return r, err
 }
 
 func (l skyLink) RequestSync(ctx context.Context, primary, replica uint32) error {
@@ -137,7 +147,7 @@ func newSky(t *testing.T, r int) *sky {
 	}
 	s := &sky{t: t, spec: sp, r: r, dead: map[uint32]bool{}, holders: map[uint32]*Holder{},
 		prims: map[uint32]*Primary{}, locals: map[uint32]*store.Memory{}, copies: map[uint32]int{}, hops: map[uint32]int{},
-		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}, questions: map[uint32]int{}, replicates: map[uint32]int{}}
+		unreachable: map[uint32]bool{}, snapshots: map[uint32]int{}, questions: map[uint32]int{}, replicates: map[uint32]int{}, gens: map[uint32]string{}}
 	for i := range uint32(30) {
 		s.start(i, false)
 	}

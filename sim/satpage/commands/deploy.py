@@ -265,6 +265,11 @@ x-satnode-env: &satnode-env
   # minutes for its Redis task. At the default 2 min, 8 satnodes exited and were
   # started again (a start with restarts); the health check's start period is 10 min.
   SATPAGE_REDIS_WAIT: "10m"
+  # The deployment generation (docs/faults.md, "First start and restart"), from the
+  # environment of `docker stack deploy`: a new one for a new deployment, the same for
+  # its updates (SATPAGE_GENERATION=$(date +%s) docker stack deploy ...). Unset: none,
+  # and a restoring satellite waits on every silent peer.
+  SATPAGE_GENERATION: "${{SATPAGE_GENERATION:-}}"
 {links_env}
 # Health: grpc_health_probe on the standard health service, run by dockerd as an
 # exec (one runc exec per check, about a core-second on a loaded machine). Every 30 s

@@ -3584,9 +3584,16 @@ func (x *ForgetCopyResponse) GetHeld() bool {
 type ReplicaStateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether this satellite holds an in-sync copy of the namespace.
-	Synced        bool            `protobuf:"varint,1,opt,name=synced,proto3" json:"synced,omitempty"`
-	Version       *ReplicaVersion `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Sessions      []*SessionState `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	Synced   bool            `protobuf:"varint,1,opt,name=synced,proto3" json:"synced,omitempty"`
+	Version  *ReplicaVersion `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Sessions []*SessionState `protobuf:"bytes,3,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// The deployment generation this satellite runs in ("" when not set): its
+	// started counts for a restorer of the same generation only.
+	Generation string `protobuf:"bytes,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Whether this satellite's process has served (its own restore done) since it
+	// started: a first start, where no peer has, waits on no silent peer
+	// (docs/faults.md, "First start and restart").
+	Started       bool `protobuf:"varint,5,opt,name=started,proto3" json:"started,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3640,6 +3647,20 @@ func (x *ReplicaStateResponse) GetSessions() []*SessionState {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *ReplicaStateResponse) GetGeneration() string {
+	if x != nil {
+		return x.Generation
+	}
+	return ""
+}
+
+func (x *ReplicaStateResponse) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
 }
 
 type RequestSyncRequest struct {
@@ -4513,11 +4534,15 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x124\n" +
 	"\bsessions\x18\x03 \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\"(\n" +
 	"\x12ForgetCopyResponse\x12\x12\n" +
-	"\x04held\x18\x01 \x01(\bR\x04held\"\x9a\x01\n" +
+	"\x04held\x18\x01 \x01(\bR\x04held\"\xd4\x01\n" +
 	"\x14ReplicaStateResponse\x12\x16\n" +
 	"\x06synced\x18\x01 \x01(\bR\x06synced\x124\n" +
 	"\aversion\x18\x02 \x01(\v2\x1a.satpage.v1.ReplicaVersionR\aversion\x124\n" +
-	"\bsessions\x18\x03 \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\".\n" +
+	"\bsessions\x18\x03 \x03(\v2\x18.satpage.v1.SessionStateR\bsessions\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\tR\n" +
+	"generation\x12\x18\n" +
+	"\astarted\x18\x05 \x01(\bR\astarted\".\n" +
 	"\x12RequestSyncRequest\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\rR\areplica\"\x15\n" +
 	"\x13RequestSyncResponse\"\"\n" +
