@@ -9,7 +9,8 @@ container's JSON log of each pod (`kubectl logs -c satnode`). Prints, for each p
 seconds after T0 at which the pods reached it (p50, p90, last): created, scheduled, the
 TLS init step done, Redis started, satnode started, and from the satnode logs "starting",
 "serving" and "ready" (state restored), then Ready (the kubelet's probes). The kubelet's
-times have one-second resolution. Exit 2 on unreadable input.
+times have one-second resolution. Last, ``last_ready_s=`` the latest Ready condition
+(every pod Ready then); exit 1 when a pod is not Ready, 2 on unreadable input.
 """
 
 from __future__ import annotations
@@ -103,8 +104,15 @@ def main(argv: list[str]) -> int:
         return 2
     logdir = Path(argv[2]) if len(argv) == 3 else None
     print(f"start-up phases of {len(pods)} satellite pods, seconds after helm install (p50 / p90 / last):")
-    for key, xs in phases(pods, t0, logdir).items():
+    found = phases(pods, t0, logdir)
+    for key, xs in found.items():
         print(f"  {key:16s} {_pct(xs, 0.5):7.1f} {_pct(xs, 0.9):7.1f} {max(xs):7.1f}  (n={len(xs)})")
+    ready = found.get("Ready", [])
+    if len(ready) != len(pods):
+        print(f"k8s-startup: {len(pods) - len(ready)} of {len(pods)} pods are not Ready", file=sys.stderr)
+        return 1
+    # The last pod's Ready condition (kubelet's time, whole seconds): when every pod was Ready.
+    print(f"last_ready_s={max(ready):.1f}")
     return 0
 
 
