@@ -40,7 +40,7 @@ func (g *Gateway) machineIdle(ctx context.Context, s *session, located bool, idl
 		s.recent = map[uint32]struct{}{} // shared with the machine
 	}
 	cfg := fsm.Config{ID: s.id, Visits: fsmVisits(sched), Strategy: fsmStrategies[s.strategy], Plane: g.plane(),
-		Idle: idle, FencedRetry: fencedRetry, Relocatable: s.live == nil && ctx.Value(stayKey{}) == nil}
+		Idle: idle, FencedRetry: fencedRetry, ForwardRetries: forwardRetries, Relocatable: s.live == nil && ctx.Value(stayKey{}) == nil}
 	return fsm.Resume(cfg, fsm.State{Visits: fsmVisits(s.visits), Cur: s.cur, Epoch: s.epoch, Left: s.left,
 		MoveDue: s.moveDue, Recent: s.recent, Tables: s.tables, Used: s.used, Located: located})
 }
@@ -122,8 +122,14 @@ func (g *Gateway) driveFrom(ctx context.Context, s *session, tNs int64, located 
 			}
 			ev = fsm.Result{Err: forward(a.Satellite)}
 		case fsm.Wait:
+			// Jittered, so that sessions that failed together ask again apart;
+			// a wait past the request's deadline is not begun: the request
+			// fails now with the error that started it, not a deadline later.
+			d := retry.Backoff{First: a.D, Max: a.D, Jitter: 0.2}.Delay(0)
 			var werr error
-			if !retry.Sleep(ctx, a.D) {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+				werr = context.DeadlineExceeded
+			} else if !retry.Sleep(ctx, d) {
 				werr = ctx.Err()
 			}
 			ev = fsm.Result{Err: werr}

@@ -10,8 +10,9 @@ package gateway
 // dead goes to the first live satellite behind that one instead (the stand-in
 // the placement rule gives a dead slot), and so does a new session whose
 // first satellite is dead (openFirst). With R = 1, or when the satellite
-// only looked dead, the satellite asked refuses (FailedPrecondition) and the
-// request fails with its first error, as before.
+// only looked dead, the satellite asked refuses (FailedPrecondition); the
+// request is sent to the serving satellite again after a wait, up to
+// forwardRetries times within its deadline, and then fails with its first error.
 
 import (
 	"context"
@@ -52,6 +53,14 @@ func mayBeDead(err error) bool {
 // before it is sent there again (the satellite restores from its copies:
 // milliseconds on loopback).
 const fencedRetry = 250 * time.Millisecond
+
+// forwardRetries: a serving satellite that failed a request as a dead one
+// does but that no satellite behind took over is asked again after waits of
+// 0.25, 0.5, 1 and 2 s (3.75 s in all): a satellite back from a restart at a
+// new address is reached once the connection has looked its name up again
+// (make e2e-swarm: accesses failed "Error while dialing" 6 s after the
+// killed satellite's return, when one try was all they had).
+const forwardRetries = 4
 
 // standIn makes satellite at serve visit v of s in place of the scheduled one.
 func (s *session) standIn(v int, at uint32) {

@@ -63,6 +63,12 @@ type Config struct {
 	// FencedRetry is how long a request a fenced satellite refused waits
 	// before it is sent there again (when no satellite took the session over).
 	FencedRetry time.Duration
+	// ForwardRetries is how many times a request is sent again to a serving
+	// satellite that failed it as a dead or fenced one does and that no
+	// satellite behind took over (it only looked dead: back from a restart at
+	// a new address, or restoring), after waits of FencedRetry doubling up to
+	// 8 x FencedRetry. 0: only a fenced one, once.
+	ForwardRetries int
 	// Unlocated: the session is rebuilt (from its ticket): where it is comes
 	// from asking the satellites, on its first request. Otherwise it was just
 	// opened at its first visit's satellite.
@@ -242,6 +248,7 @@ type Machine struct {
 	pend      pending
 	cause     error // the error that started the recovery in progress
 	retried   bool  // the forward was retried after a takeover (once per place)
+	waits     int   // the forward's waits for a satellite nobody took over
 	relocated bool  // the session was looked up again (once per request)
 	moveTried bool
 	// takeover in progress
@@ -367,6 +374,7 @@ func (m *Machine) Step(now time.Time, ev Event) []Action {
 		m.used = now
 		m.busy, m.tNs, m.pages = true, e.TNs, e.Pages
 		m.retried, m.relocated, m.moveTried, m.moved, m.cause = false, false, false, false, nil
+		m.waits = 0
 		if !m.located {
 			return m.startLocate()
 		}
@@ -571,9 +579,19 @@ func (m *Machine) takeOverFailed() []Action {
 		// The next satellite may be the dead one: a stand-in, once the detector says so.
 		return m.ask(pNextAlive, CheckAlive{Satellite: m.visits[m.cur+1].Satellite})
 	case toForward:
-		if errs.Has(m.cause, errs.ErrStaleEpoch) {
+		if m.waits < m.cfg.ForwardRetries {
+			// No satellite behind took the session over: theirs hold it alive
+			// (back at a new address, or restoring). Ask it again after a wait,
+			// and take it over then if it has died meanwhile.
+			d := m.cfg.FencedRetry << min(m.waits, 3)
+			m.waits++
+			m.retried = false
+			return m.ask(pWait, Wait{D: d})
+		}
+		if m.waits == 0 && errs.Has(m.cause, errs.ErrStaleEpoch) {
 			// Fenced, and no satellite behind it took the session over: the
 			// session is still its own once it has restored.
+			m.waits++
 			return m.ask(pWait, Wait{D: m.cfg.FencedRetry})
 		}
 		return m.reply(m.cause)

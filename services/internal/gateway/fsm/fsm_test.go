@@ -163,6 +163,38 @@ func TestAFencedSatelliteNobodyTookOverIsAskedAgainAfterAWait(t *testing.T) {
 	})
 }
 
+// A serving satellite that failed the forward as a dead one does, but that
+// no satellite behind takes over (theirs hold it alive: it came back at a new
+// address), is asked again after doubling waits, a takeover asked before each;
+// the request fails only once the waits are spent.
+func TestAServingSatelliteNobodyTakesOverIsAskedAgainWithinTheRetries(t *testing.T) {
+	m := newMachine(t, fsm.Config{FencedRetry: 100 * time.Millisecond, ForwardRetries: 2})
+	run(t, m, t0, []step{
+		{fsm.Request{TNs: 5}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 100 * time.Millisecond}}},
+		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 200 * time.Millisecond}}},
+		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{}, []fsm.Action{fsm.Reply{Satellite: 1}}}, // back: answered there
+	})
+	if m.Epoch() != 0 || len(m.Left()) != 0 {
+		t.Errorf("epoch %d, left %v: nothing was taken over", m.Epoch(), m.Left())
+	}
+	run(t, m, t0, []step{
+		{fsm.Request{TNs: 6}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 100 * time.Millisecond}}},
+		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 200 * time.Millisecond}}},
+		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Reply{Satellite: 1, Err: errMarker}}}, // spent
+	})
+}
+
 // A session rebuilt at a second gateway from its ticket: where it is comes
 // from the satellites, newest visit first, its stand-ins deepest first.
 func TestASessionRebuiltFromItsTicketIsFoundWhereASatelliteServesIt(t *testing.T) {
@@ -278,7 +310,7 @@ func TestInvariantsHoldUnderRandomEvents(t *testing.T) {
 		}
 		strategy := fsm.Strategy(rng.IntN(3))
 		m, err := fsm.New(fsm.Config{ID: "r", Visits: visits, Strategy: strategy, Plane: plane, Idle: time.Minute,
-			FencedRetry: time.Millisecond, Unlocated: rng.IntN(2) == 0, Relocatable: rng.IntN(2) == 0, Now: t0})
+			FencedRetry: time.Millisecond, ForwardRetries: rng.IntN(3), Unlocated: rng.IntN(2) == 0, Relocatable: rng.IntN(2) == 0, Now: t0})
 		if err != nil {
 			t.Fatal(err)
 		}
