@@ -169,30 +169,26 @@ func TestAFencedSatelliteNobodyTookOverIsAskedAgainAfterAWait(t *testing.T) {
 // the request fails only once the waits are spent.
 func TestAServingSatelliteNobodyTakesOverIsAskedAgainWithinTheRetries(t *testing.T) {
 	m := newMachine(t, fsm.Config{FencedRetry: 100 * time.Millisecond, ForwardRetries: 2})
-	run(t, m, t0, []step{
-		{fsm.Request{TNs: 5}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
-		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 100 * time.Millisecond}}},
-		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
-		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 200 * time.Millisecond}}},
-		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{}, []fsm.Action{fsm.Reply{Satellite: 1}}}, // back: answered there
-	})
+	// tries: a request at tNs whose forward satellite 1 fails as a dead one
+	// does, nobody taking it over, once a wait (doubling from 100 ms), then
+	// sent again.
+	tries := func(tNs int64, waits int) []step {
+		steps := []step{{fsm.Request{TNs: tNs}, []fsm.Action{fsm.Forward{Satellite: 1}}}}
+		for w := range waits {
+			steps = append(steps,
+				step{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+				step{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 100 * time.Millisecond << w}}},
+				step{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}})
+		}
+		return steps
+	}
+	run(t, m, t0, append(tries(5, 2), step{fsm.Result{}, []fsm.Action{fsm.Reply{Satellite: 1}}})) // back: answered there
 	if m.Epoch() != 0 || len(m.Left()) != 0 {
 		t.Errorf("epoch %d, left %v: nothing was taken over", m.Epoch(), m.Left())
 	}
-	run(t, m, t0, []step{
-		{fsm.Request{TNs: 6}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
-		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 100 * time.Millisecond}}},
-		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
-		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Wait{D: 200 * time.Millisecond}}},
-		{fsm.Result{}, []fsm.Action{fsm.Forward{Satellite: 1}}},
-		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
-		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Reply{Satellite: 1, Err: errMarker}}}, // spent
-	})
+	run(t, m, t0, append(tries(6, 2), // the waits spent: the request fails
+		step{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		step{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.Reply{Satellite: 1, Err: errMarker}}}))
 }
 
 // A session rebuilt at a second gateway from its ticket: where it is comes
