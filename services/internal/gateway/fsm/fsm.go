@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/retry"
 )
 
 // Visit is one satellite of a session's schedule, serving from StartNs.
@@ -583,7 +584,7 @@ func (m *Machine) takeOverFailed() []Action {
 			// No satellite behind took the session over: theirs hold it alive
 			// (back at a new address, or restoring). Ask it again after a wait,
 			// and take it over then if it has died meanwhile.
-			d := m.cfg.FencedRetry << min(m.waits, 3)
+			d := retry.Backoff{First: m.cfg.FencedRetry, Max: 8 * m.cfg.FencedRetry}.Delay(m.waits) // no jitter: the driver's
 			m.waits++
 			m.retried = false
 			return m.ask(pWait, Wait{D: d})
