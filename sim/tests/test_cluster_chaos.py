@@ -7,8 +7,10 @@ the run says so; satellites paused past the detector's bound (SIGSTOP) are
 taken over and fenced, and a partitioned one waits, and they lose nothing either."""
 
 import json
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,18 +21,29 @@ SATPAGE = str(Path(sys.executable).with_name("satpage"))
 SMALL = "walker-star:30/2/1:500:87"
 
 
-def _chaos(tmp_path, replicas, *extra, seconds=15):
+def _chaos(tmp_path, replicas, *extra, seconds=15, state_dir=True, stderr=None):
+    where = ["--state-dir", str(tmp_path / f"r{replicas}")] if state_dir else []
     out = subprocess.run([SATPAGE, "cluster", "chaos", "--replicas", str(replicas), "--kill", "3",
                           "--cut-links", "2", "--seed", "1", "--sessions", "4", "--seconds", str(seconds),
-                          "--constellation", SMALL, "--state-dir", str(tmp_path / f"r{replicas}"), "--json",
-                          *extra],
-                         capture_output=True, text=True, timeout=600)
+                          "--constellation", SMALL, *where, "--json", *extra],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
+    if stderr is not None:
+        stderr.append(out.stderr)
     return json.loads(out.stdout)
 
 
 def test_two_replicas_lose_nothing_and_stay_linearizable(tmp_path, cluster_binaries):
-    r = _chaos(tmp_path, 2)
+    """Also: without --state-dir the cluster's state (every satellite's TLS key) goes to a
+    temporary directory, not the working directory, and a run that ends well removes it."""
+    said = []
+    r = _chaos(tmp_path, 2, state_dir=False, stderr=said)
+    assert list(tmp_path.iterdir()) == [], "chaos left files in its working directory"
+    started = re.search(r"starting 30 satellites with R = 2 in (\S+)", said[0])
+    assert started, said[0][-2000:]
+    sdir = Path(started.group(1))
+    assert sdir.parent == Path(tempfile.gettempdir()) and sdir.name.startswith("satpage-chaos-")
+    assert not sdir.exists() and r["state_dir"] is None and r["history"] is None
     assert r["satellites_killed"] == 3 and r["links_cut"] == 2
     assert r["requests_total"] > 1000
     assert r["pages_lost"] == 0 and r["sessions_failed"] == 0 and r["corrupt_reads"] == 0

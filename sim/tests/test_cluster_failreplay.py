@@ -41,8 +41,8 @@ def _invoke(*args):
     return CliRunner().invoke(app, list(args))
 
 
-def _run(*args):
-    out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, timeout=900)
+def _run(*args, cwd=None):
+    out = subprocess.run([SATPAGE, *args], capture_output=True, text=True, timeout=900, cwd=cwd)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
 
@@ -79,8 +79,12 @@ def test_with_one_replica_the_cluster_loses_the_engines_pages(schedule, tmp_path
 
 
 def test_with_two_replicas_the_same_kills_lose_nothing(schedule, tmp_path):
+    """Also: without --state-dir the cluster's state (its TLS keys) is not written to the
+    working directory, and a run whose losses are the engine's removes it."""
     r = _run("cluster", "chaos", "--failure-schedule", str(schedule), "--replicas", "2",
-             "--state-dir", str(tmp_path / "r2"), "--no-emulate-links", "--json")
+             "--no-emulate-links", "--json", cwd=tmp_path)
+    assert list(tmp_path.iterdir()) == [], "the replay left files in its working directory"
+    assert r["state_dir"] is None
     assert r["replicas"] == 2
     for name in ("on-demand", "proactive"):
         got = r["strategies"][name]

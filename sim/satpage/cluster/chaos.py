@@ -42,7 +42,6 @@ import contextlib
 import json
 import logging
 import subprocess
-import tempfile
 import threading
 import time
 import zlib
@@ -51,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from satpage.cluster.local import ClusterState, LocalCluster, find_binary
+from satpage.cluster.local import ClusterState, LocalCluster, find_binary, run_state_dir
 
 __all__ = ["ChaosConfig", "run_chaos"]
 
@@ -99,7 +98,10 @@ class ChaosConfig:
     #: over); otherwise half of them are the one before it on the session's trail
     kill_serving: bool = False
     handovers: int = 3  # per session, spread over the run
+    #: None: a temporary directory, removed after a run that ends well (run_state_dir)
     state_dir: Path | None = None
+    #: keep that temporary directory after a run that ends well too
+    keep: bool = False
     history: Path | None = None
     #: the cluster's links timed by the sky (cluster_up's emulate_links)
     emulate_links: bool = True
@@ -362,8 +364,20 @@ def run_chaos(cfg: ChaosConfig, *, progress=None) -> dict:
     satcheck = find_binary("satcheck")
     rng = np.random.default_rng(cfg.seed)
     say = progress or (lambda msg: log.info("%s", msg))
-    own_dir = cfg.state_dir is None
-    sdir = Path(tempfile.mkdtemp(prefix="chaos-", dir=".")) if own_dir else Path(cfg.state_dir)
+    # not the working directory: the state holds every satellite's TLS key (run_state_dir)
+    with run_state_dir(cfg.state_dir, prefix="satpage-chaos-", keep=cfg.keep, say=say) as rd:
+        report = _chaos_in(cfg, rd.path, t, planes, per, satcheck, rng, say)
+        rd.failed = bool(report["pages_lost"] or report["sessions_failed"] or report["corrupt_reads"]
+                         or not report["linearizable"])
+    report["state_dir"] = str(rd.path) if rd.kept else None
+    if not rd.kept and cfg.history is None:
+        report["history"] = None  # it was in the state directory, removed with it
+    return report
+
+
+def _chaos_in(cfg: ChaosConfig, sdir: Path, t: int, planes: int, per: int, satcheck: Path,
+              rng: np.random.Generator, say) -> dict:
+    """run_chaos's run on a cluster whose state goes to sdir."""
     say(f"starting {t} satellites with R = {cfg.replicas} in {sdir}")
     # the history and the logs stay in sdir for a look afterwards
     with LocalCluster.up(cfg.constellation, state_dir=sdir, replicas=cfg.replicas, gateways=cfg.gateways,

@@ -79,7 +79,7 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                         progress=None, gateway: str | None = None, tls_dir: Path | None = None,
                         kill_command: str | None = None, satellites: list[int] | None = None,
                         fail_s: float | None = None, busiest: bool = False,
-                        emulate_links: bool = True) -> dict:
+                        emulate_links: bool = True, keep: bool = False) -> dict:
     """`satpage cluster chaos --failure-schedule FILE`: rebuild the sessions of the run
     that wrote FILE (its ``config``), replay each strategy's sessions with the file's
     failures (``replayer.replay``), and set what the cluster lost and counted
@@ -95,11 +95,11 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     of the replayed sessions then (per strategy and chunk; the engine is given the
     satellites actually killed). ``emulate_links``: whether a local cluster started here
     times its links (``cluster_up``'s; the counts and losses do not depend on it)."""
+    import contextlib
     import json
-    import tempfile
 
     from satpage.backend import LOSS_KEYS, ClusterBackend, EngineBackend
-    from satpage.cluster.local import LocalCluster, satellites_in
+    from satpage.cluster.local import LocalCluster, run_state_dir, satellites_in
     from satpage.cluster.replayer import STRATEGIES
     from satpage.comparator import compare_figures
     from satpage.faults_io import read_failure_scenario, read_failure_schedule
@@ -144,63 +144,72 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     if schedule.n_failures and int(np.max(schedule.satellite)) >= world.sats.n_sats:
         raise ValueError(f"{path}: failure of satellite {int(np.max(schedule.satellite))}, but {spec} "
                          f"has {world.sats.n_sats}")
-    cl = sdir = None
-    if gateway is None:
-        own = state_dir is None
-        sdir = Path(tempfile.mkdtemp(prefix="chaos-replay-", dir=".")) if own else Path(state_dir)
-        say(f"starting {satellites_in(spec)} satellites with R = {r} in {sdir}")
-        cl = LocalCluster.up(spec, state_dir=sdir, replicas=r,  # one for every replay
-                             emulate_links=emulate_links)
-        target = Target(cl.gateway, cl.tls_dir, cl.satellites, cl)
-    else:
-        from satpage_client.channel import tls_dir_for
+    with contextlib.ExitStack() as dirs:
+        cl = sdir = rd = None
+        if gateway is None:
+            # not the working directory: the state holds every satellite's TLS key
+            rd = dirs.enter_context(run_state_dir(state_dir, prefix="satpage-chaos-replay-", keep=keep,
+                                                  say=say))
+            sdir = rd.path
+            say(f"starting {satellites_in(spec)} satellites with R = {r} in {sdir}")
+            cl = LocalCluster.up(spec, state_dir=sdir, replicas=r,  # one for every replay
+                                 emulate_links=emulate_links)
+            target = Target(cl.gateway, cl.tls_dir, cl.satellites, cl)
+        else:
+            from satpage_client.channel import tls_dir_for
 
-        target = Target(gateway, tls_dir if tls_dir is not None else tls_dir_for(gateway),
-                        world.sats.n_sats, CommandKiller(kill_command))
-    cluster: dict[str, dict] = {}
-    engine: dict[str, dict] = {}
-    free = {n: dict.fromkeys(COUNT_KEYS, 0) for n in names}  # the engine's failure-free counts
-    kills: dict[str, list] = {}
-    # the engine's fault model: one per chunk for the file's failures, per replay for busiest kills
-    eb = EngineBackend(world, replicas=r, recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
-    cb = ClusterBackend(target, local=(lambda: cl.state) if cl is not None else None, read_back=True,
-                        settle_s=0.0 if r == 1 else 1.0, progress=say)
-    try:
-        for i in range(world.n_chunks):
-            ct = chunk_trace(world, i)
-            for name in names:
-                say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, "
-                    f"{schedule.n_failures + len(busiest_ns)} failures")
-                got = cb.replay(ct, name, schedule, busiest_ns=busiest_ns)
-                # busiest kills: the engine gets the satellites the replay chose
-                failures = (_permanent([k["satellite"] for k in got.kills], [k["fail_ns"] for k in got.kills])
-                            if busiest_ns else schedule)
-                e = eb.replay(ct, name, failures)
-                c = cluster.setdefault(name, {})
-                for k, v in {**got.losses, **{k: got.counts[k] for k in COUNT_KEYS}, **got.replication}.items():
-                    c[k] = c.get(k, 0) + v
-                figures = {**e.losses, **e.replication}
-                en = engine.setdefault(name, dict.fromkeys(ENGINE_FIGURES, 0))
-                for k in ENGINE_FIGURES:
-                    en[k] += figures[k]
-                for k in COUNT_KEYS:
-                    free[name][k] += e.counts[k]
-                kills.setdefault(name, []).extend(got.kills)
-    finally:
-        if cl is not None:
-            cl.down()  # the logs stay in sdir
-    for n in names:
-        engine[n].update(free[n])
-    return {
-        "failure_schedule": str(path), "scenario": sc.name, "seed": sc.seed, "version": code_version(),
-        "constellation": spec, "replicas": r, "failures": schedule.n_failures,
-        "target": target.gateway if gateway is not None else "local",
-        "restart": "at once (empty): a killed satellite is back before the next request",
-        "strategies": cluster, "engine": engine,
-        "equal": {n: compare_figures(engine[n], cluster[n], LOSS_KEYS).equal for n in names},
-        # the movements of a run that lost nothing are the failure-free run's
-        "counts_equal": {n: compare_figures(engine[n], cluster[n], COUNT_KEYS).equal for n in names},
-        "engine_in_file": {n: doc.get("engine", {}).get(n) for n in names},
-        "replicas_in_file": doc.get("replicas"),
-        "kills": kills, "state_dir": str(sdir) if sdir is not None else None,
-    }
+            target = Target(gateway, tls_dir if tls_dir is not None else tls_dir_for(gateway),
+                            world.sats.n_sats, CommandKiller(kill_command))
+        cluster: dict[str, dict] = {}
+        engine: dict[str, dict] = {}
+        free = {n: dict.fromkeys(COUNT_KEYS, 0) for n in names}  # the engine's failure-free counts
+        kills: dict[str, list] = {}
+        # the engine's fault model: one per chunk for the file's failures, per replay for busiest kills
+        eb = EngineBackend(world, replicas=r, recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
+        cb = ClusterBackend(target, local=(lambda: cl.state) if cl is not None else None, read_back=True,
+                            settle_s=0.0 if r == 1 else 1.0, progress=say)
+        try:
+            for i in range(world.n_chunks):
+                ct = chunk_trace(world, i)
+                for name in names:
+                    say(f"chunk {i}: {name}, {ct.trace.n_sessions} sessions, "
+                        f"{schedule.n_failures + len(busiest_ns)} failures")
+                    got = cb.replay(ct, name, schedule, busiest_ns=busiest_ns)
+                    # busiest kills: the engine gets the satellites the replay chose
+                    failures = (_permanent([k["satellite"] for k in got.kills], [k["fail_ns"] for k in got.kills])
+                                if busiest_ns else schedule)
+                    e = eb.replay(ct, name, failures)
+                    c = cluster.setdefault(name, {})
+                    for k, v in {**got.losses, **{k: got.counts[k] for k in COUNT_KEYS}, **got.replication}.items():
+                        c[k] = c.get(k, 0) + v
+                    figures = {**e.losses, **e.replication}
+                    en = engine.setdefault(name, dict.fromkeys(ENGINE_FIGURES, 0))
+                    for k in ENGINE_FIGURES:
+                        en[k] += figures[k]
+                    for k in COUNT_KEYS:
+                        free[name][k] += e.counts[k]
+                    kills.setdefault(name, []).extend(got.kills)
+        finally:
+            if cl is not None:
+                cl.down()  # the logs stay in sdir
+        for n in names:
+            engine[n].update(free[n])
+        report = {
+            "failure_schedule": str(path), "scenario": sc.name, "seed": sc.seed, "version": code_version(),
+            "constellation": spec, "replicas": r, "failures": schedule.n_failures,
+            "target": target.gateway if gateway is not None else "local",
+            "restart": "at once (empty): a killed satellite is back before the next request",
+            "strategies": cluster, "engine": engine,
+            "equal": {n: compare_figures(engine[n], cluster[n], LOSS_KEYS).equal for n in names},
+            # the movements of a run that lost nothing are the failure-free run's
+            "counts_equal": {n: compare_figures(engine[n], cluster[n], COUNT_KEYS).equal for n in names},
+            "engine_in_file": {n: doc.get("engine", {}).get(n) for n in names},
+            "replicas_in_file": doc.get("replicas"),
+            "kills": kills, "state_dir": str(sdir) if sdir is not None else None,
+        }
+        if rd is not None:
+            # the cluster lost other pages than the engine's model: keep its logs
+            rd.failed = not all(report["equal"].values())
+    if rd is not None and not rd.kept:
+        report["state_dir"] = None
+    return report

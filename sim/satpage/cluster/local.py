@@ -22,6 +22,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -33,12 +35,14 @@ __all__ = [
     "ClusterState",
     "LocalCluster",
     "ProcessRecord",
+    "RunDir",
     "cluster_down",
     "cluster_status",
     "cluster_up",
     "default_state_dir",
     "find_binary",
     "load_state",
+    "run_state_dir",
     "satellites_in",
 ]
 
@@ -61,6 +65,51 @@ def satellites_in(constellation: str) -> int:
     from orbit_model import parse_walker_spec
 
     return parse_walker_spec(constellation)[1]
+
+
+@dataclass
+class RunDir:
+    """The state directory of a cluster started for one run (``run_state_dir``)."""
+
+    path: Path
+    #: made by run_state_dir (and removed by it unless kept), not given by the caller
+    own: bool
+    #: keep it after the run even when it ends well (``--keep``)
+    keep: bool = False
+    #: set by the caller when the run's outcome is bad: the directory is kept for a look
+    failed: bool = False
+    #: whether the directory is still there after the run
+    kept: bool = True
+
+
+@contextmanager
+def run_state_dir(state_dir: Path | None, *, prefix: str, keep: bool = False,
+                  say: Callable[[str], None] | None = None) -> Iterator[RunDir]:
+    """The state directory of a cluster started for one run (``cluster chaos``, a failure replay).
+
+    Given a state_dir, that directory, left in place. Otherwise a fresh one under the
+    system's temporary directory (``tempfile.mkdtemp``: mode 0700, ``$TMPDIR`` honoured),
+    never the working directory: it holds every satellite's TLS private key and the
+    token signing key, and a ``git add -A`` in a checkout would commit them. That one is
+    removed when the run ends well, and kept (and named through say) when the run raised,
+    when the caller set ``failed``, or with keep: its logs and history are what a failed
+    run leaves to look at.
+    """
+    if state_dir is not None:
+        yield RunDir(Path(state_dir), own=False, keep=True)
+        return
+    rd = RunDir(Path(tempfile.mkdtemp(prefix=prefix)), own=True, keep=keep)
+    ok = False
+    try:
+        yield rd
+        ok = True
+    finally:
+        if ok and not rd.failed and not rd.keep:
+            shutil.rmtree(rd.path, ignore_errors=True)
+            rd.kept = False
+        elif say is not None:
+            why = "kept (--keep)" if ok and not rd.failed else "kept after a failed run"
+            say(f"state directory {why}: {rd.path} (logs, history; TLS keys in tls/)")
 
 
 def default_state_dir() -> Path:

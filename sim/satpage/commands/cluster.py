@@ -30,6 +30,14 @@ StateDir = Annotated[Path | None, typer.Option(
     "--state-dir", help="Where the cluster records what it started "
     "(default $SATPAGE_CLUSTER_DIR or .cluster).")]
 
+#: chaos's own cluster: its state (every satellite's TLS key among it) never in the working directory
+RunStateDir = Annotated[Path | None, typer.Option(
+    "--state-dir", help="Where the cluster started for the run keeps its state, logs and history "
+    "(default: a new directory under the system's temporary directory, removed after a run "
+    "that ends well, kept and named otherwise).")]
+Keep = Annotated[bool, typer.Option(
+    "--keep", help="Keep the temporary state directory after a run that ends well too.")]
+
 
 @app.command("up")
 def up(
@@ -307,7 +315,8 @@ def chaos(
         "(the failover case); by default half are the one before it on the session's trail.")] = False,
     history: Annotated[Path | None, typer.Option(
         "--history", help="Where to write the history (satpage-history/1) checked by bin/satcheck.")] = None,
-    state_dir: StateDir = None,
+    state_dir: RunStateDir = None,
+    keep: Keep = False,
     expect_no_loss: Annotated[bool, typer.Option(
         "--expect-no-loss", help="Exit 1 unless pages_lost == 0, sessions_failed == 0 and the "
         "history is linearizable (the promise of R >= 2 when no two holders of a page die at once); "
@@ -326,7 +335,7 @@ def chaos(
     setup_logging(verbose)
     if failure_schedule is not None:
         _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss,
-                      target=target, tls_dir=tls_dir, kill_command=kill_command,
+                      keep=keep, target=target, tls_dir=tls_dir, kill_command=kill_command,
                       fail_satellite=fail_satellite, fail_at=fail_at, fail_busiest=fail_busiest,
                       emulate_links=emulate_links)
         return
@@ -339,7 +348,7 @@ def chaos(
                       seed=seed, sessions=sessions,
                       seconds=seconds, constellation=constellation, pages=pages,
                       restart_after_s=restart_after, kill_serving=kill_serving, state_dir=state_dir,
-                      history=history, emulate_links=emulate_links)
+                      keep=keep, history=history, emulate_links=emulate_links)
     try:
         cfg.check()
     except ValueError as exc:
@@ -363,7 +372,7 @@ def chaos(
 
 
 def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, state_dir: Path | None,
-                  json_out: bool, expect_no_loss: bool, *, target: str | None = None,
+                  json_out: bool, expect_no_loss: bool, *, keep: bool = False, target: str | None = None,
                   tls_dir: Path | None = None, kill_command: str | None = None,
                   fail_satellite: list[int] | None = None, fail_at: float | None = None,
                   fail_busiest: bool = False, emulate_links: bool = True) -> None:
@@ -386,7 +395,7 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                                      progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False),
                                      gateway=target, tls_dir=tls_dir, kill_command=kill_command,
                                      satellites=fail_satellite, fail_s=fail_at, busiest=fail_busiest,
-                                     emulate_links=emulate_links)
+                                     emulate_links=emulate_links, keep=keep)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     if json_out:
