@@ -219,7 +219,8 @@ func (c *Cached) dropFrame(session string, page uint32) {
 	}
 }
 
-// holdFrames holds copies of frames as stored now (the newest); c.mu held.
+// holdFrames holds frames as stored now (the newest), their Data not copied
+// (never changed in place: Frame); c.mu held.
 func (c *Cached) holdFrames(session string, frames []Frame) {
 	for _, fr := range frames {
 		c.dropFrame(session, fr.Page)
@@ -230,7 +231,7 @@ func (c *Cached) holdFrames(session string, frames []Frame) {
 		for c.frameBytes+cost > c.maxFrameMem {
 			c.dropFrame(c.oldest.session, c.oldest.page)
 		}
-		f := &cachedFrame{session: session, page: fr.Page, data: slices.Clone(fr.Data), prev: c.newest}
+		f := &cachedFrame{session: session, page: fr.Page, data: fr.Data, prev: c.newest}
 		if f.data == nil {
 			f.data = []byte{}
 		}
@@ -502,7 +503,8 @@ func (c *Cached) GetFrames(ctx context.Context, session string, pages []uint32) 
 	return out, nil
 }
 
-// heldFrames copies the frames of pages out of memory; false unless all are held.
+// heldFrames returns the frames of pages from memory (their Data shared, read-only:
+// Frame); false unless all are held.
 func (c *Cached) heldFrames(session string, pages []uint32) ([]Frame, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -516,7 +518,7 @@ func (c *Cached) heldFrames(session string, pages []uint32) ([]Frame, bool) {
 		if !ok {
 			return nil, false
 		}
-		out[i] = Frame{Page: p, Data: slices.Clone(f.data)}
+		out[i] = Frame{Page: p, Data: f.data}
 	}
 	return out, true
 }

@@ -5,7 +5,10 @@ package store
 
 import "context"
 
-// Frame is the content of one page of a session.
+// Frame is the content of one page of a session. A frame's bytes are never
+// changed in place, by a store or by its callers: a new value is a new slice.
+// So Cached keeps the Data it is given and hands out the Data it keeps without
+// copying them (a one-page fault would copy the page twice more).
 type Frame struct {
 	Page uint32
 	Data []byte
@@ -16,7 +19,8 @@ type Table map[uint32]uint32
 
 // PageStore is the state of one satellite. Ownership: the store owns what it
 // holds; slices and maps passed in are not retained (the store copies what it
-// keeps), and slices and maps returned belong to the caller.
+// keeps), and slices and maps returned belong to the caller, except a frame's
+// Data, which is read-only (Frame) and may be shared.
 //
 // A single call is atomic with respect to other calls on the same store; a
 // sequence of calls is not (the node serialises a session's operations).
