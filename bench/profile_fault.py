@@ -18,7 +18,8 @@ profiler on every satnode, and in the same run:
   redis-servers, before and after; the load generator's set-up, 64 writes per
   session, is counted in the calls and subtracted from nothing: it is printed);
 - records a CPU profile of every satnode during the fault run (pprof, merged
-  into DIR/pprof-satnodes.pb.gz when `go` is on PATH) and, with --perf, a
+  into DIR/pprof-satnodes.pb.gz when `go` is on PATH; the JSON's pprof_cum_share
+  is each top function's share of its samples) and, with --perf, a
   system-wide `perf record -a -g` (DIR/perf.data) whose satnode samples are
   grouped by what their stack holds (the first rule that matches wins);
 - with --syscalls, counts the system calls of the satnodes and of the
@@ -246,6 +247,29 @@ def perf_comms(perf_data: Path) -> dict[str, float]:
     return shares
 
 
+#: pprof_cum_share: how many of the merged profile's functions, by cumulative samples.
+PPROF_TOP = 300
+
+
+def pprof_cum_share(profile: Path) -> dict[str, float]:
+    """The share of the satnodes' pprof samples under each of the PPROF_TOP functions
+    with the most cumulative samples (`go tool pprof -top -cum`), in % of all."""
+    top = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-nodefraction=0", f"-nodecount={PPROF_TOP}", str(profile)],
+                         capture_output=True, text=True, check=False,
+                         cwd=Path(__file__).resolve().parents[1] / "services").stdout
+    return cum_shares(top)
+
+
+def cum_shares(top: str) -> dict[str, float]:
+    """{function: cum %} from the rows of `go tool pprof -top` (flat, flat%, sum%, cum, cum%, name)."""
+    share = {}
+    for line in top.splitlines():
+        f = line.split(maxsplit=5)
+        if len(f) == 6 and f[1].endswith("%") and f[4].endswith("%"):
+            share[f[5].removesuffix(" (inline)")] = float(f[4].rstrip("%"))
+    return share
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
@@ -389,6 +413,7 @@ def main() -> int:
             subprocess.run(["go", "tool", "pprof", "-proto", *map(str, profiles)], stdout=f,
                            stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
         result["pprof"] = str(merged)
+        result["pprof_cum_share"] = pprof_cum_share(merged)
     if args.syscalls:
         # Requests in a window: the faults, from the redis-servers' writes in it (one
         # reply to each script: an adopt per fault, a release per RELEASE_BATCH);
