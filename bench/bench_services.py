@@ -40,8 +40,8 @@ emulated (positions from the default scenario's epoch; satload's requests are at
 scenario time 0, inside them) and not; the same one-hop closed-loop load at 64
 pages per request on each. Each hop there waits its ISL's light time, a timer:
 targets: emulated throughput >= 80 % of the other's, CPU per access at most
-10 % higher (means of two alternating rounds). ``--only-emulation`` runs just
-this comparison.
+10 % higher (means of alternating rounds: two, or ``--rounds``). ``--only-emulation``
+runs just this comparison.
 
 One page per request against the bare round trip (issue 33): ``--only-single-page``
 starts a small cluster (SINGLE_PAGE_CONSTELLATION, mutual TLS, no link
@@ -313,17 +313,18 @@ def main() -> int:
     ap.add_argument("--only-single-page", action="store_true",
                     help="only one-hop faults at one page per request against the bare round trip, alternately, "
                          "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
-    ap.add_argument("--rounds", type=int, default=5, help="--only-single-page: pairs of runs (1 to 50)")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="pairs of runs (1 to 50): --only-single-page (default 5), link emulation off/on (default 2)")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
-    if not 1 <= args.rounds <= 50:
+    if args.rounds is not None and not 1 <= args.rounds <= 50:
         print(f"error: --rounds {args.rounds} outside [1, 50]", file=sys.stderr)
         return 2
     if args.only_single_page:
         constellation = (SINGLE_PAGE_CONSTELLATION if args.constellation == DEFAULT_CONSTELLATION
                          else args.constellation)
-        pairs = compare_single_page(constellation, args.workers, dur, args.rounds, args.rate,
+        pairs = compare_single_page(constellation, args.workers, dur, args.rounds or 5, args.rate,
                                     2.0 if args.quick else 5.0)
         summary = print_single_page(pairs)
         print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
@@ -335,7 +336,7 @@ def main() -> int:
         print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
         return 0 if share >= 0.5 else 1
     if args.only_emulation:
-        emu = compare_emulation(args, dur)
+        emu = compare_emulation(args, dur, args.rounds or 2)
         ratio = print_emulation(emu)
         print(json.dumps({"emulation": emu, "emulation_on_vs_off": ratio, "load_average": os.getloadavg()}))
         return 0 if all(hops_ok(r) for rs in emu.values() for r in rs) else 1
@@ -396,7 +397,7 @@ def main() -> int:
     if not args.no_insecure:
         insecure = compare_insecure(args, dur, lat_s, hops)
     rep = compare_replicas(args, dur)
-    emu = compare_emulation(args, dur)
+    emu = compare_emulation(args, dur, args.rounds or 2)
 
     get = rates.get("GET", 0.0)
     print(f"baselines, same machine and run: redis-benchmark on one satellite's redis (4 KiB, 16 clients) "

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +31,7 @@ var origin = time.Now()
 func Now() time.Duration { return time.Since(origin) }
 
 // Sleep waits d on a timer (not the CPU) unless ctx ends first (false). How
-// late the timer fires is smoothed into Lateness, which the next sends take off.
+// late the timer fires is smoothed into Lateness, which the next ground-link waits take off.
 func (m *Model) Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
@@ -52,44 +51,8 @@ func (m *Model) Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // maxLate bounds one timer's lateness sample: a descheduled process must not
-// make the next sends come arbitrarily early.
+// make the next ground-link waits arbitrarily short.
 const maxLate = 2 * time.Millisecond
-
-// pollStep is how coarsely the runtime's timers fire in a process that is
-// idle: its network poller sleeps in whole milliseconds (epoll_wait), so a
-// timer fires up to this late (about half of it on average).
-const pollStep = time.Millisecond
-
-// sendAt waits until a message due at its receiver at wall ns `due` is to be
-// sent: the substrate before it, and early by the timers' lateness (at least
-// pollStep), on a timer. Early is free: the receiver holds the message until it
-// is due (holdUntil); late is not.
-func (m *Model) sendAt(ctx context.Context, due int64) bool {
-	lead := int64(m.Substrate() + max(m.Lateness(), pollStep))
-	return m.Sleep(ctx, time.Duration(due-lead-time.Now().UnixNano()))
-}
-
-// holdUntil returns no earlier than wall ns `at`, and as soon after as the
-// machine lets it (false: ctx ended first): a timer to within pollStep of it,
-// then the kernel's nanosleep (microseconds of slack) for the rest, since a
-// timer alone would fire up to pollStep late. The nanosleep holds a thread for
-// at most pollStep plus what the send came early.
-func holdUntil(ctx context.Context, at int64) bool {
-	if d := time.Duration(at-time.Now().UnixNano()) - pollStep; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-	}
-	for r := at - time.Now().UnixNano(); r > 0; r = at - time.Now().UnixNano() {
-		ts := syscall.NsecToTimespec(r)
-		_ = syscall.Nanosleep(&ts, nil) // EINTR (the runtime's signals): the loop sleeps the rest
-	}
-	return ctx.Err() == nil
-}
 
 // routed is a satellite-to-satellite request that travels hop by hop.
 type routed interface{ GetRoute() *satpagev1.Route }
@@ -132,14 +95,15 @@ type hopKey struct{}
 // ClientInterceptor is the interceptor of a connection to satellite to. A
 // routed request is due at to one hop's time (propagation at its scenario
 // time, its place in the link's queue, the per-hop processing) after it was
-// due here (after now at the origin); it is sent a little before that instant
-// (sendAt), carrying it (metadata satpage-link-due-ns), and the receiver holds
-// it until then (holdUntil). Timing
-// against one schedule rather than adding each hop's wait to the last keeps
-// the machine's lateness at one hop from adding up along the path: a late
-// hop is absorbed by the next one's wait. The reply is timed by the replier
-// (ServerInterceptor); at the origin the call returns when the reply is due,
-// not earlier. Other requests pass untouched.
+// due here (after now at the origin); it is sent at once, carrying that
+// instant (metadata satpage-link-due-ns). Timing against one schedule rather
+// than adding each hop's wait to the last keeps the machine's lateness at one
+// hop from adding up along the path: a late hop is absorbed by the next one's
+// wait. The reply is timed by the replier (ServerInterceptor); at the origin
+// the call returns when the reply is due, not earlier (holdUntil), so what
+// the machine takes to carry and handle the messages is inside the wait,
+// never added to it, as long as the machine is faster than the sky. Other
+// requests pass untouched.
 func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		from, tNs, ok := sender(req)
@@ -154,9 +118,6 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 		due, ok := m.due(from, to, tNs, size(req), base)
 		if !ok {
 			return invoker(ctx, method, req, reply, cc, opts...)
-		}
-		if !m.sendAt(ctx, due) {
-			return status.FromContextError(ctx.Err()).Err()
 		}
 		var trailer metadata.MD
 		md, _ := metadata.FromOutgoingContext(ctx)
@@ -180,9 +141,12 @@ func (m *Model) ClientInterceptor(to uint32) grpc.UnaryClientInterceptor {
 // routed request is due back at the satellite that sent it one hop's time
 // after the reply was ready here on the schedule: when the next hop's reply
 // was due (a relay), else when the request was due (the machine's own
-// handling is part of what is subtracted). It is sent a little before that
-// instant (sendAt), with the instant in the trailer. A request is handled when
-// it is due here, not when it arrived (its sender sent it early).
+// handling is inside the schedule). It is sent at once, with the instant in
+// the trailer. A request is handled when it arrives, before its instant:
+// what a satellite does with it is the same either way, and holding it too
+// would cost every hop a second wake-up (the CPU the holds cost is in
+// docs/emulation.md); the origin, which holds the reply, resumes on the sky's
+// schedule.
 func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		from, tNs, ok := sender(req) // before the handler: a relay appends itself to the path
@@ -193,9 +157,6 @@ func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 		h := &hop{due: time.Now().UnixNano()}
 		if due, ok := dueOf(md); ok {
 			h.due = due
-			if !holdUntil(ctx, due) { // sent early: handled when the sky delivers it
-				return nil, status.FromContextError(ctx.Err()).Err()
-			}
 		}
 		resp, err := handler(context.WithValue(ctx, hopKey{}, h), req)
 		ready := h.due
@@ -205,9 +166,6 @@ func (m *Model) ServerInterceptor(self uint32) grpc.UnaryServerInterceptor {
 		due, ok := m.due(self, from, tNs+(ready-h.due), size(resp), ready)
 		if !ok {
 			return resp, err
-		}
-		if !m.sendAt(ctx, due) && err == nil {
-			return nil, status.FromContextError(ctx.Err()).Err()
 		}
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(dueKey, strconv.FormatInt(due, 10))) // no stream: an in-process call
 		return resp, err
