@@ -410,3 +410,68 @@ func TestAHandoverNeverGoesToAStandInOfASlowNextSatellite(t *testing.T) {
 			st.Visits[1].Satellite, probes.Load())
 	}
 }
+
+// The Swarm kill step on the node's wiring: 8's replica 7 cannot be reached
+// over ISLs (its links cut at every satellite) while it answers its health
+// checks directly (the detector holds it alive), then is killed with its
+// memory and restarted, still cut off: it calls 8 for its copy, which cannot
+// reach it (a Swarm task is reached by name only once healthy, 36 s in make
+// e2e-swarm). 8's writes go on, each within asideAfter (3.5 s), the failed
+// attempts and the hop, held by 8 and 6 (the satellite behind 7); once 7 can
+// be reached it takes a snapshot and holds every write. Before, the writes
+// failed while 7 was cut off ("change ... stored at 0 replica(s) of 1, not at
+// [7]"), or were acknowledged by a retry from 8's own state alone.
+func TestWritesGoOnWhileTheReplicaCannotTakeItsCopies(t *testing.T) {
+	c := clustertest.New(t, failSpec, clustertest.Options{Replicas: 2})
+	register(t, c, "a", &satpagev1.Visit{Satellite: 8, StartNs: 0})
+	write(t, c, "a", 0, 10, "w0", "")
+	want := map[uint32]string{0: "w0"}
+	var worst time.Duration
+	writes := func(from int, span time.Duration) {
+		t.Helper()
+		for n, end := from, time.Now().Add(span); time.Now().Before(end); n++ {
+			start := time.Now()
+			v := fmt.Sprintf("w%d", n)
+			write(t, c, "a", uint32(n%4), int64(10+n), v, fmt.Sprintf("a/%d", n))
+			want[uint32(n%4)] = v
+			worst = max(worst, time.Since(start))
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	cut := func(on bool) {
+		var links [][2]uint32
+		for _, nb := range c.Grid.Neighbors(7, 0) {
+			if on {
+				links = append(links, [2]uint32{7, nb})
+			}
+		}
+		for _, n := range c.Nodes {
+			n.Faults().SetCut(links)
+		}
+	}
+	cut(true)
+	writes(1, 5*time.Second)
+	c.Kill(7)
+	c.Restart(t, 7) // empty; it asks 8 for its copy, and 8 cannot send it
+	cut(true)
+	writes(1000, 5*time.Second)
+	cut(false)
+	_, sat7 := c.Satellite(t, 7)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, err := sat7.ReplicaState(context.Background(), &satpagev1.ReplicaStateRequest{Namespace: 8})
+		if err == nil && r.Synced {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("7 holds no copy of 8 15 s after it can be reached: %v, %v", r, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	writes(2000, time.Second)
+	t.Logf("the slowest write took %v", worst)
+	if worst > 3500*time.Millisecond+3*time.Second {
+		t.Errorf("a write took %v, want at most 3.5 s, the failed attempts and the hop", worst)
+	}
+	readBack(t, c, "a", 5000, want)
+}

@@ -76,6 +76,15 @@ func (n *Node) recall(ctx context.Context, session, rid string, out proto.Messag
 	if err := proto.Unmarshal([]byte(body[1:]), out); err != nil {
 		return false, fmt.Errorf("answer kept for request %q: %v: %w", rid, err, errs.ErrUnavailable)
 	}
+	if n.primary != nil {
+		// The answer was stored here with its change, but the change may have
+		// failed at a replica (the first attempt then failed): it is
+		// acknowledged only once every replica holds it, as the first would
+		// have been. A replica that missed it gets a snapshot first.
+		if err := n.primary.Barrier(ctx); err != nil {
+			return false, fmt.Errorf("answer kept for request %q: %w", rid, err)
+		}
+	}
 	n.m.Accesses.WithLabelValues("deduplicated").Inc()
 	return true, nil
 }

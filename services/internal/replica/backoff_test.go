@@ -2,12 +2,11 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
 )
@@ -17,52 +16,64 @@ func (s *sky) snapshotsTo(i uint32) int          { s.mu.Lock(); defer s.mu.Unloc
 
 // A replica that no route reaches, but that the detector does not find dead
 // (the lead's 150-satellite run: a relay with a wrong view of the sky), gets
-// snapshots at the backoff's pace, not at every ping; writes meanwhile fail
-// at once as unavailable; and once reachable it is back in sync.
+// snapshots at the backoff's pace, not at every ping; once it has failed for
+// asideAfter it is set aside and the satellite behind it holds the copies, so
+// writes go on (before, they failed at once for as long as it backed off);
+// while set aside it costs one small question per backoff step, no snapshot;
+// and once reachable it is back in sync and in the set.
 func TestSnapshotsToAnUnreachableReplicaBackOff(t *testing.T) {
-	s := newSky(t, 2)
-	p := s.prims[3]
-	const first, most, tick = 20 * time.Millisecond, 160 * time.Millisecond, 5 * time.Millisecond
-	p.retry.first, p.retry.most, p.retry.jitter = first, most, 0
-	p.idle = 0 // ping at every tick, as a replica that just stopped answering needs
-	work(t, p, "a", 2)
-	s.setUnreachable(2, true)
-	before := s.snapshotsTo(2)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Maintain(ctx, tick); close(done) }()
-	const span = time.Second
-	time.Sleep(span)
-	// Writes while it backs off: refused at once, never acknowledged.
-	start := time.Now()
-	err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}})
-	if !errors.Is(err, errs.ErrUnavailable) {
-		t.Errorf("write with its replica unreachable: err %v, want ErrUnavailable", err)
-	}
-	if took := time.Since(start); took > 50*time.Millisecond {
-		t.Errorf("write took %v to fail, want at once (backing off)", took)
-	}
-	got := s.snapshotsTo(2) - before
-	t.Logf("%d snapshot attempts in %v", got, span)
-	// Tries at 0, 20, 60, 140, 300 ms, then one per 160 ms, each + up to one tick.
-	want := 4 + int((span-140*time.Millisecond)/most) + 1
-	if got > want || got < 3 {
-		t.Errorf("%d snapshot attempts in %v, want at most %d (a ping every %v without backoff: %d)",
-			got, span, want, tick, int(span/tick))
-	}
-	s.setUnreachable(2, false)
-	deadline := time.Now().Add(2 * time.Second)
-	for !reflect.DeepEqual(copyOrNil(s, 2, 3), s.snapshotOf(t, 3)) {
-		if time.Now().After(deadline) {
-			t.Fatal("replica 2 not back in sync 2 s after it became reachable")
+	synctest.Test(t, func(t *testing.T) {
+		s := newSky(t, 2)
+		p := s.prims[3]
+		p.retry.jitter = 0 // 1, 2, 4, 8 s
+		p.idle = 0         // ping at every tick, as a replica that just stopped answering needs
+		const tick = 100 * time.Millisecond
+		work(t, p, "a", 2)
+		s.setUnreachable(2, true)
+		s.mu.Lock()
+		before, asked := s.snapshots[2], s.questions[2]
+		s.mu.Unlock()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { p.Maintain(ctx, tick); close(done) }()
+		defer func() { cancel(); <-done }()
+		const span = 60 * time.Second
+		time.Sleep(span)
+		s.mu.Lock()
+		got, questions := s.snapshots[2]-before, s.questions[2]-asked
+		s.mu.Unlock()
+		// Tries at 0.1, 1.1 and 3.1 s; set aside at 3.6 s; then questions at
+		// 7.1, 15.1, 23.1, ... s (every 8 s), no snapshot.
+		if got != 3 {
+			t.Errorf("%d snapshot attempts in %v, want 3 (then set aside; a ping every %v without backoff: %d)",
+				got, span, tick, int(span/tick))
 		}
-		time.Sleep(tick)
-	}
-	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("v4")}}); err != nil {
-		t.Errorf("write after the replica is back: %v", err)
-	}
-	cancel()
-	<-done
+		if want := 1 + int((span-7100*time.Millisecond)/retryMax); questions != want {
+			t.Errorf("%d questions to the replica set aside in %v, want %d (one per backoff step)", questions, span, want)
+		}
+		// Writes while it is set aside: acknowledged at once, held by 1.
+		start := time.Now()
+		if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}}); err != nil {
+			t.Errorf("write with its replica set aside: %v", err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("write took %v, want at once (its replica set aside)", took)
+		}
+		if got, want := copyOrNil(s, 1, 3), s.snapshotOf(t, 3); !reflect.DeepEqual(got, want) {
+			t.Errorf("copy at 1, standing in:\n got %+v\nwant %+v", got, want)
+		}
+		s.setUnreachable(2, false)
+		time.Sleep(retryMax + tick)
+		if got, want := copyOrNil(s, 2, 3), s.snapshotOf(t, 3); !reflect.DeepEqual(got, want) {
+			t.Errorf("replica 2 not back in sync %v after it became reachable:\n got %+v\nwant %+v", retryMax+tick, got, want)
+		}
+		if m := p.Members(); !reflect.DeepEqual(m, []uint32{2}) {
+			t.Errorf("members %v after 2 took its snapshot, want [2]", m)
+		}
+		if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("v4")}}); err != nil {
+			t.Errorf("write after the replica is back: %v", err)
+		}
+	})
 }
 
 // copyOrNil is at's copy of ns, nil when it holds none in sync.
@@ -86,7 +97,10 @@ func TestAnIdlePrimaryPingsOncePerIntervalAndNotAfterTraffic(t *testing.T) {
 		t.Error("no ping needed after 20 ms of quiet with a 10 ms limit")
 	}
 	s.setUnreachable(2, true)
-	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("x")}}); err == nil {
+	// Its caller gives up before the replica is set aside.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.PutFrames(ctx, "a", []store.Frame{{Page: 0, Data: []byte("x")}}); err == nil {
 		t.Fatal("write acknowledged without its replica")
 	}
 	if p.needsPing(10 * time.Millisecond) {
@@ -188,26 +202,34 @@ func TestAFirstStartDoesNotWaitOnASatelliteThatIsNotRunning(t *testing.T) {
 	}
 }
 
-// A replica that failed its first snapshot a moment ago (a satellite back from a
-// restart that could not take its copy yet) does not fail the next change at
-// once: the change waits out the short backoff and the snapshot then succeeds
+// A replica that fails its snapshot for a moment (a satellite back from a
+// restart that cannot take its copy yet) does not fail the change: the change
+// waits for its next try and is stored there, not at the satellite behind
 // (make e2e-swarm: "change 142 stored at 0 replica(s) of 1, not at [25]
 // (backing off 699ms for the next try)").
 func TestAChangeWaitsOutAShortBackoffOfItsReplica(t *testing.T) {
-	s := newSky(t, 2)
-	p := s.prims[3]
-	const first = 200 * time.Millisecond
-	p.retry.first, p.retry.most, p.retry.jitter = first, 8*first, 0
-	work(t, p, "a", 2)
-	s.setUnreachable(2, true)
-	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}}); !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("write with its replica unreachable: err %v, want ErrUnavailable", err)
-	}
-	s.setUnreachable(2, false) // it can take its copy now; its backoff runs up to 2 x 200 ms more
-	if err := p.PutFrames(context.Background(), "a", []store.Frame{{Page: 1, Data: []byte("v4")}}); err != nil {
-		t.Fatalf("write during the replica's first backoff: %v", err)
-	}
-	if !reflect.DeepEqual(copyOrNil(s, 2, 3), s.snapshotOf(t, 3)) {
-		t.Error("replica 2 does not hold the primary's state after the write")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		s := newSky(t, 2)
+		p := s.prims[3]
+		p.retry.jitter = 0
+		work(t, p, "a", 2)
+		s.setUnreachable(2, true)
+		start := time.Now()
+		wrote := make(chan error)
+		go func() { wrote <- p.PutFrames(context.Background(), "a", []store.Frame{{Page: 0, Data: []byte("v3")}}) }()
+		time.Sleep(1500 * time.Millisecond) // tries at 0 and 1 s failed; the next is at 3 s
+		s.setUnreachable(2, false)
+		if err := <-wrote; err != nil {
+			t.Fatalf("write during the replica's first backoff: %v", err)
+		}
+		if took := time.Since(start); took != 3*time.Second {
+			t.Errorf("write took %v, want 3 s (its replica's third try)", took)
+		}
+		if !reflect.DeepEqual(copyOrNil(s, 2, 3), s.snapshotOf(t, 3)) {
+			t.Error("replica 2 does not hold the primary's state after the write")
+		}
+		if m := p.Members(); !reflect.DeepEqual(m, []uint32{2}) {
+			t.Errorf("members %v, want [2] (never set aside)", m)
+		}
+	})
 }

@@ -77,8 +77,8 @@ type Options struct {
 // applies each change to the local store, sends it to the R-1 replicas
 // (Replicas, on the detector's live view) and returns only when every one has
 // stored it. A replica that is not in sync (it restarted empty, or it just
-// became a replica because the one before it died) gets a snapshot of the
-// whole local state first. Until Restore has run, every call fails with
+// became a replica because the one before it died or was set aside) gets a
+// snapshot of the whole local state first. Until Restore has run, every call fails with
 // ErrUnavailable: a restarted satellite never serves before it has its state
 // back. Safe for concurrent use.
 type Primary struct {
@@ -187,11 +187,16 @@ func staleErr(seq uint64, err error) error {
 	return fmt.Errorf("change %d not acknowledged: %v: %w", seq, err, errs.ErrStaleEpoch)
 }
 
-// Members are the replicas now: the R-1 live satellites behind this one. A
-// satellite that left the set is forgotten: should it come back into it (it
-// was only thought dead), it gets a snapshot, never the changes after the ones it missed.
+// Members are the replicas now: the R-1 live satellites behind this one that
+// are not set aside (a replica whose copies failed for asideAfter: backoff.go).
+// A satellite that left the set is forgotten: should it come back into it (it
+// was only thought dead, or it takes copies again), it gets a snapshot, never
+// the changes after the ones it missed.
 func (p *Primary) Members() []uint32 {
-	m := Replicas(p.o.Spec, p.o.Self, p.o.Replicas, p.o.Liveness.SatelliteDown)
+	now := time.Now()
+	m := Replicas(p.o.Spec, p.o.Self, p.o.Replicas, func(i uint32) bool {
+		return p.o.Liveness.SatelliteDown(i) || p.retry.setAside(context.Background(), i, now)
+	})
 	p.mu.Lock()
 	for r := range p.synced {
 		if !slices.Contains(m, r) {
@@ -202,6 +207,12 @@ func (p *Primary) Members() []uint32 {
 	p.mu.Unlock()
 	p.retry.keep(m)
 	return m
+}
+
+// candidates are the replicas by the detector's view alone: the members, with
+// those set aside in their places.
+func (p *Primary) candidates() []uint32 {
+	return Replicas(p.o.Spec, p.o.Self, p.o.Replicas, p.o.Liveness.SatelliteDown)
 }
 
 var errRestoring = fmt.Errorf("satellite is restoring its state from its replicas: %w", errs.ErrUnavailable)
@@ -308,12 +319,16 @@ func (p *Primary) forget(m uint32, id uint64) {
 // complete makes every current replica hold change seq (snapshots to the ones
 // that did not take it as a change), or fails with ErrUnavailable naming them.
 // Each replica gets at most one snapshot attempt per round, and none while it
-// backs off from a failed one: the change waits out a short backoff (the first
-// two steps, backoff.shortWait) and fails at once during a longer one; a replica
-// the detector finds dead meanwhile is replaced by the next one behind, which is
-// tried in the same call.
+// backs off from a failed one: the change waits for its next try or for it to
+// be set aside (backoff.due), whichever comes first, so a replica that cannot
+// take a copy delays the change by at most asideAfter from its first failure;
+// then the next live satellite behind takes its place and is tried in the same
+// call, as one the detector finds dead meanwhile is. The change fails when
+// ctx ends, or when its waits would pass asideAfter + retryFirst (the stand-in
+// failing too).
 func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64) error {
-	for attempt := 0; ; attempt++ {
+	until := time.Now().Add(p.retry.aside + p.retry.first)
+	for round := 0; ; round++ {
 		var missing, waiting []uint32
 		var wait time.Duration
 		held, now := 0, time.Now()
@@ -330,15 +345,15 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 		if len(missing)+len(waiting) == 0 {
 			return nil
 		}
-		if len(missing) == 0 && attempt < 3 && wait <= p.retry.shortWait() && retry.Sleep(ctx, wait) {
-			// A replica that failed its first snapshot or two a moment ago (a
-			// satellite back from a restart that could not take its copy yet)
-			// gets the rest of that short wait and another try, instead of the
-			// change failing at once (make e2e-swarm: an OpenSession failed so
-			// while the restarted replica was being synced).
+		if len(missing) == 0 && round < completeRounds && !now.Add(wait).After(until) && retry.Sleep(ctx, wait) {
+			// A replica that failed a moment ago (a satellite back from a
+			// restart that cannot take its copy yet) gets its next try, or is
+			// set aside, within the wait; the change does not fail meanwhile
+			// (make e2e-swarm: an OpenSession failed while the restarted
+			// replica backed off, and every change failed for 36 s).
 			continue
 		}
-		if len(missing) == 0 || attempt == 3 || ctx.Err() != nil {
+		if len(missing) == 0 || round >= completeRounds || ctx.Err() != nil {
 			return fmt.Errorf("change %d stored at %d replica(s) of %d, not at %v (backing off %v for the next try): %w",
 				seq, held, p.o.Replicas-1, append(missing, waiting...), wait.Round(time.Millisecond), errs.ErrUnavailable)
 		}
@@ -346,7 +361,6 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 			err := p.syncTo(ctx, m, seq)
 			if err == nil {
 				done[m] = true
-				p.retry.ok(ctx, m)
 				continue
 			}
 			if errs.Has(err, errs.ErrStaleEpoch) {
@@ -364,6 +378,11 @@ func (p *Primary) complete(ctx context.Context, done map[uint32]bool, seq uint64
 		}
 	}
 }
+
+// completeRounds bounds a change's rounds of snapshots and waits (each wait
+// ends at a replica's next try or at its setting aside: three tries of one
+// replica and one of its stand-in fit, with the waits between).
+const completeRounds = 12
 
 // restoreWait bounds how long a restarting satellite waits for the
 // satellites that would hold its copy to answer.
@@ -415,6 +434,9 @@ func (p *Primary) syncTo(ctx context.Context, m uint32, seq uint64) error {
 	p.mu.Lock()
 	p.synced[m], p.syncedAt[m] = id, now
 	p.mu.Unlock()
+	// Still alone: a replica set aside is back in the set before any change
+	// can see the set without it (and it holds every change so far).
+	p.retry.ok(ctx, m)
 	if p.o.Counters != nil {
 		p.o.Counters.Snapshot(len(states))
 	}
@@ -506,7 +528,7 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 		return err
 	}
 	p.o.Liveness.MarkAlive(replica)
-	if !slices.Contains(p.Members(), replica) {
+	if !slices.Contains(p.candidates(), replica) { // a replica set aside is one: its copy is how it rejoins
 		return nil
 	}
 	p.mu.Lock()
@@ -518,8 +540,30 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 		p.retry.failed(ctx, replica, "snapshot asked for", err)
 		return err
 	}
-	p.retry.ok(ctx, replica)
 	return nil
+}
+
+// rejoin sends a snapshot to each replica set aside whose next try is due
+// (the upkeep's), once it answers a direct question: one that cannot be
+// reached at all costs one small call, not a snapshot with every change
+// waiting behind it. A snapshot it stores takes it back into the set
+// (syncTo), and the stand-in leaves it.
+func (p *Primary) rejoin(ctx context.Context) {
+	now := time.Now()
+	for _, m := range p.candidates() {
+		if ok, _ := p.retry.due(m, now); !ok || !p.retry.isAside(m) {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.o.Transport.ReplicaState(qctx, m, &satpagev1.ReplicaStateRequest{Namespace: p.o.Self})
+		cancel()
+		if err == nil {
+			err = p.syncTo(ctx, m, p.seq.Load())
+		}
+		if err != nil && ctx.Err() == nil {
+			p.retry.failed(ctx, m, "snapshot to rejoin", err)
+		}
+	}
 }
 
 // Restore takes the state back after a restart: the newest in-sync copy held
@@ -617,8 +661,6 @@ func (p *Primary) Restore(ctx context.Context) error {
 	for _, m := range p.Members() {
 		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
 			p.retry.failed(ctx, m, "snapshot after restore", err)
-		} else {
-			p.retry.ok(ctx, m)
 		}
 	}
 	for _, q := range PrimariesOf(p.o.Spec, p.o.Self, p.o.Replicas) {
@@ -635,7 +677,8 @@ func (p *Primary) Restore(ctx context.Context) error {
 // after the backoff). A replica in sync is pinged (one small Replicate) only
 // when it stored no change for idlePing: that catches one that lost its copy
 // (restarted empty) without asking for it (its RequestSync failed). None is
-// pinged while it backs off.
+// pinged while it backs off. A replica set aside gets a snapshot at its next
+// try (rejoin): the one it stores takes it back into the set.
 func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 	if p.o.Replicas == 1 {
 		return
@@ -660,7 +703,11 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 			continue
 		case <-t.C:
 		}
-		if !p.ready.Load() || !p.needsPing(max(interval/2, p.idle)) {
+		if !p.ready.Load() {
+			continue
+		}
+		p.rejoin(ctx)
+		if !p.needsPing(max(interval/2, p.idle)) {
 			continue
 		}
 		if err := p.mutate(ctx, func() error { return nil }, &satpagev1.StoreOp{Kind: satpagev1.StoreOp_KIND_PING}, 0); err != nil {
@@ -731,6 +778,15 @@ func (p *Primary) CountFrames(ctx context.Context, session string) (int, error) 
 		return 0, err
 	}
 	return p.local.CountFrames(ctx, session)
+}
+
+// Barrier returns once every replica holds every change applied here so far
+// (a ping, replicated as a change: a replica that missed a change gets a
+// snapshot first), or fails as a change does. A change applied here whose
+// replication failed is in the local state; what is read back from it (an
+// answer kept for a request sent again) is acknowledged only after Barrier.
+func (p *Primary) Barrier(ctx context.Context) error {
+	return p.mutate(ctx, func() error { return nil }, &satpagev1.StoreOp{Kind: satpagev1.StoreOp_KIND_PING}, 0)
 }
 
 // Changes: local, then every replica.
