@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +102,39 @@ type session struct {
 	left   []uint32   // satellites the session was taken over from (failover.go)
 	epoch  uint64     // rises at every change of serving satellite (the machine's, drive.go)
 	place  *sky.Place // replay: where the client is (RegisterSession's place); nil: none
+	// counted: the request ids (as sent to the satellites) whose answers are in
+	// stats, the last countedIDs of them: a client that sends a request again
+	// after it was answered gets the satellite's kept answer (node dedup.go),
+	// which is not a second movement.
+	counted countedIDs
+}
+
+// countedIDs is a small FIFO set of request ids (s.mu guards it).
+type countedIDs struct {
+	ids  []string
+	next int
+}
+
+// countedKept bounds the ids a session remembers: a client sends again its
+// latest requests, not one from long ago.
+const countedKept = 64
+
+// first records rid and reports whether it was not recorded yet ("": a request
+// without an id, acted on at every send: always first).
+func (c *countedIDs) first(rid string) bool {
+	if rid == "" {
+		return true
+	}
+	if slices.Contains(c.ids, rid) {
+		return false
+	}
+	if len(c.ids) < countedKept {
+		c.ids = append(c.ids, rid)
+	} else {
+		c.ids[c.next] = rid
+		c.next = (c.next + 1) % countedKept
+	}
+	return true
 }
 
 // ground is the ground end of the session's link: the place a live session
@@ -336,7 +370,9 @@ func (g *Gateway) ReadPage(ctx context.Context, req *satpagev1.ReadPageRequest) 
 		return nil, err
 	}
 	r.ScenarioTimeNs = req.ScenarioTimeNs
-	s.count(r)
+	if s.counted.first(req.RequestId) {
+		s.count(r)
+	}
 	s.use(req.Page)
 	return r, nil
 }
@@ -371,6 +407,7 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 	for i := 0; i < len(req.Pages); {
 		var r *satpagev1.ReadPagesResponse
 		var sat uint32
+		var rid string
 		j := i + 1
 		err := g.drive(ctx, s, req.ScenarioTimeNs[i], func(at uint32) error {
 			sat, j = at, i+1 // the accesses of the visit serving at ScenarioTimeNs[i]
@@ -386,7 +423,7 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 			if err != nil {
 				return err
 			}
-			rid := "" // each visit's part is its own request at its satellite, retried as one
+			rid = "" // each visit's part is its own request at its satellite, retried as one
 			if req.RequestId != "" {
 				rid = fmt.Sprintf("%s#%d", req.RequestId, i)
 			}
@@ -397,8 +434,11 @@ func (g *Gateway) ReadPages(ctx context.Context, req *satpagev1.ReadPagesRequest
 		if err != nil {
 			return nil, fmt.Errorf("accesses %d..%d at satellite %d: %w", i, j-1, sat, err)
 		}
+		again := !s.counted.first(rid)
 		for k, x := range r.Results {
-			s.count(x)
+			if !again {
+				s.count(x)
+			}
 			x.ScenarioTimeNs = req.ScenarioTimeNs[i+k]
 		}
 		s.use(req.Pages[i:j]...)
@@ -428,7 +468,9 @@ func (g *Gateway) WritePage(ctx context.Context, req *satpagev1.WritePageRequest
 		return nil, err
 	}
 	r.ScenarioTimeNs = req.ScenarioTimeNs
-	s.count(&satpagev1.ReadPageResponse{Outcome: r.Outcome, Hops: r.Hops})
+	if s.counted.first(req.RequestId) {
+		s.count(&satpagev1.ReadPageResponse{Outcome: r.Outcome, Hops: r.Hops})
+	}
 	s.use(req.Page)
 	return r, nil
 }

@@ -144,3 +144,50 @@ func TestARetriedMovePagesCutOffMidwayMovesEveryPageOnce(t *testing.T) {
 		}
 	}
 }
+
+// A client that sends a request again after it was answered (its reply lost
+// on the way back, say) gets the satellite's kept answer, and the gateway
+// counts the movement once: SessionStats matches what the satellites did.
+func TestARequestSentAgainAfterItsAnswerIsCountedOnce(t *testing.T) {
+	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{})
+	ctx := context.Background()
+	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "s",
+		Visits: []*satpagev1.Visit{{Satellite: 0, StartNs: 0}, {Satellite: 1, StartNs: 100}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Pages 1, 2 and 3 created at 0; at 1 each is moved by one request, each sent twice.
+	if _, err := c.Gateway.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: "s", Pages: []uint32{1, 2, 3},
+		ScenarioTimeNs: []int64{10, 10, 10}, RequestId: "create"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		w, err := c.Gateway.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: 3, Data: []byte("b"),
+			ScenarioTimeNs: 150, RequestId: "w"})
+		if err != nil || w.Outcome != satpagev1.Outcome_OUTCOME_MOVED || w.Hops != 1 {
+			t.Fatalf("write: got %v, %v, want moved 1 hop (the first answer, also when sent again)", w, err)
+		}
+		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 2, ScenarioTimeNs: 150, RequestId: "r"})
+		if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 {
+			t.Fatalf("read: got %v, %v, want moved 1 hop", r, err)
+		}
+		rs, err := c.Gateway.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: "s", Pages: []uint32{1},
+			ScenarioTimeNs: []int64{150}, RequestId: "rs"})
+		if err != nil || len(rs.Results) != 1 || rs.Results[0].Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+			t.Fatalf("batch: got %v, %v, want one access, moved", rs, err)
+		}
+	}
+	// A request without an id acts at every send: a local read, counted twice.
+	for range 2 {
+		if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 3, ScenarioTimeNs: 160}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := c.Control.SessionStats(ctx, &satpagev1.SessionStatsRequest{SessionId: "s", ScenarioTimeNs: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Accesses != 3+3+2 || st.Created != 3 || st.OndemandMoves != 3 || st.OndemandHops != 3 {
+		t.Errorf("counted %d accesses, %d created, %d moves (%d hops); want 8, 3, 3 (3)",
+			st.Accesses, st.Created, st.OndemandMoves, st.OndemandHops)
+	}
+}
