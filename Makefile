@@ -8,7 +8,11 @@ export PATH := $(TOOLS):$(PATH)
 GO_TEST_FLAGS ?= -race -count=1
 # loadgroup: the tests sharing a module- or session-scoped fixture run on one worker
 # (conftest.py), so a cluster or a compare run is made once, not once per worker.
-PYTEST_FLAGS ?= -n 2 --dist loadgroup
+# Three workers on two cores for the whole suite: its integration tests wait on other
+# processes (clusters starting, replays one request at a time, chaos runs of fixed
+# length), and a third worker fills that time; the unit tier keeps the CPU busy with two.
+PYTEST_FLAGS ?= -n 3 --dist loadgroup
+PYTEST_UNIT_FLAGS ?= -n 2 --dist loadgroup
 
 .PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit replay-vectors lint proto proto-check build bench help
 
@@ -33,7 +37,7 @@ pytest:  ## Python tests (warnings are errors); exit 5 (nothing collected) is a 
 	$(PY) -m pytest $(PYTEST_FLAGS)
 
 pytest-unit:  ## Python unit tier: neither integration nor slow (the root conftest.py fails a unit test that starts a process)
-	$(PY) -m pytest $(PYTEST_FLAGS) -m "not integration and not slow"
+	$(PY) -m pytest $(PYTEST_UNIT_FLAGS) -m "not integration and not slow"
 
 gotest:  ## Go tests with the race detector
 	cd services && go test $(GO_TEST_FLAGS) ./...

@@ -47,6 +47,14 @@ def _run(*args, cwd=None):
     return json.loads(out.stdout)
 
 
+def _run_here(*args):
+    """A replay through a running deployment (``--target``) in this process: it starts no
+    cluster, only its kill command (a subprocess)."""
+    r = _invoke(*args)
+    assert r.exit_code == 0, r.output[-3000:]
+    return json.loads(r.stdout)
+
+
 @pytest.fixture(scope="module")
 def schedule(tmp_path_factory, cluster_binaries):
     """Four paper-mimic sessions on a trail in plane 0, eight permanent failures (seed
@@ -116,7 +124,7 @@ def test_a_running_deployment_is_replayed_through_its_kill_command(schedule, tmp
         common = ["cluster", "chaos", "--failure-schedule", str(schedule), "--target", up["gateway"],
                   "--tls-dir", up["tls_dir"], "--replicas", "2", "--kill-command", kill,
                   "--strategies", "on-demand", "--json"]
-        r = _run(*common)
+        r = _run_here(*common)
         got, eng = r["strategies"]["on-demand"], r["engine"]["on-demand"]
         assert r["target"] == up["gateway"] and r["state_dir"] is None
         assert [k["satellite"] for k in r["kills"]["on-demand"]] == [f["satellite"] for f in doc["failures"]]
@@ -125,12 +133,12 @@ def test_a_running_deployment_is_replayed_through_its_kill_command(schedule, tmp
         assert compare_figures(eng, got, COUNTS).equal
         first = doc["failures"][0]
         at = ["--fail-at", str(first["fail_ns"] / 1e9)]
-        one = _run(*common, "--fail-satellite", str(first["satellite"]), *at)
+        one = _run_here(*common, "--fail-satellite", str(first["satellite"]), *at)
         assert [(k["satellite"], k["fail_ns"]) for k in one["kills"]["on-demand"]] == \
             [(first["satellite"], first["fail_ns"])]
         assert one["counts_equal"] == {"on-demand": True}
         # the worst single kill then: the satellite holding the most of the sessions' frames
-        worst = _run(*common, "--fail-busiest", *at)
+        worst = _run_here(*common, "--fail-busiest", *at)
         [k] = worst["kills"]["on-demand"]
         assert k["fail_ns"] == first["fail_ns"]
         w = worst["strategies"]["on-demand"]
