@@ -10,7 +10,8 @@ measured on a sample of the same sessions in the same run.
     .venv/bin/python bench/bench_compare.py --sessions 5000 --hours 2   # a quick look
 
 ``--baseline REV`` also runs the same scenario (``--scenario``, default large) at git
-revision REV, checked out in a temporary worktree, and this tree, alternately in fresh
+revision REV, checked out in a worktree under the system's temporary directory (kept for
+the next run), and this tree, alternately in fresh
 processes (``--repeats`` times each after one warm-up that fills Numba's caches), and
 prints the fastest wall and CPU time of each and their ratios: a refactoring must stay
 within ``--budget-pct`` (5 %) of the baseline's CPU time, which a loaded machine
@@ -35,6 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 STARLINK = ROOT / "data" / "tle" / "starlink-2022-09-14.tle"
 #: --baseline writes its figures here (compare-baseline-SCENARIO.json), for docs/strategies.md
 RESULTS = ROOT / "bench" / "results"
+#: docs/strategies.md quotes each of those files in one line between these markers;
+#: --baseline rewrites the block, test_docs_describe checks it against the files
+DOC = ROOT / "docs" / "strategies.md"
+DOC_BEGIN = "<!-- compare-baseline lines: written by bench/bench_compare.py --baseline -->"
+DOC_END = "<!-- end of the compare-baseline lines -->"
 
 
 def python_page_table(trace, sessions: int) -> tuple[int, float]:
@@ -77,7 +83,11 @@ t0, c0 = time.perf_counter(), cpu_s()
 res = run_scenario(sc)
 wall, cpu = time.perf_counter() - t0, cpu_s() - c0
 s = res.summaries()
+one = next(iter(s.values()))
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "strategies": len(s),
+                  "satellites": int(res.world.sats.n_sats), "sessions": int(one["sessions"]),
+                  "accesses": int(one["accesses"]), "processes": int(res.processes),
+                  "stage_s": {k: round(float(v), 2) for k, v in res.stage_s.items()},
                   "page_hops": {k: int(v["page_hops"]) for k, v in s.items()}}))
 """
 
@@ -90,32 +100,87 @@ def _timed(tree: Path, scenario: str, overrides: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def against_baseline(rev: str, scenario: str, overrides: dict, repeats: int) -> dict:
-    """Fastest wall time of ``scenario`` here and at ``rev``, alternating runs."""
-    tmp = Path(tempfile.mkdtemp(prefix="satpage-baseline-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(tmp / "tree"), rev], cwd=ROOT,
+def _duration_s(scenario: str) -> float:
+    from satpage.scenario import load_scenario, shipped_scenario
+
+    return float(load_scenario(shipped_scenario(scenario)).time.duration_s)
+
+
+def doc_line(name: str, r: dict) -> str:
+    """docs/strategies.md's line for one compare-baseline-*.json (its file name and figures)."""
+    cpu, size = r["best_cpu_s"], r.get("size")
+    what = ""
+    if size:
+        what = (f" {r['scenario']}, {size['satellites']:,} satellites, {size['sessions']:,} sessions "
+                f"over {size['hours']:g} h, {size['strategies']} strategies, "
+                f"{size['processes']} process{'es' if size['processes'] > 1 else ''};")
+    return (f"- `{name}`:{what} {cpu['baseline']:.2f} s at {r['baseline_rev']}, "
+            f"{cpu['current']:.2f} s here, ratio {r['cpu_current_over_baseline']:.3f}")
+
+
+def doc_block(results: Path = RESULTS) -> str:
+    """The lines between DOC_BEGIN and DOC_END: one per compare-baseline-*.json, by name."""
+    lines = [doc_line(p.name, json.loads(p.read_text(encoding="utf-8")))
+             for p in sorted(results.glob("compare-baseline-*.json"))]
+    return "\n".join([DOC_BEGIN, *lines, DOC_END])
+
+
+def write_doc(doc: Path = DOC, results: Path = RESULTS) -> None:
+    """Rewrite doc's block of compare-baseline lines from the files in results."""
+    text = doc.read_text(encoding="utf-8")
+    start, end = text.index(DOC_BEGIN), text.index(DOC_END) + len(DOC_END)
+    doc.write_text(text[:start] + doc_block(results) + text[end:], encoding="utf-8")
+
+
+def baseline_tree(rev: str) -> Path:
+    """A worktree of rev under the system's temporary directory, kept between runs
+    (``git worktree remove`` it): both halves of ``make bench-compare-baseline`` and any
+    run after them share it, so Numba compiles the baseline's kernels into its cache once."""
+    want = subprocess.run(["git", "rev-parse", f"{rev}^{{commit}}"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    tree = Path(tempfile.gettempdir()) / f"satpage-baseline-{want[:12]}"
+    if tree.is_dir():
+        have = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True)
+        if have.returncode == 0 and have.stdout.strip() == want:
+            return tree
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+    subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), want], cwd=ROOT,
                    check=True, capture_output=True)
-    trees = {"baseline": tmp / "tree", "current": ROOT}
+    return tree
+
+
+def against_baseline(rev: str, scenario: str, overrides: dict, repeats: int) -> dict:
+    """Fastest wall and CPU time of ``scenario`` here and at ``rev``, alternating runs."""
+    t0 = time.perf_counter()
+    trees = {"baseline": baseline_tree(rev), "current": ROOT}
     walls: dict[str, list[float]] = {k: [] for k in trees}
     cpus: dict[str, list[float]] = {k: [] for k in trees}
+    warmup: dict[str, dict] = {}
     last: dict[str, dict] = {}
-    try:
-        for tree in trees.values():                      # warm-up: compile, fill caches
-            _timed(tree, scenario, overrides)
-        for _ in range(repeats):
-            for name, tree in trees.items():
-                last[name] = _timed(tree, scenario, overrides)
-                walls[name].append(last[name]["wall_s"])
-                cpus[name].append(last[name]["cpu_s"])
-                print(f"  {name:<9} {last[name]['wall_s']:8.2f} s wall {last[name]['cpu_s']:8.2f} s CPU",
-                      file=sys.stderr, flush=True)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(tmp / "tree")], cwd=ROOT,
-                       capture_output=True)
+    for name, tree in trees.items():                     # warm-up: compile, fill caches
+        w = _timed(tree, scenario, overrides)
+        warmup[name] = {"wall_s": w["wall_s"], "cpu_s": w["cpu_s"]}
+        print(f"  {name:<9} {w['wall_s']:8.2f} s wall {w['cpu_s']:8.2f} s CPU (warm-up)",
+              file=sys.stderr, flush=True)
+    for _ in range(repeats):
+        for name, tree in trees.items():
+            last[name] = _timed(tree, scenario, overrides)
+            walls[name].append(last[name]["wall_s"])
+            cpus[name].append(last[name]["cpu_s"])
+            print(f"  {name:<9} {last[name]['wall_s']:8.2f} s wall {last[name]['cpu_s']:8.2f} s CPU",
+                  file=sys.stderr, flush=True)
     best = {k: min(v) for k, v in walls.items()}
     best_cpu = {k: min(v) for k, v in cpus.items()}
+    cur = last["current"]
     return {"baseline_rev": rev, "scenario": scenario, "overrides": overrides,
-            "repeats": repeats, "wall_s": walls, "best_wall_s": best,
+            "size": {"satellites": cur["satellites"], "sessions": cur["sessions"],
+                     "accesses": cur["accesses"], "strategies": cur["strategies"],
+                     "processes": cur["processes"],
+                     "hours": overrides.get("time.duration_s", _duration_s(scenario)) / 3600.0},
+            "stage_s": {k: v["stage_s"] for k, v in last.items()},
+            "repeats": repeats, "warmup": warmup, "elapsed_s": time.perf_counter() - t0,
+            "wall_s": walls, "best_wall_s": best,
             "cpu_s": cpus, "best_cpu_s": best_cpu,
             "current_over_baseline": best["current"] / best["baseline"],
             "cpu_current_over_baseline": best_cpu["current"] / best_cpu["baseline"],
@@ -154,6 +219,7 @@ def main() -> int:
         r["load_average"] = os.getloadavg()
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / f"compare-baseline-{args.scenario}.json").write_text(json.dumps(r, indent=2) + "\n")
+        write_doc()
         if args.json:
             print(json.dumps(r, indent=2))
             return 0

@@ -130,17 +130,43 @@ def test_docs_hold_no_issue_numbers_or_dated_run_logs():
     )
 
 
+def _bench_compare():
+    """bench/bench_compare.py as a module (its top level imports the standard library only)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "bench" / "bench_compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_compare_speed_figures_are_those_bench_wrote():
     """docs/strategies.md quotes each bench/results/compare-baseline-*.json (written by
-    ``make bench-compare-baseline``) as the file holds it, one line a file."""
-    import json
-
+    ``make bench-compare-baseline``) as the file holds it, one line a file, and the
+    default and the large scenario both have their file."""
+    bench = _bench_compare()
     doc = (ROOT / "docs" / "strategies.md").read_text(encoding="utf-8")
-    files = sorted((ROOT / "bench" / "results").glob("compare-baseline-*.json"))
-    assert files, "bench/results holds no compare-baseline-*.json"
-    for path in files:
-        r = json.loads(path.read_text(encoding="utf-8"))
-        cpu = r["best_cpu_s"]
-        line = (f"- `{path.name}`: {cpu['baseline']:.2f} s at {r['baseline_rev']}, "
-                f"{cpu['current']:.2f} s here, ratio {r['cpu_current_over_baseline']:.3f}")
-        assert line in doc, f"docs/strategies.md should hold the line\n{line}"
+    names = sorted(p.name for p in (ROOT / "bench" / "results").glob("compare-baseline-*.json"))
+    assert {"compare-baseline-default.json", "compare-baseline-large.json"} <= set(names), names
+    block = bench.doc_block(ROOT / "bench" / "results")
+    assert block in doc, f"docs/strategies.md should hold, as bench_compare.py writes it:\n{block}"
+
+
+def test_the_compare_speed_line_says_what_the_run_was(tmp_path):
+    """A file that records its size gets it in its line; the block is rewritten in place."""
+    bench = _bench_compare()
+    r = {"baseline_rev": "abc1234", "scenario": "large", "best_cpu_s": {"baseline": 40.0, "current": 41.234},
+         "cpu_current_over_baseline": 41.234 / 40.0,
+         "size": {"satellites": 3023, "sessions": 2000, "hours": 1.0, "strategies": 5, "processes": 2,
+                  "accesses": 1}}
+    assert bench.doc_line("compare-baseline-large.json", r) == (
+        "- `compare-baseline-large.json`: large, 3,023 satellites, 2,000 sessions over 1 h, "
+        "5 strategies, 2 processes; 40.00 s at abc1234, 41.23 s here, ratio 1.031")
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "compare-baseline-large.json").write_text(__import__("json").dumps(r))
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"before\n{bench.DOC_BEGIN}\n- an old line\n{bench.DOC_END}\nafter\n")
+    bench.write_doc(doc, results)
+    assert doc.read_text() == f"before\n{bench.doc_block(results)}\nafter\n"
+    assert "- an old line" not in doc.read_text() and "ratio 1.031" in doc.read_text()
