@@ -176,10 +176,18 @@ def compare_replicas(args, dur: float, rs=(1, 2)) -> dict[int, dict]:
     return out
 
 
+#: --syscalls: what perf counts on the satnodes during each emulation round (per request in the JSON).
+EMULATION_EVENTS = ("syscalls:sys_enter_read", "syscalls:sys_enter_write", "syscalls:sys_enter_futex",
+                    "syscalls:sys_enter_nanosleep", "syscalls:sys_enter_epoll_pwait",
+                    "syscalls:sys_enter_timerfd_settime", "sched:sched_switch")
+
+
 def compare_emulation(args, dur: float, rounds: int = 2) -> dict[str, list[dict]]:
     """One-hop throughput and CPU per access (satload, 64 pages per request) on a
     cluster with link emulation off and one with it on, alternately (rounds of
-    each: drift on a shared machine hits both)."""
+    each: drift on a shared machine hits both). With args.syscalls, each round
+    also has the satnodes' system calls and context switches per request
+    (`perf stat` over the satload run: where the CPU goes)."""
     out: dict[str, list[dict]] = {"off": [], "on": []}
     for mode in ("off", "on") * rounds:
         with tempfile.TemporaryDirectory(prefix=f"satpage-bench-links-{mode}-") as tmp:
@@ -189,8 +197,22 @@ def compare_emulation(args, dur: float, rounds: int = 2) -> dict[str, list[dict]
                 pid_file = Path(tmp) / "pids.txt"
                 pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
                 print(f"link emulation {mode}: throughput hop 1, batch 64", file=sys.stderr)
-                out[mode] += satload(base, args.constellation, pid_file, "1", workers=args.workers,
-                                     duration=dur, batch=64, tls_dir=st.tls_dir)
+                perf = None
+                if getattr(args, "syscalls", False):
+                    sats = ",".join(str(p.pid) for p in st.processes if p.role == "satnode")
+                    perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(EMULATION_EVENTS), "-p", sats],
+                                            stderr=subprocess.PIPE, text=True)
+                r = satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                            duration=dur, batch=64, tls_dir=st.tls_dir)
+                if perf is not None:
+                    perf.send_signal(2)  # SIGINT: perf prints its counts and ends
+                    counts = {}
+                    for line in perf.communicate(timeout=60)[1].splitlines():
+                        f = line.split(",")
+                        if len(f) > 2 and f[0].strip().isdigit():
+                            counts[f[2].split(":")[-1].removeprefix("sys_enter_")] = int(f[0]) / r[0]["requests"]
+                    r[0]["satnodes_per_request"] = counts
+                out[mode] += r
             finally:
                 cluster_down(Path(tmp))
     return out
@@ -210,6 +232,12 @@ def print_emulation(emu: dict[str, list[dict]]) -> dict[str, float]:
             for m, rs in emu.items()}
     ratio = {"throughput": mean["on"]["accesses_per_s"] / mean["off"]["accesses_per_s"],
              "cpu_per_access": mean["on"]["cpu_us_per_access"] / mean["off"]["cpu_us_per_access"]}
+    per = [(m, r["satnodes_per_request"]) for m, rs in emu.items() for r in rs if "satnodes_per_request" in r]
+    if per:
+        keys = list(per[0][1])
+        print(f"  satnodes per request: {'links':>5} " + " ".join(f"{k:>12}" for k in keys))
+        for m, c in per:
+            print(f"  {'':>20} {m:>5} " + " ".join(f"{c.get(k, 0):>12.2f}" for k in keys))
     print(f"  on / off: throughput {ratio['throughput']:.3f} (target >= 0.80), CPU per access "
           f"{ratio['cpu_per_access']:.3f} (target <= 1.10); load average {os.getloadavg()[0]:.1f}")
     return ratio
@@ -310,6 +338,8 @@ def main() -> int:
     ap.add_argument("--only-gateway", action="store_true", help="only the live-vs-replay gateway comparison")
     ap.add_argument("--only-replicas", action="store_true", help="only the R = 1 vs R = 2 one-hop comparison")
     ap.add_argument("--only-emulation", action="store_true", help="only the link emulation on vs off comparison")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="link emulation: also count the satnodes' system calls and switches per request (perf stat)")
     ap.add_argument("--only-single-page", action="store_true",
                     help="only one-hop faults at one page per request against the bare round trip, alternately, "
                          "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
