@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// The holds of a process: every message held until its instant (a request at
-// its receiver, a reply at its origin) waits in one queue ordered by instant.
+// The holds of a process: every reply held until its instant at the origin
+// of its request (ClientInterceptor) waits in one queue ordered by instant.
 // One of the held goroutines, the leader, sleeps until the earliest instant
 // on a clock that wakes within microseconds of it (a timerfd in the runtime's
 // poller on Linux, no thread held: wakeClock), then releases every message due
