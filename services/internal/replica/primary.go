@@ -528,7 +528,9 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 		return err
 	}
 	p.o.Liveness.MarkAlive(replica)
-	if !slices.Contains(p.candidates(), replica) { // a replica set aside is one: its copy is how it rejoins
+	// A replica set aside is a candidate (its copy is how it rejoins); its
+	// stand-in is a member.
+	if !slices.Contains(p.candidates(), replica) && !slices.Contains(p.Members(), replica) {
 		return nil
 	}
 	p.mu.Lock()
