@@ -202,17 +202,28 @@ def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
         assert re.fullmatch(r"[0-9a-f]{64}", ann["checksum/config"])
 
 
-def test_redis_is_a_native_sidecar_on_new_kubernetes_and_a_second_container_before(helm):
-    new = render(helm, kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+def test_redis_starts_beside_satnode_unless_asked_to_be_a_native_sidecar(helm):
+    sts = render(helm, kube="1.34.0")["StatefulSet"][0]["spec"]["template"]
+    new = sts["spec"]
     old = render(helm, kube="1.28.0")["StatefulSet"][0]["spec"]["template"]["spec"]
-    # The TLS init step runs first, then Redis starts as a sidecar.
-    assert [c["name"] for c in new["initContainers"]] == ["fetch-tls", "redis"]
-    sidecar = new["initContainers"][1]
-    assert sidecar["restartPolicy"] == "Always" and "restartPolicy" not in new["initContainers"][0]
-    assert [c["name"] for c in new["containers"]] == ["satnode"]
+    side = render(helm, "--set", "redis.nativeSidecar=true", kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+    # By default the TLS init step runs alone, then Redis and satnode start in one step,
+    # Redis first; kubectl's default container is satnode.
+    assert [c["name"] for c in new["initContainers"]] == ["fetch-tls"]
+    assert [c["name"] for c in new["containers"]] == ["redis", "satnode"]
+    assert sts["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "satnode"
+    # Redis outlives satnode's in-flight calls at a stop (preStop sleep, Kubernetes >= 1.30 only).
+    assert new["containers"][0]["lifecycle"] == {"preStop": {"sleep": {"seconds": 3}}}
     assert [c["name"] for c in old["initContainers"]] == ["fetch-tls"]
-    assert [c["name"] for c in old["containers"]] == ["satnode", "redis"]
-    for spec in (new, old):
+    assert [c["name"] for c in old["containers"]] == ["redis", "satnode"]
+    assert "lifecycle" not in old["containers"][0]
+    # Asked for, Redis is a native sidecar after the TLS step, started before satnode, stopped after it.
+    assert [c["name"] for c in side["initContainers"]] == ["fetch-tls", "redis"]
+    sidecar = side["initContainers"][1]
+    assert sidecar["restartPolicy"] == "Always" and "restartPolicy" not in side["initContainers"][0]
+    assert "lifecycle" not in sidecar
+    assert [c["name"] for c in side["containers"]] == ["satnode"]
+    for spec in (new, old, side):
         redis = next(c for c in _containers(spec) if c["name"] == "redis")
         args = redis["args"]
         assert args[args.index("--bind") + 1] == "127.0.0.1"
@@ -232,8 +243,9 @@ def test_local_images_are_never_pulled_and_registry_images_only_when_absent(helm
     for c in _containers(remote["StatefulSet"][0]["spec"]["template"]["spec"]):
         assert c["image"].startswith("registry.example.com/satpage/")
         assert c["imagePullPolicy"] == "IfNotPresent"
-    assert render(helm, "--set", "satnode.image.pullPolicy=Always")["StatefulSet"][0][
-        "spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+    pods = render(helm, "--set", "satnode.image.pullPolicy=Always")["StatefulSet"][0]["spec"]["template"]["spec"]
+    assert {c["name"]: c["imagePullPolicy"] for c in _containers(pods)} == {
+        "fetch-tls": "Always", "redis": "Never", "satnode": "Always"}
 
 
 def test_chart_app_version_is_the_package_version_that_images_are_tagged_with():

@@ -183,6 +183,12 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
   imagePullPolicy: {{ include "satpage.pullPolicy" $v.redis.image }}
   {{- if .native }}
   restartPolicy: Always
+  {{- else if and $v.redis.stopDelaySeconds (semverCompare ">=1.30.0-0" .root.Capabilities.KubeVersion.Version) }}
+  # Stopped with satnode, not after it: serve its in-flight calls a little longer.
+  lifecycle:
+    preStop:
+      sleep:
+        seconds: {{ $v.redis.stopDelaySeconds }}
   {{- end }}
   args:
     - --bind
