@@ -158,7 +158,13 @@ kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite -o json >"$OU
 rm -rf "$OUT/start-logs" && mkdir -p "$OUT/start-logs"
 kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite -o name | sed 's|^pod/||' |
 	xargs -r -P 8 -I{} sh -c 'kubectl -n "$1" logs "$2" -c satnode >"$3/$2.log" 2>&1' _ "$NS" {} "$OUT/start-logs"
-"$PY" scripts/k8s-startup.py "$OUT/pods-at-ready.json" "$t0" "$OUT/start-logs" | tee "$OUT/startup.txt" ||
+# The kubelet's log (a cluster this run started) gives when kubelet first probed each satnode
+# successfully: the gap from the satnode's own "ready" is kubelet noticing the container.
+kubelet_log=()
+if ((cluster_started)) && [[ -f ${SATPAGE_K8S_STATE:-$KCACHE/state}/log/kubelet.log ]]; then
+	kubelet_log=("${SATPAGE_K8S_STATE:-$KCACHE/state}/log/kubelet.log")
+fi
+"$PY" scripts/k8s-startup.py "$OUT/pods-at-ready.json" "$t0" "$OUT/start-logs" "${kubelet_log[@]}" | tee "$OUT/startup.txt" ||
 	die "start-up phases: not every pod Ready"
 # pods_ready_s: the last satellite pod's Ready condition, from helm install (the pods'
 # own status; the StatefulSet's readyReplicas lags it: sts_ready_s).

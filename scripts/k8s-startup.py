@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """Where a release's start-up went: the satellite pods' phases from kubectl and satnode logs.
 
-Usage: k8s-startup.py PODS.json T0 [LOGDIR]
+Usage: k8s-startup.py PODS.json T0 [LOGDIR [KUBELET_LOG]]
 
 PODS.json is `kubectl get pods -l app.kubernetes.io/component=satellite -o json`, T0 the
 epoch seconds of `helm install`, LOGDIR (optional) holds NAME.log with the satnode
-container's JSON log of each pod (`kubectl logs -c satnode`). Prints, for each phase, the
+container's JSON log of each pod (`kubectl logs -c satnode`), KUBELET_LOG (optional) the
+kubelet's own log (klog text). Prints, for each phase, the
 seconds after T0 at which the pods reached it (p50, p90, last): created, scheduled, the
 TLS init step done, Redis started, satnode started, and from the satnode logs "starting",
-"serving" and "ready" (state restored), then Ready (the kubelet's probes). The kubelet's
-times have one-second resolution. Last, ``last_ready_s=`` the latest Ready condition
+"serving" and "ready" (state restored), from the kubelet's log the start-up probe's first
+success ("startup probe ok": kubelet has seen the container running and probed it), then
+Ready (the kubelet's probes). The pod status times have one-second resolution. Last, ``last_ready_s=`` the latest Ready condition
 (every pod Ready then); exit 1 when a pod is not Ready, 2 on unreadable input.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -64,7 +67,27 @@ def _log_times(path: Path) -> dict[str, float]:
     return found
 
 
-def phases(pods: list[dict], t0: float, logdir: Path | None) -> dict[str, list[float]]:
+# klog's header: severity, MMDD, wall clock (the kubelet runs in UTC here), e.g.
+# I1127 20:09:26.299448 ... "SyncLoop (probe)" probe="startup" status="started" pod="ns/name"
+_STARTUP_OK = re.compile(r'^[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d\.\d+) .*"SyncLoop \(probe\)" '
+                         r'probe="startup" status="started" pod="[^/"]+/([^"]+)"')
+
+
+def _kubelet_startup_ok(path: Path, year: int) -> dict[str, float]:
+    """The first start-up probe success of each pod in a kubelet log (klog has no year: T0's)."""
+    found: dict[str, float] = {}
+    with path.open(errors="replace") as f:
+        for line in f:
+            m = _STARTUP_OK.match(line)
+            if m and m.group(6) not in found:
+                mo, d, h, mi, s, name = m.groups()
+                t = datetime(year, int(mo), int(d), int(h), int(mi), tzinfo=UTC).timestamp() + float(s)
+                found[name] = t
+    return found
+
+
+def phases(pods: list[dict], t0: float, logdir: Path | None,
+           startup_ok: dict[str, float] | None = None) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
 
     def add(key: str, t: float | None) -> None:
@@ -83,6 +106,8 @@ def phases(pods: list[dict], t0: float, logdir: Path | None) -> dict[str, list[f
         if logdir is not None:
             for msg, t in _log_times(logdir / f"{p['metadata']['name']}.log").items():
                 add(f"log {msg}", t)
+        if startup_ok is not None:
+            add("startup probe ok", startup_ok.get(p["metadata"]["name"]))
         add("Ready", _condition(p, "Ready"))
     return out
 
@@ -93,7 +118,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
+    if len(argv) not in (2, 3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     try:
@@ -102,9 +127,16 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError) as e:
         print(f"k8s-startup: cannot read {argv[0]!r} / T0 {argv[1]!r}: {e}", file=sys.stderr)
         return 2
-    logdir = Path(argv[2]) if len(argv) == 3 else None
+    logdir = Path(argv[2]) if len(argv) >= 3 else None
+    startup_ok = None
+    if len(argv) == 4:
+        try:
+            startup_ok = _kubelet_startup_ok(Path(argv[3]), datetime.fromtimestamp(t0, UTC).year)
+        except OSError as e:
+            print(f"k8s-startup: cannot read the kubelet log {argv[3]!r}: {e}", file=sys.stderr)
+            return 2
     print(f"start-up phases of {len(pods)} satellite pods, seconds after helm install (p50 / p90 / last):")
-    found = phases(pods, t0, logdir)
+    found = phases(pods, t0, logdir, startup_ok)
     for key, xs in found.items():
         print(f"  {key:16s} {_pct(xs, 0.5):7.1f} {_pct(xs, 0.9):7.1f} {max(xs):7.1f}  (n={len(xs)})")
     ready = found.get("Ready", [])

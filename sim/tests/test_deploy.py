@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -203,7 +204,8 @@ def test_redis_runs_its_timers_once_a_second_in_both_deployments():
     out = subprocess.run([str(HELM), "template", "t", str(ROOT / "charts" / "satpage"), "--kube-version", "1.34.0"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     (sts,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "StatefulSet"]
-    (redis,) = [c for c in sts["spec"]["template"]["spec"]["initContainers"] if c["name"] == "redis"]
+    pod = sts["spec"]["template"]["spec"]
+    (redis,) = [c for c in pod.get("initContainers", []) + pod["containers"] if c["name"] == "redis"]
     assert redis["args"][redis["args"].index("--hz") + 1] == "1"
 
 
@@ -366,6 +368,56 @@ def test_idle_cpu_of_a_local_cluster_is_its_live_satnodes_cpu_time(tmp_path):
     bad = subprocess.run([sys.executable, str(script), "--state-dir", str(tmp_path / "none")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "none" in bad.stderr
+
+
+def test_k8s_startup_phases_come_from_the_pods_the_satnode_logs_and_the_kubelet_log(tmp_path, capsys):
+    """scripts/k8s-startup.py: two pods' phases as seconds after T0, the start-up probe's first
+    success from a klog kubelet log (its year from T0), and exit 1 while a pod is not Ready."""
+    spec = importlib.util.spec_from_file_location("k8s_startup", ROOT / "scripts" / "k8s-startup.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    t0 = 1795810000.0
+
+    def at(s: float, fmt: str = "%Y-%m-%dT%H:%M:%SZ") -> str:
+        return datetime.fromtimestamp(t0 + s, UTC).strftime(fmt)
+
+    def klog(s: float, status: str, name: str) -> str:  # klog's header has no year
+        return (f"I{at(s, '%m%d %H:%M:%S.%f')}    2644 kubelet.go:2634] \"SyncLoop (probe)\" "
+                f"probe=\"startup\" status=\"{status}\" pod=\"ns/{name}\"\n")
+
+    def pod(i: int, ready: bool) -> dict:
+        return {"metadata": {"name": f"satpage-{i}", "creationTimestamp": at(1)},
+                "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": at(2)}]
+                           + ([{"type": "Ready", "status": "True", "lastTransitionTime": at(40 + i)}] if ready else []),
+                           "initContainerStatuses": [{"name": "fetch-tls", "state": {"terminated": {
+                               "startedAt": at(5), "finishedAt": at(10 + i)}}}],
+                           "containerStatuses": [{"name": "redis", "state": {"running": {"startedAt": at(20)}}},
+                                                 {"name": "satnode", "state": {"running": {"startedAt": at(21 + i)}}}]}}
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in (0, 1):
+        (logs / f"satpage-{i}.log").write_text(json.dumps({"time": at(22 + i), "msg": "ready"}) + "\nnot json\n")
+    kubelet = tmp_path / "kubelet.log"
+    kubelet.write_text(klog(34.5, "unhealthy", "satpage-0") + klog(35.25, "started", "satpage-0")
+                       + klog(39, "started", "satpage-1") + klog(50, "started", "satpage-1"))
+
+    def run(*pods, kubelet_log=kubelet):
+        (tmp_path / "pods.json").write_text(json.dumps({"items": list(pods)}))
+        rc = script.main([str(tmp_path / "pods.json"), str(t0), str(logs), str(kubelet_log)])
+        return rc, capsys.readouterr()
+
+    rc, out = run(pod(0, True), pod(1, True))
+    assert rc == 0, out.err
+    assert "startup probe ok" in out.out and out.out.splitlines()[-1] == "last_ready_s=41.0"
+    found = script.phases([pod(0, True), pod(1, True)], t0, logs, script._kubelet_startup_ok(kubelet, 2026))
+    assert found["fetch-tls done"] == [10.0, 11.0]
+    assert found["log ready"] == [22.0, 23.0]
+    assert found["startup probe ok"] == [35.25, 39.0]  # each pod's first success
+    assert found["Ready"] == [40.0, 41.0]
+    assert run(pod(0, True), pod(1, False))[0] == 1
+    rc, out = run(pod(0, True), kubelet_log=tmp_path / "none.log")
+    assert rc == 2 and "none.log" in out.err
 
 
 @pytest.mark.integration
