@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -race -count=1
 PYTEST_FLAGS ?= -n 3 --dist loadgroup
 PYTEST_UNIT_FLAGS ?= -n 2 --dist loadgroup
 
-.PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit replay-vectors lint proto proto-check build bench help
+.PHONY: setup run test test-unit pytest pytest-unit gotest gotest-unit replay-vectors lint proto proto-check build kernels bench help
 
 help:  ## list the targets
 	@grep -E '^[a-z0-9-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -25,7 +25,7 @@ setup:  ## install everything (Debian packages, .venv, Go tools, helm); safe to 
 run: setup build  ## the main job: satpage compare on the default scenario, in-process
 	$(VENV)/bin/satpage compare
 
-test: setup build proto-check view-check lint  ## the whole suite, both tiers (what CI runs)
+test: setup build kernels proto-check view-check lint  ## the whole suite, both tiers (what CI runs)
 	@# Python and Go side by side: the integration tests spend much of their time waiting
 	@# (clusters starting, chaos runs of fixed length), which the Go tests fill.
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest gotest replay-vectors
@@ -65,6 +65,9 @@ wheels:  ## $(DIST)/*.whl: orbit-model, satpage-pager, satpage-client, satpage (
 build:  ## build the Go binaries into bin/
 	mkdir -p bin
 	cd services && CGO_ENABLED=0 go build -trimpath -o ../bin/ ./cmd/...
+
+kernels:  ## compile the engine's numba kernels into their caches (beside the sources) once, as build does the Go binaries, not once per test worker
+	$(VENV)/bin/satpage compare --sessions 20 --set faults.count=2 --json >/dev/null
 
 proto:  ## regenerate Go and Python stubs from services/proto
 	cd services && $(CURDIR)/$(PY) -m grpc_tools.protoc -Iproto \

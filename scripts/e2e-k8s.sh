@@ -30,6 +30,12 @@ RECIPE=$(cd "${K8S_RECIPE:-$ROOT/../shared/k8s}" && pwd)
 KCACHE=${SATPAGE_K8S_CACHE:-$HOME/.cache/satpage-k8s}
 TIMEOUT=${E2E_TIMEOUT_S:-600}
 REPLICAS=${E2E_REPLICAS:-2}
+# Wall seconds a replay waits once a killed satellite serves again, before its next
+# request: the others hold it dead until their next probe reaches it (a dead satellite
+# is probed every 2 s with a 2 s timeout; a name that failed is looked up again within
+# 1 s, and gRPC reconnects within 1 s: liveness.RecheckMax, peers.NameRetry), and route
+# around it meanwhile, at more hops than the engine, which has it back at once.
+SETTLE_S=6
 NS=satpage-e2e
 REL=satpage
 OUT=$ROOT/build/e2e-k8s
@@ -353,10 +359,11 @@ exec "$PY" "$ROOT/scripts/dns-wait.py" "\$pod.$REL-headless.$NS.svc.cluster.loca
 EOF
 chmod +x "$OUT/delete-pod.sh"
 half_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_ns"] / 2e9)' "$OUT/failures.json")
+sleep "$SETTLE_S" # the kill before this one (the step above) settles too
 log "replaying again, paused at scenario time $half_s s to delete the pod holding the most pages"
 s0=$(now)
 "$SATPAGE" cluster chaos --failure-schedule "$OUT/failures.json" --target "$target" --replicas "$REPLICAS" \
-	--kill-command "$OUT/delete-pod.sh {satellite}" --fail-busiest --fail-at "$half_s" --json \
+	--kill-command "$OUT/delete-pod.sh {satellite}" --fail-busiest --fail-at "$half_s" --settle-s "$SETTLE_S" --json \
 	>"$OUT/chaos-delete.json" 2>"$OUT/chaos-delete.err" || { cat "$OUT/chaos-delete.err" >&2; die "the scheduled pod deletion replay failed"; }
 sched_s=$(since "$s0")
 "$PY" scripts/e2e-compare.py scheduled "$OUT/chaos-delete.json" | tee "$OUT/scheduled-check.txt"

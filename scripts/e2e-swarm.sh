@@ -28,6 +28,12 @@ SEED=${SEED:-1}
 SPEC=${E2E_SWARM_CONSTELLATION:-walker-star:150/10/1:500:87}
 TIMEOUT=${E2E_TIMEOUT_S:-900}
 REPLICAS=${E2E_REPLICAS:-2}
+# Wall seconds a replay waits once a killed satellite serves again, before its next
+# request: the others hold it dead until their next probe reaches it (a dead satellite
+# is probed every 2 s with a 2 s timeout; a name that failed is looked up again within
+# 1 s, and gRPC reconnects within 1 s: liveness.RecheckMax, peers.NameRetry), and route
+# around it meanwhile, at more hops than the engine, which has it back at once.
+SETTLE_S=6
 STACK=satpage
 OUT=$ROOT/build/e2e-swarm
 SATPAGE=$ROOT/.venv/bin/satpage
@@ -315,10 +321,11 @@ exit 1
 EOF
 chmod +x "$OUT/kill-sat.sh"
 half_s=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["duration_ns"] / 2e9)' "$OUT/failures.json")
+sleep "$SETTLE_S" # the kill before this one (the step above) settles too
 log "replaying again, paused at scenario time $half_s s to kill the satellite holding the most pages"
 s0=$(date +%s.%N)
 "$SATPAGE" cluster chaos --failure-schedule "$OUT/failures.json" --target "$target" --replicas "$REPLICAS" \
-	--kill-command "$OUT/kill-sat.sh {satellite}" --fail-busiest --fail-at "$half_s" --json \
+	--kill-command "$OUT/kill-sat.sh {satellite}" --fail-busiest --fail-at "$half_s" --settle-s "$SETTLE_S" --json \
 	>"$OUT/chaos-kill.json" 2>"$OUT/chaos-kill.err" || { cat "$OUT/chaos-kill.err" >&2; die "the scheduled kill replay failed"; }
 sched_s=$(echo "$(date +%s.%N) $s0" | awk '{printf "%.1f", $1-$2}')
 "$PY" scripts/e2e-compare.py scheduled "$OUT/chaos-kill.json" | tee "$OUT/scheduled-check.txt"

@@ -157,7 +157,8 @@ def test_replay_options_are_checked_before_anything_runs(schedule):
                       (["--fail-busiest"], "--fail-at"),
                       (["--fail-at", "10"], "--fail-busiest"),
                       (["--fail-satellite", "3", "--fail-at", "1e9"], "--fail-at 1000000000"),
-                      (["--fail-satellite", "99", "--fail-at", "10"], "99")]:
+                      (["--fail-satellite", "99", "--fail-at", "10"], "99"),
+                      (["--settle-s", "-1"], "--settle-s -1.0")]:
         out = _invoke("cluster", "chaos", "--failure-schedule", str(schedule), *args)
         assert out.exit_code == 2, (args, out.output)
         assert "error:" in out.stderr and why in " ".join(out.stderr.split()), (args, out.stderr)
@@ -173,3 +174,11 @@ def test_a_bad_schedule_file_is_refused_naming_it(tmp_path):
         out = _invoke("cluster", "chaos", "--failure-schedule", str(path))
         assert out.exit_code == 2, out.output
         assert "error:" in out.stderr and why in " ".join(out.stderr.split())
+
+
+def test_replay_options_without_a_schedule_are_refused():
+    """--settle-s, like --target and the kill options, belongs to --failure-schedule: alone
+    it is refused (exit 2, naming it) before a cluster starts."""
+    out = _invoke("cluster", "chaos", "--settle-s", "6")
+    assert out.exit_code == 2, out.output
+    assert "--settle-s" in out.stderr and "--failure-schedule" in " ".join(out.stderr.split())

@@ -89,6 +89,7 @@ func (g *Gateway) driveFrom(ctx context.Context, s *session, tNs int64, located 
 		}
 	}()
 	acts := m.Step(time.Now(), fsm.Request{TNs: tNs})
+	tried := time.Now()       // when the attempt now running began (a Wait ends one)
 	var last fsm.CallHandOver // the last handover asked for (a stand-in shows as another To)
 	for len(acts) > 0 {
 		var ev fsm.Event
@@ -122,16 +123,19 @@ func (g *Gateway) driveFrom(ctx context.Context, s *session, tNs int64, located 
 			}
 			ev = fsm.Result{Err: forward(a.Satellite)}
 		case fsm.Wait:
-			// Jittered, so that sessions that failed together ask again apart;
-			// a wait past the request's deadline is not begun: the request
-			// fails now with the error that started it, not a deadline later.
+			// Jittered, so that sessions that failed together ask again apart.
+			// A wait is begun only when the request's deadline leaves room for
+			// it and for one more attempt as long as the last one took: else
+			// the request fails now with the error that started it (UNAVAILABLE
+			// to the client), not with its deadline in the middle of an attempt.
 			d := retry.Backoff{First: a.D, Max: a.D, Jitter: 0.2}.Delay(0)
 			var werr error
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+time.Since(tried) {
 				werr = context.DeadlineExceeded
 			} else if !retry.Sleep(ctx, d) {
 				werr = ctx.Err()
 			}
+			tried = time.Now()
 			ev = fsm.Result{Err: werr}
 		default:
 			return fmt.Errorf("session %q: the machine asked for %T: %w", s.id, a, errs.ErrInvalid)

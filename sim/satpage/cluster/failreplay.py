@@ -79,7 +79,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
                         progress=None, gateway: str | None = None, tls_dir: Path | None = None,
                         kill_command: str | None = None, satellites: list[int] | None = None,
                         fail_s: float | None = None, busiest: bool = False,
-                        emulate_links: bool = True, keep: bool = False) -> dict:
+                        emulate_links: bool = True, keep: bool = False,
+                        settle_s: float | None = None) -> dict:
     """`satpage cluster chaos --failure-schedule FILE`: rebuild the sessions of the run
     that wrote FILE (its ``config``), replay each strategy's sessions with the file's
     failures (``replayer.replay``), and set what the cluster lost and counted
@@ -94,7 +95,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
     ``busiest`` the one satellite killed at ``fail_s`` is the one holding the most frames
     of the replayed sessions then (per strategy and chunk; the engine is given the
     satellites actually killed). ``emulate_links``: whether a local cluster started here
-    times its links (``cluster_up``'s; the counts and losses do not depend on it)."""
+    times its links (``cluster_up``'s; the counts and losses do not depend on it).
+    ``settle_s``: wall seconds waited after each restart (default 1 at R >= 2, 0 at R = 1)."""
     import contextlib
     import json
 
@@ -167,7 +169,8 @@ def run_schedule_replay(path: Path, *, replicas: int | None = None,
         # the engine's fault model: one per chunk for the file's failures, per replay for busiest kills
         eb = EngineBackend(world, replicas=r, recovery_ns=int(round(sc.faults.recovery_s * 1e9)))
         cb = ClusterBackend(target, local=(lambda: cl.state) if cl is not None else None, read_back=True,
-                            settle_s=0.0 if r == 1 else 1.0, progress=say)
+                            settle_s=settle_s if settle_s is not None else (0.0 if r == 1 else 1.0),
+                            progress=say)
         try:
             for i in range(world.n_chunks):
                 ct = chunk_trace(world, i)

@@ -280,6 +280,11 @@ def chaos(
         "instead of the file's failures.")] = False,
     fail_at: Annotated[float | None, typer.Option(
         "--fail-at", help="Scenario seconds of the --fail-satellite and --fail-busiest kills.")] = None,
+    settle: Annotated[float | None, typer.Option(
+        "--settle-s", help="With --failure-schedule: wall seconds the replay waits after a killed "
+        "satellite serves again, before the next request (default 1 at R >= 2, 0 at R = 1). A "
+        "deployment whose satellites come back at a new address needs longer: the others hold it "
+        "dead until their next probe reaches it, and route around it meanwhile.")] = None,
     kill: Annotated[int, typer.Option(
         "--kill", help="Satellites to SIGKILL (satnode and its redis-server), one at a time, each "
         "restarted empty.")] = 3,
@@ -337,11 +342,11 @@ def chaos(
         _chaos_replay(failure_schedule, replicas, strategies, state_dir, json_out, expect_no_loss,
                       keep=keep, target=target, tls_dir=tls_dir, kill_command=kill_command,
                       fail_satellite=fail_satellite, fail_at=fail_at, fail_busiest=fail_busiest,
-                      emulate_links=emulate_links)
+                      emulate_links=emulate_links, settle_s=settle)
         return
-    if target or kill_command or fail_satellite or fail_busiest or fail_at is not None:
-        fail("--target, --kill-command, --fail-satellite, --fail-busiest and --fail-at need "
-             "--failure-schedule")
+    if target or kill_command or fail_satellite or fail_busiest or fail_at is not None or settle is not None:
+        fail("--target, --kill-command, --fail-satellite, --fail-busiest, --fail-at and --settle-s "
+             "need --failure-schedule")
     cfg = ChaosConfig(replicas=2 if replicas is None else replicas, kill=kill, cut_links=cut_links,
                       pause=pause, pause_s=pause_seconds, partition=partition, partition_s=partition_seconds,
                       gateways=gateways, kill_gateway=kill_gateway,
@@ -375,7 +380,8 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                   json_out: bool, expect_no_loss: bool, *, keep: bool = False, target: str | None = None,
                   tls_dir: Path | None = None, kill_command: str | None = None,
                   fail_satellite: list[int] | None = None, fail_at: float | None = None,
-                  fail_busiest: bool = False, emulate_links: bool = True) -> None:
+                  fail_busiest: bool = False, emulate_links: bool = True,
+                  settle_s: float | None = None) -> None:
     """`chaos --failure-schedule FILE`: the simulation's failures on the real cluster."""
     from satpage.cluster.failreplay import COUNT_KEYS, run_schedule_replay
     from satpage.comparator import compare_figures
@@ -383,6 +389,8 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
 
     if replicas is not None and replicas < 1:
         fail(f"--replicas {replicas} must be at least 1")
+    if settle_s is not None and not 0 <= settle_s <= 600:
+        fail(f"--settle-s {settle_s} must be between 0 and 600 seconds")
     if (target is None) != (kill_command is None):
         fail("--target and --kill-command go together: a deployment's satellites are killed by the command")
     if target is not None and replicas is None:
@@ -395,7 +403,7 @@ def _chaos_replay(path: Path, replicas: int | None, strategies: str | None, stat
                                      progress=lambda msg: stderr.print(f"chaos: {msg}", highlight=False),
                                      gateway=target, tls_dir=tls_dir, kill_command=kill_command,
                                      satellites=fail_satellite, fail_s=fail_at, busiest=fail_busiest,
-                                     emulate_links=emulate_links, keep=keep)
+                                     emulate_links=emulate_links, keep=keep, settle_s=settle_s)
     except (ValueError, OSError) as exc:
         fail(str(exc))
     if json_out:
