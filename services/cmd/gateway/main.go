@@ -7,8 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -21,7 +25,10 @@ import (
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
+	"github.com/satpage/satpage/services/internal/podkeys"
+	"github.com/satpage/satpage/services/internal/signer"
 	"github.com/satpage/satpage/services/internal/sky"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 func main() {
@@ -69,8 +76,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup // the substrate measurement
+	var wg sync.WaitGroup // the substrate measurement and the signer
 	defer wg.Wait()
+	if cfg.SignerListen != "" && cfg.SignerListen != "off" {
+		// First, before anything the satellites do not need: they wait for it.
+		serve, err := startSigner(cfg, sec, log)
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wg.Go(func() {
+			if err := serve(sctx); err != nil {
+				log.Error("certificate signer stopped", "err", err)
+			}
+		})
+	}
 	if links != nil {
 		mctx, cancel := context.WithCancel(ctx)
 		m.Registry.MustRegister(links.Collectors()...)
@@ -103,6 +124,46 @@ func run() error {
 		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: g.Register, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.GatewayService"},
 		ServerOptions: sec.ServerOptions(), Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
+}
+
+// startSigner loads the CA key, listens on --signer-listen and returns the
+// signer's serving loop (docs/security.md, "Keys that stay in their pod").
+func startSigner(cfg config.Config, sec *auth.Security, log *slog.Logger) (func(context.Context) error, error) {
+	keyFile := cfg.SignerCAKey
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.TLSDir, "ca-key.pem")
+	}
+	caCert, caKey, err := signer.LoadCA(filepath.Join(cfg.TLSDir, tlsconf.CAFile), keyFile)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := signer.InCluster(podkeys.CredentialsDir, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	ns, sa, _ := strings.Cut(cfg.SignerAccount, ":")
+	var names []string
+	for _, n := range strings.Split(cfg.SignerDNSNames, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	slg := log.With("part", "signer")
+	s, err := signer.New(signer.Options{CACert: caCert, CAKey: caKey, Reviewer: rev, Logger: slg,
+		Policy: signer.Policy{Audience: cfg.SignerAudience, Namespace: ns, ServiceAccount: sa, StatefulSet: cfg.SignerPods,
+			Satellites: cfg.Spec().Satellites, DNSNames: names, TTL: cfg.SignerCertTTL}})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.SignerListen)
+	if err != nil {
+		return nil, fmt.Errorf("--signer-listen %q: %v", cfg.SignerListen, err)
+	}
+	slg.Info("certificate signer listening", "addr", ln.Addr().String(), "audience", cfg.SignerAudience,
+		"service_account", cfg.SignerAccount, "statefulset", cfg.SignerPods)
+	return func(ctx context.Context) error {
+		return signer.Serve(ctx, ln, signer.ServerTLS(sec.Material.Cert), s.Handler(), slg)
+	}, nil
 }
 
 // liveOptions reads the ephemeris and sets the clock (nil: replay only).

@@ -24,9 +24,11 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/node"
 	"github.com/satpage/satpage/services/internal/peers"
+	"github.com/satpage/satpage/services/internal/podcert"
 	"github.com/satpage/satpage/services/internal/podkeys"
 	"github.com/satpage/satpage/services/internal/retry"
 	"github.com/satpage/satpage/services/internal/store"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 func main() {
@@ -55,6 +57,16 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	if cfg.CertSigner != "" {
+		// Its own key, made here; its certificate from the signer (docs/security.md).
+		err := podcert.Ensure(ctx, podcert.Options{Signer: cfg.CertSigner, ServerName: tlsconf.GatewayName(),
+			CAFile: cfg.CertSignerCA, TokenFile: cfg.CertSignerToken, Index: uint32(cfg.Index), Dir: cfg.TLSDir,
+			Timeout: cfg.CertSignerWait, Backoff: retry.Backoff{First: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.5},
+			Reuse: time.Hour, Logger: log})
+		if err != nil {
+			return err
+		}
+	}
 	grid, err := cfg.Grid()
 	if err != nil {
 		return err

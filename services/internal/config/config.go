@@ -67,6 +67,19 @@ type Config struct {
 	StoreQuota         float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
 	StoreCacheMiB      int           // satnode: page tables and recent frames held in memory in front of Redis; 0: off
 
+	// The in-cluster certificate signer (docs/security.md, "Keys that stay in their pod").
+	CertSigner      string        // satnode: host:port of the signer; "": the TLS directory holds the pair
+	CertSignerToken string        // satnode: the projected token whose audience is the signer's
+	CertSignerCA    string        // satnode: the constellation CA the signer is checked with (and written to the TLS directory)
+	CertSignerWait  time.Duration // satnode: how long start-up waits for the signer
+	SignerListen    string        // gateway: the signer's address; "" or "off": no signer
+	SignerCAKey     string        // gateway: the CA's private key ("": <tls-dir>/ca-key.pem)
+	SignerAudience  string        // gateway: the audience a satellite's token must name
+	SignerAccount   string        // gateway: the satellites' ServiceAccount, namespace:name
+	SignerPods      string        // gateway: the satellites' StatefulSet (pod <name>-<i> is satellite i)
+	SignerDNSNames  string        // gateway: comma-separated names besides satellite-<i>.satpage, {index} for i
+	SignerCertTTL   time.Duration // gateway: lifetime of the certificates it signs
+
 	// Live mode (docs/live.md); the gateway is live when Ephemeris is set.
 	Ephemeris  string  // satpage-ephemeris/1 file from orbit_model ("": replay only)
 	Epoch      string  // RFC 3339 t = 0 ("": the ephemeris' epoch)
@@ -126,6 +139,12 @@ func DefaultConfig() Config {
 		SessionIdle:        time.Hour,
 		StoreQuota:         0.8,
 		StoreCacheMiB:      16,
+		CertSignerToken:    "/var/run/secrets/satpage-signer/token",
+		CertSignerCA:       "/etc/satpage-ca/ca.pem",
+		CertSignerWait:     5 * time.Minute,
+		SignerListen:       "off",
+		SignerAudience:     "satpage-signer",
+		SignerCertTTL:      365 * 24 * time.Hour,
 		Speed:              1,
 		PushLead:           10 * time.Second,
 		EmulateLinks:       true,
@@ -241,6 +260,34 @@ func (c Config) Validate(role Role) error {
 	for _, f := range []struct{ name, v string }{{"--epoch", c.Epoch}, {"--clock-start", c.ClockStart}} {
 		if _, err := parseTime(f.v); err != nil {
 			bad("%s %q is not an RFC 3339 time (2026-01-01T00:00:00Z)", f.name, f.v)
+		}
+	}
+	if c.CertSigner != "" {
+		if _, _, err := net.SplitHostPort(c.CertSigner); err != nil {
+			bad("--cert-signer %q is not host:port", c.CertSigner)
+		}
+		if c.Insecure {
+			bad("--cert-signer %q with --insecure: there is no TLS to get a certificate for", c.CertSigner)
+		}
+		if c.CertSignerWait <= 0 {
+			bad("--cert-signer-wait %v is not positive", c.CertSignerWait)
+		}
+	}
+	if role == Gateway && c.SignerListen != "" && c.SignerListen != "off" {
+		if _, _, err := net.SplitHostPort(c.SignerListen); err != nil {
+			bad("--signer-listen %q is not host:port (or off)", c.SignerListen)
+		}
+		if c.Insecure {
+			bad("--signer-listen %q with --insecure: the signer needs the gateway's TLS material", c.SignerListen)
+		}
+		if ns, name, ok := strings.Cut(c.SignerAccount, ":"); !ok || ns == "" || name == "" {
+			bad("--signer-service-account %q is not namespace:name", c.SignerAccount)
+		}
+		if c.SignerPods == "" || c.SignerAudience == "" {
+			bad("--signer-statefulset (%q) and --signer-audience (%q) are required with --signer-listen", c.SignerPods, c.SignerAudience)
+		}
+		if c.SignerCertTTL < time.Hour {
+			bad("--signer-cert-ttl %v is under an hour", c.SignerCertTTL)
 		}
 	}
 	if role == Satnode {
@@ -398,6 +445,17 @@ var settings = []setting{
 	{"session-idle", "SATPAGE_SESSION_IDLE", "gateway: end a session idle this long (0 never)", dur(func(c *Config) *time.Duration { return &c.SessionIdle })},
 	{"store-quota", "SATPAGE_STORE_QUOTA", "satnode: refuse new page frames above this fraction of Redis maxmemory (0 off)", float(func(c *Config) *float64 { return &c.StoreQuota })},
 	{"store-cache-mib", "SATPAGE_STORE_CACHE_MIB", "satnode: MiB of page tables and recently stored frames held in memory in front of Redis, written through (0 off)", num(func(c *Config) *int { return &c.StoreCacheMiB })},
+	{"cert-signer", "SATPAGE_CERT_SIGNER", "satnode: host:port of the in-cluster certificate signer; at start the satnode makes its own key and gets its certificate there into --tls-dir (empty: --tls-dir holds the pair; docs/security.md)", str(func(c *Config) *string { return &c.CertSigner })},
+	{"cert-signer-token", "SATPAGE_CERT_SIGNER_TOKEN", "satnode: the projected ServiceAccount token, audience the signer's, it proves its pod with", str(func(c *Config) *string { return &c.CertSignerToken })},
+	{"cert-signer-ca", "SATPAGE_CERT_SIGNER_CA", "satnode: the constellation CA (PEM) the signer is checked against, written to --tls-dir as ca.pem", str(func(c *Config) *string { return &c.CertSignerCA })},
+	{"cert-signer-wait", "SATPAGE_CERT_SIGNER_WAIT", "satnode: how long start-up tries again while the signer does not answer", dur(func(c *Config) *time.Duration { return &c.CertSignerWait })},
+	{"signer-listen", "SATPAGE_SIGNER_LISTEN", "gateway: serve the certificate signer here, TLS with the gateway's certificate (off disables)", str(func(c *Config) *string { return &c.SignerListen })},
+	{"signer-ca-key", "SATPAGE_SIGNER_CA_KEY", "gateway: the constellation CA's private key the signer signs with (default <tls-dir>/ca-key.pem)", str(func(c *Config) *string { return &c.SignerCAKey })},
+	{"signer-audience", "SATPAGE_SIGNER_AUDIENCE", "gateway: the audience a satellite's token must be for", str(func(c *Config) *string { return &c.SignerAudience })},
+	{"signer-service-account", "SATPAGE_SIGNER_SERVICE_ACCOUNT", "gateway: the satellites' ServiceAccount, namespace:name; tokens of any other are refused", str(func(c *Config) *string { return &c.SignerAccount })},
+	{"signer-statefulset", "SATPAGE_SIGNER_STATEFULSET", "gateway: the satellites' StatefulSet: the token of pod <name>-<i> gets satellite i's certificate", str(func(c *Config) *string { return &c.SignerPods })},
+	{"signer-dns-names", "SATPAGE_SIGNER_DNS_NAMES", "gateway: comma-separated DNS names a satellite's certificate holds besides satellite-<i>.satpage, {index} standing for i", str(func(c *Config) *string { return &c.SignerDNSNames })},
+	{"signer-cert-ttl", "SATPAGE_SIGNER_CERT_TTL", "gateway: lifetime of the certificates the signer issues (cut to the CA's)", dur(func(c *Config) *time.Duration { return &c.SignerCertTTL })},
 }
 
 // Load reads the environment (getenv), then the flags in args (flags win),

@@ -90,6 +90,17 @@ func (a *Authority) Issue(t testing.TB, certFile, keyFile string, names ...strin
 	writePEM(t, filepath.Join(a.Dir, keyFile), "PRIVATE KEY", k)
 }
 
+// WriteKey writes the CA's private key (PKCS#8 PEM) to dir/file: what the
+// signer holds (package signer).
+func (a *Authority) WriteKey(t testing.TB, file string) {
+	t.Helper()
+	k, err := x509.MarshalPKCS8PrivateKey(a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(a.Dir, file), "PRIVATE KEY", k)
+}
+
 // WriteTokenKey writes a fresh Ed25519 signing key and its public key.
 func WriteTokenKey(t testing.TB, dir, signingFile, verifyFile string) ed25519.PrivateKey {
 	t.Helper()
