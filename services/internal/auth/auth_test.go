@@ -415,6 +415,7 @@ func TestMalformedMessagesGetInvalidArgumentNamingTheField(t *testing.T) {
 			append([]byte{0x0a, 1, 's', 0x10}, minusOne...), "page: value -1 (as int64) does not fit in uint32"},
 		{"bad UTF-8 session", "/satpage.v1.PageService/ReadPage", []byte{0x0a, 2, 0xc3, 0x28}, "session_id: not valid UTF-8"},
 		{"truncated bytes", "/satpage.v1.PageService/WritePage", []byte{0x0a, 1, 's', 0x22, 50, 1, 2}, "data: malformed value"},
+		{"truncated unknown field", "/satpage.v1.PageService/ReadPage", []byte{0x0a, 1, 's', 0x7a, 50, 1}, "field 15: malformed value"},
 		{"packed page -1", "/satpage.v1.PageService/ReadPages",
 			append([]byte{0x0a, 1, 's', 0x12, byte(len(minusOne))}, minusOne...), "pages: value -1"},
 		{"nested route", "/satpage.v1.SatelliteService/FetchPages",
