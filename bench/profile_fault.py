@@ -108,14 +108,31 @@ RELEASE_BATCH = 64  # faults per background release script (services/internal/no
 
 
 def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
-    """Calls per command summed over every satellite's redis-server."""
+    """Calls per command summed over every satellite's redis-server, and (keys
+    "usec:<command>") the microseconds Redis itself counted inside each command
+    (INFO commandstats: a script's includes the commands it calls)."""
     total: collections.Counter = collections.Counter()
     for i in range(n):
-        out = subprocess.run(["redis-cli", "-s", str(redis_dir / f"{i}.sock"), "INFO", "commandstats"],
-                             capture_output=True, text=True, timeout=30).stdout
-        for m in re.finditer(r"cmdstat_([\w|]+):calls=(\d+)", out):
-            total[m.group(1)] += int(m.group(2))
+        total += commandstats(subprocess.run(["redis-cli", "-s", str(redis_dir / f"{i}.sock"), "INFO",
+                                              "commandstats"], capture_output=True, text=True, timeout=30).stdout)
     return total
+
+
+def commandstats(info: str) -> collections.Counter:
+    """INFO commandstats as calls by command and "usec:<command>"."""
+    total: collections.Counter = collections.Counter()
+    for m in re.finditer(r"cmdstat_([\w|]+):calls=(\d+),usec=(\d+)", info):
+        total[m.group(1)] += int(m.group(2))
+        total["usec:" + m.group(1)] += int(m.group(3))
+    return total
+
+
+def split_calls(calls: collections.Counter, requests: int) -> tuple[dict[str, float], dict[str, float]]:
+    """redis_calls' difference over a run as (calls per request, Redis's own
+    microseconds per call) by command."""
+    per = {k: v / requests for k, v in calls.most_common() if not k.startswith("usec:")}
+    usec = {k: calls["usec:" + k] / calls[k] for k in per if calls[k] > 0}
+    return per, usec
 
 
 IDLE_S = 3  # seconds of an idle cluster whose wake-ups are subtracted
@@ -395,7 +412,11 @@ def main() -> int:
         "switches_per_fault": per_request(s3, s4, t4 - t3, idle, fault["accesses"]),
         "hops_ok": fault["measured_hops_sum"] == faults and fault["unexpected_outcomes"] == 0,
         "faults": faults, "setup_writes": args.workers * 64,
-        "redis_calls_per_fault": {k: v / faults for k, v in calls.most_common()},
+        "redis_calls_per_fault": split_calls(calls, faults)[0],
+        # Redis's own time inside each command (commandstats usec / calls): set
+        # against the redis-servers' CPU per fault, the rest is the event loop,
+        # the socket reads and writes and the wake-up.
+        "redis_usec_per_call": split_calls(calls, faults)[1],
         "with_ids": {
             "one_hop_faults_per_s": with_ids["accesses_per_s"], "fault_cpu_us": with_ids["cpu_us_per_access"],
             "vs_bare": with_ids["accesses_per_s"] / bare_rate,
@@ -403,7 +424,7 @@ def main() -> int:
             "switches_per_fault": per_request(s5, s6, t6 - t5, idle, with_ids["accesses"]),
             "hops_ok": (with_ids["measured_hops_sum"] == with_ids["accesses"]
                         and with_ids["unexpected_outcomes"] == 0),
-            "redis_calls_per_fault": {k: v / with_ids["accesses"] for k, v in calls_ids.most_common()},
+            "redis_calls_per_fault": split_calls(calls_ids, with_ids["accesses"])[0],
         },
         "load_average": os.getloadavg(), "out": str(out),
     }
@@ -447,7 +468,8 @@ def main() -> int:
           f"{swb['satnode']:.1f}")
     print(f"Redis calls per fault ({faults:,} faults; the set-up's {result['setup_writes']:,} writes included):")
     for k, v in result["redis_calls_per_fault"].items():
-        print(f"  {k:<14} {v:6.3f}")
+        us = result["redis_usec_per_call"].get(k)
+        print(f"  {k:<14} {v:6.3f}" + (f"  ({us:.1f} us inside Redis per call)" if us is not None else ""))
     ids = result["with_ids"]
     print(f"with a request_id each: {ids['one_hop_faults_per_s']:,.0f}/s ({ids['fault_cpu_us']:.0f} us CPU each): "
           f"ratio {ids['vs_bare']:.3f}, CPU {ids['fault_cpu_in_bare_round_trips']:.2f} bare round trips; "

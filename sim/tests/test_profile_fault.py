@@ -1,13 +1,19 @@
-"""bench/profile_fault.py's reading of `go tool pprof -top` (the JSON's pprof_cum_share)."""
+"""bench/profile_fault.py's reading of `go tool pprof -top` (the JSON's pprof_cum_share) and of
+Redis's INFO commandstats (redis_calls_per_fault, redis_usec_per_call)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from profile_fault import cum_shares  # noqa: E402
+from profile_fault import commandstats, cum_shares, split_calls  # noqa: E402
 
 TOP = """File: satnode
 Type: cpu
@@ -26,3 +32,34 @@ def test_every_row_gives_its_cumulative_share_and_the_header_none():
         "google.golang.org/grpc.(*ClientConn).Invoke": 9.11,
         "slices.Clone[go.shape.[]uint8,go.shape.uint8]": 2.04,
     }
+
+
+@pytest.mark.integration
+def test_redis_calls_and_the_time_inside_them_come_from_a_real_redis_servers_commandstats(tmp_path):
+    if not shutil.which("redis-server"):
+        pytest.skip("redis-server not installed")
+    sock = tmp_path / "r.sock"
+    server = subprocess.Popen(["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        def cli(*args: str) -> str:
+            return subprocess.run(["redis-cli", "-s", str(sock), *args], capture_output=True, text=True,
+                                  check=True, timeout=10).stdout
+
+        before = commandstats(cli("INFO", "commandstats"))
+        for i in range(4):
+            cli("HSET", "f:s", str(i), "x" * 4096)
+        cli("EVAL", "redis.call('HSET', KEYS[1], '9', ARGV[1]) return 0", "1", "f:s", "y")
+        after = commandstats(cli("INFO", "commandstats"))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    # The first INFO is counted in the second, and the script's HSET in hset.
+    calls, usec = split_calls(after - before, 2)
+    assert calls == {"hset": 2.5, "eval": 0.5, "info": 0.5}
+    assert set(usec) == {"hset", "eval", "info"} and all(v >= 0 for v in usec.values())
+    assert usec["eval"] == after["usec:eval"] - before["usec:eval"]
