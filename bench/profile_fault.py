@@ -80,6 +80,15 @@ BUCKETS = [
                                            "runtime.goexit"]),
 ]
 
+# A redis-server sample -> what it was doing (kernel frames; Redis's own code
+# is stripped of most symbols, so the rest is one bucket).
+REDIS_BUCKETS = [
+    ("page faults (first touch of memory)", ["asm_exc_page_fault"]),
+    ("epoll_wait: idle, then switched in when a command arrives", ["do_epoll_wait"]),
+    ("reading a command from the socket", ["sock_read_iter", "unix_stream_recvmsg"]),
+    ("writing the reply (and waking the satnode)", ["sock_write_iter", "unix_stream_sendmsg"]),
+    ("other kernel work (scheduler, interrupts)", ["[kernel.kallsyms]"]),
+]
 
 # A satnode thread's context switch -> why it slept: the first whose patterns
 # the stack holds all of wins.
@@ -152,7 +161,12 @@ def count_syscalls(pids: list[int], delay_s: float, window_s: float, out: Path) 
 
 def cpu_seconds(pids: list[int]) -> float:
     """utime + stime of pids so far (/proc; clock ticks of 1/100 s)."""
-    total = 0.0
+    return proc_stat(pids)[0]
+
+
+def proc_stat(pids: list[int]) -> tuple[float, int]:
+    """utime + stime (seconds) and minor page faults (first touches of memory) of pids so far (/proc)."""
+    total, minflt = 0.0, 0
     for pid in pids:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -160,7 +174,8 @@ def cpu_seconds(pids: list[int]) -> float:
             continue
         fields = stat.rpartition(")")[2].split()
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        minflt += int(fields[7])
+    return total, minflt
 
 
 def load_generator() -> list[int]:
@@ -181,9 +196,11 @@ def count_cpu(pids: dict[str, list[int]], delay_s: float, window_s: float, into:
     """CPU seconds by role over window_s after delay_s, into into (the load generator as "satload")."""
     time.sleep(delay_s)
     roles = {**pids, "satload": load_generator()}
-    before = {role: cpu_seconds(ps) for role, ps in roles.items()}
+    before = {role: proc_stat(ps) for role, ps in roles.items()}
     time.sleep(window_s)
-    into.update({role: cpu_seconds(ps) - before[role] for role, ps in roles.items()})
+    after = {role: proc_stat(ps) for role, ps in roles.items()}
+    into.update({role: after[role][0] - before[role][0] for role in roles})
+    into.update({"minflt:" + role: after[role][1] - before[role][1] for role in roles})
 
 
 def syscalls_per_request(out: Path, requests: float) -> dict[str, float]:
@@ -445,11 +462,19 @@ def main() -> int:
             what: {role: syscalls_per_request(out / f"syscalls-{what}-{role}.csv", requests[what])
                    for role in ("satnode", "redis")} for what in requests}
         result["cpu_us_per_request"] = {
-            what: {role: v / requests[what] * 1e6 for role, v in cpu[what].items()} for what in requests}
+            what: {role: v / requests[what] * 1e6 for role, v in cpu[what].items() if ":" not in role}
+            for what in requests}
+        # Minor page faults: memory a process touches for the first time (or again
+        # after its allocator gave it back to the kernel).
+        result["minor_faults_per_request"] = {
+            what: {role.partition(":")[2]: v / requests[what] for role, v in cpu[what].items() if ":" in role}
+            for what in requests}
     if args.perf:
         buckets, samples = perf_buckets(out / "perf.data", "satnode")
         result["perf_satnode_buckets"], result["perf_satnode_samples"] = buckets, samples
         result["perf_comms"] = perf_comms(out / "perf.data")
+        result["perf_redis_buckets"], result["perf_redis_samples"] = perf_buckets(
+            out / "perf.data", "redis-server", REDIS_BUCKETS)
     if args.switches:
         result["switches_satnode"], result["switches_satnode_recorded"] = perf_buckets(
             out / "switches.data", "satnode", SWITCHES, all)
@@ -487,12 +512,18 @@ def main() -> int:
         cu = result["cpu_us_per_request"]
         print("CPU per request by process, us (the same windows): " + "; ".join(
             f"{what}: " + ", ".join(f"{role} {v:.0f}" for role, v in cu[what].items()) for what in ("bare", "fault")))
+        mf = result["minor_faults_per_request"]
+        print("minor page faults per request by process (the same windows): " + "; ".join(
+            f"{what}: " + ", ".join(f"{role} {v:.2f}" for role, v in mf[what].items()) for what in ("bare", "fault")))
     if args.perf:
         comms = result["perf_comms"]
         print("perf, share of all samples: " + ", ".join(f"{c} {comms.get(c, 0):.1%}"
                                                         for c in ("satnode", "redis-server", "satload")))
         print(f"satnode samples ({result['perf_satnode_samples']:,}) by what their stack holds:")
         for k, v in result["perf_satnode_buckets"].items():
+            print(f"  {v:6.1%}  {k}")
+        print(f"redis-server samples ({result['perf_redis_samples']:,}; 'other': Redis's own code, Lua):")
+        for k, v in result["perf_redis_buckets"].items():
             print(f"  {v:6.1%}  {k}")
     if args.switches:
         print(f"satnode context switches ({result['switches_satnode_recorded']:,} recorded) by what the thread "
