@@ -3,6 +3,7 @@ Redis's INFO commandstats (redis_calls_per_fault, redis_usec_per_call)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from profile_fault import commandstats, cum_shares, split_calls  # noqa: E402
+from profile_fault import commandstats, cum_shares, proc_stat, split_calls  # noqa: E402
 
 TOP = """File: satnode
 Type: cpu
@@ -63,3 +64,13 @@ def test_redis_calls_and_the_time_inside_them_come_from_a_real_redis_servers_com
     assert calls == {"hset": 2.5, "eval": 0.5, "info": 0.5}
     assert set(usec) == {"hset", "eval", "info"} and all(v >= 0 for v in usec.values())
     assert usec["eval"] == after["usec:eval"] - before["usec:eval"]
+
+
+def test_proc_stat_counts_the_minor_page_faults_of_memory_touched_for_the_first_time():
+    cpu0, faults0 = proc_stat([os.getpid()])
+    touched = bytearray(32 << 20)  # 32 MiB, zeroed: every page touched once
+    cpu1, faults1 = proc_stat([os.getpid()])
+    assert len(touched) == 32 << 20
+    assert faults1 - faults0 >= (32 << 20) // (2 << 20)  # one per page, or per 2 MiB huge page at least
+    assert cpu1 >= cpu0 > 0
+    assert proc_stat([2 ** 22 + 7]) == (0.0, 0)  # a process that is not there counts nothing
