@@ -164,6 +164,8 @@ kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite -o json >"$OU
 rm -rf "$OUT/start-logs" && mkdir -p "$OUT/start-logs"
 kubectl -n "$NS" get pods -l app.kubernetes.io/component=satellite -o name | sed 's|^pod/||' |
 	xargs -r -P 8 -I{} sh -c 'kubectl -n "$1" logs "$2" -c satnode >"$3/$2.log" 2>&1' _ "$NS" {} "$OUT/start-logs"
+# The gateway's: when its certificate signer began listening (the satellites ask it at start).
+kubectl -n "$NS" logs "deployment/$REL-gateway" >"$OUT/start-logs/gateway.log" 2>&1 || true
 # The kubelet's log (a cluster this run started) gives when kubelet first probed each satnode
 # successfully: the gap from the satnode's own "ready" is kubelet noticing the container.
 kubelet_log=()

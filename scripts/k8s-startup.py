@@ -8,11 +8,13 @@ epoch seconds of `helm install`, LOGDIR (optional) holds NAME.log with the satno
 container's JSON log of each pod (`kubectl logs -c satnode`), KUBELET_LOG (optional) the
 kubelet's own log (klog text). Prints, for each phase, the
 seconds after T0 at which the pods reached it (p50, p90, last): created, scheduled, the
-TLS init step done, Redis started, satnode started, and from the satnode logs "starting",
-"serving" and "ready" (state restored), from the kubelet's log the start-up probe's first
+TLS init step done (cert-manager or a user's Secret), Redis started, satnode started, and from
+the satnode logs "certificate issued" (its certificate from the gateway's signer, with the chart's
+generated material), "starting", "serving" and "ready" (state restored), from the kubelet's log the start-up probe's first
 success ("startup probe ok": kubelet has seen the container running and probed it), then
 Ready (the kubelet's probes). The pod status times have one-second resolution. Last, ``last_ready_s=`` the latest Ready condition
-(every pod Ready then); exit 1 when a pod is not Ready, 2 on unreadable input.
+(every pod Ready then); exit 1 when a pod is not Ready, 2 on unreadable input. When LOGDIR
+holds gateway.log (the gateway's log), the time its certificate signer began listening too.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def _log_times(path: Path) -> dict[str, float]:
         except ValueError:
             continue
         msg = rec.get("msg")
-        if msg in ("starting", "serving", "ready") and msg not in found and rec.get("time"):
+        if msg in ("certificate issued", "certificate reused", "starting", "serving", "ready",
+                   "certificate signer listening") and msg not in found and rec.get("time"):
             found[msg] = _ts(rec["time"])
         if "restore" in str(msg) and "restore" not in found and rec.get("time"):
             found["restore"] = _ts(rec["time"])  # the restore's outcome (restored / no copy)
@@ -139,6 +142,8 @@ def main(argv: list[str]) -> int:
     found = phases(pods, t0, logdir, startup_ok)
     for key, xs in found.items():
         print(f"  {key:16s} {_pct(xs, 0.5):7.1f} {_pct(xs, 0.9):7.1f} {max(xs):7.1f}  (n={len(xs)})")
+    if logdir is not None and (t := _log_times(logdir / "gateway.log").get("certificate signer listening")):
+        print(f"  {'signer listening':16s} {t - t0:7.1f}  (the gateway)")
     ready = found.get("Ready", [])
     if len(ready) != len(pods):
         print(f"k8s-startup: {len(pods) - len(ready)} of {len(pods)} pods are not Ready", file=sys.stderr)

@@ -127,7 +127,7 @@ def test_the_statefulset_runs_one_pod_per_satellite_of_the_spec(helm, spec):
     objs = render(helm, "--set", f"constellation.spec={spec}")
     (sts,) = objs["StatefulSet"]
     assert sts["spec"]["replicas"] == parse_walker_spec(spec)[1]
-    (cm,) = objs["ConfigMap"]
+    (cm,) = [c for c in objs["ConfigMap"] if c["metadata"]["name"] == "t-satpage-config"]
     assert cm["data"]["SATPAGE_CONSTELLATION"] == spec
 
 
@@ -202,28 +202,38 @@ def test_daemons_have_native_grpc_probes_and_prometheus_annotations(helm):
         assert re.fullmatch(r"[0-9a-f]{64}", ann["checksum/config"])
 
 
-def test_redis_starts_beside_satnode_unless_asked_to_be_a_native_sidecar(helm):
+def test_redis_is_a_native_sidecar_with_the_signer_and_beside_satnode_after_the_tls_step(helm):
     sts = render(helm, kube="1.34.0")["StatefulSet"][0]["spec"]["template"]
     new = sts["spec"]
     old = render(helm, kube="1.28.0")["StatefulSet"][0]["spec"]["template"]["spec"]
     side = render(helm, "--set", "redis.nativeSidecar=true", kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
-    # By default the TLS init step runs alone, then Redis and satnode start in one step,
-    # Redis first; kubectl's default container is satnode.
-    assert [c["name"] for c in new["initContainers"]] == ["fetch-tls"]
-    assert [c["name"] for c in new["containers"]] == ["redis", "satnode"]
+    # By default (generated TLS material: satnode gets its certificate itself) Redis is a
+    # native sidecar, started (and its pod's address published) before satnode, stopped
+    # after it; kubectl's default container is satnode.
+    assert [c["name"] for c in new["initContainers"]] == ["redis"]
+    assert new["initContainers"][0]["restartPolicy"] == "Always" and "lifecycle" not in new["initContainers"][0]
+    assert [c["name"] for c in new["containers"]] == ["satnode"]
     assert sts["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"] == "satnode"
-    # Redis outlives satnode's in-flight calls at a stop (preStop sleep, Kubernetes >= 1.30 only).
-    assert new["containers"][0]["lifecycle"] == {"preStop": {"sleep": {"seconds": 3}}}
-    assert [c["name"] for c in old["initContainers"]] == ["fetch-tls"]
+    assert side == new
+    # Before Kubernetes 1.29 (no native sidecars) Redis starts beside satnode, first.
+    assert "initContainers" not in old
     assert [c["name"] for c in old["containers"]] == ["redis", "satnode"]
     assert "lifecycle" not in old["containers"][0]
-    # Asked for, Redis is a native sidecar after the TLS step, started before satnode, stopped after it.
-    assert [c["name"] for c in side["initContainers"]] == ["fetch-tls", "redis"]
-    sidecar = side["initContainers"][1]
-    assert sidecar["restartPolicy"] == "Always" and "restartPolicy" not in side["initContainers"][0]
-    assert "lifecycle" not in sidecar
-    assert [c["name"] for c in side["containers"]] == ["satnode"]
-    for spec in (new, old, side):
+    # With a Secret per satellite (tls.existingSecret, cert-manager) the TLS init step runs
+    # alone, then Redis and satnode start in one step, Redis first; Redis outlives
+    # satnode's in-flight calls at a stop (preStop sleep, Kubernetes >= 1.30 only).
+    user = render(helm, "--set", "tls.existingSecret=mine", kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+    assert [c["name"] for c in user["initContainers"]] == ["fetch-tls"]
+    assert [c["name"] for c in user["containers"]] == ["redis", "satnode"]
+    assert user["containers"][0]["lifecycle"] == {"preStop": {"sleep": {"seconds": 3}}}
+    user_side = render(helm, "--set", "redis.nativeSidecar=true", "--set", "tls.existingSecret=mine",
+                       kube="1.34.0")["StatefulSet"][0]["spec"]["template"]["spec"]
+    assert [c["name"] for c in user_side["initContainers"]] == ["fetch-tls", "redis"]
+    assert "restartPolicy" not in user_side["initContainers"][0]
+    assert user_side["initContainers"][1]["restartPolicy"] == "Always"
+    assert "lifecycle" not in user_side["initContainers"][1]
+    assert [c["name"] for c in user_side["containers"]] == ["satnode"]
+    for spec in (new, old, user, user_side):
         redis = next(c for c in _containers(spec) if c["name"] == "redis")
         args = redis["args"]
         assert args[args.index("--bind") + 1] == "127.0.0.1"
@@ -243,7 +253,8 @@ def test_local_images_are_never_pulled_and_registry_images_only_when_absent(helm
     for c in _containers(remote["StatefulSet"][0]["spec"]["template"]["spec"]):
         assert c["image"].startswith("registry.example.com/satpage/")
         assert c["imagePullPolicy"] == "IfNotPresent"
-    pods = render(helm, "--set", "satnode.image.pullPolicy=Always")["StatefulSet"][0]["spec"]["template"]["spec"]
+    pods = render(helm, "--set", "satnode.image.pullPolicy=Always", "--set", "tls.existingSecret=mine")[
+        "StatefulSet"][0]["spec"]["template"]["spec"]
     assert {c["name"]: c["imagePullPolicy"] for c in _containers(pods)} == {
         "fetch-tls": "Always", "redis": "Never", "satnode": "Always"}
 
@@ -332,14 +343,14 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     plain = render(helm)
     objs = render(helm, "--set-file", f"constellation.islSchedule={f}")
     cms = {c["metadata"]["name"]: c for c in objs["ConfigMap"]}
-    (config,) = [c for n, c in cms.items() if not n.endswith("-isl-schedule")]
+    config = cms["t-satpage-config"]
     (sched,) = [c for n, c in cms.items() if n.endswith("-isl-schedule")]
     assert json.loads(sched["data"]["isl-schedule.json"]) == doc
     path = config["data"]["SATPAGE_ISL_SCHEDULE"]
     (sts,) = objs["StatefulSet"]
     pod = sts["spec"]["template"]
     satnode = next(c for c in pod["spec"]["containers"] if c["name"] == "satnode")
-    (mount,) = [m for m in satnode["volumeMounts"] if m["name"] not in ("tls", "token-verify")]
+    (mount,) = [m for m in satnode["volumeMounts"] if m["name"] not in ("tls", "token-verify", "signer-token", "ca")]
     assert path == mount["mountPath"] + "/isl-schedule.json" and mount["readOnly"] is True
     vol = next(v for v in pod["spec"]["volumes"] if v["name"] == mount["name"])
     assert vol["configMap"]["name"] == sched["metadata"]["name"]
@@ -348,27 +359,33 @@ def test_an_isl_schedule_is_mounted_into_every_satnode_and_rolls_the_pods(helm, 
     assert pod["metadata"]["annotations"]["checksum/config"] != old
     assert "SATPAGE_ISL_SCHEDULE" not in plain["ConfigMap"][0]["data"]
     assert [m["name"] for m in next(c for c in plain["StatefulSet"][0]["spec"]["template"]["spec"]
-                                    ["containers"] if c["name"] == "satnode")["volumeMounts"]] == ["tls", "token-verify"]
+                                    ["containers"] if c["name"] == "satnode")["volumeMounts"]] == [
+                                        "tls", "signer-token", "ca", "token-verify"]
 
 
 # --- Security (docs/security.md) ---------------------------------------------------
 
 def _secret_files(objs, tmp_path):
-    """The generated Secrets as a `--tls-dir` directory (docs/security.md layout)."""
+    """The generated Secrets as a `--tls-dir` directory (docs/security.md layout), the
+    CA's key as ca-key.pem (what the gateway's signer holds)."""
     import base64
 
     names = {"gateway": ("gateway.pem", "gateway-key.pem"), "client": ("client.pem", "client-key.pem"),
-             "token": ("token-verify-keys.pem", "token-signing-key.pem")}
+             "token": ("token-verify-keys.pem", "token-signing-key.pem"), "ca": ("ca.pem", "ca-key.pem")}
     secrets = {s["metadata"]["name"]: s for s in objs["Secret"]}
     for name, secret in secrets.items():
-        role = name.removeprefix("t-satpage-")
-        crt, key = names.get(role) or (f"satellite-{role.removeprefix('sat-')}.pem",
-                                       f"satellite-{role.removeprefix('sat-')}-key.pem")
+        crt, key = names[name.removeprefix("t-satpage-")]
         data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
         (tmp_path / crt).write_bytes(data["tls.crt"])
         (tmp_path / key).write_bytes(data["tls.key"])
-        (tmp_path / "ca.pem").write_bytes(data["ca.crt"])
+        assert data["ca.crt"] == secrets_ca(secrets)
     return secrets
+
+
+def secrets_ca(secrets) -> bytes:
+    import base64
+
+    return base64.b64decode(secrets["t-satpage-ca"]["data"]["tls.crt"])
 
 
 def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
@@ -382,19 +399,21 @@ def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
 
     objs = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
     secrets = _secret_files(objs, tmp_path)
-    # One Secret per role, each in cert-manager's layout; every one names the same CA.
-    assert set(secrets) == {f"t-satpage-{r}" for r in ("gateway", "client", "token", *(f"sat-{i}" for i in range(6)))}
+    # One Secret per role that has no signer to ask, each in cert-manager's layout, every
+    # one naming the same CA; none per satellite (each makes its own key at start).
+    assert set(secrets) == {f"t-satpage-{r}" for r in ("gateway", "client", "token", "ca")}
     assert {s["type"] for s in secrets.values()} == {"kubernetes.io/tls"}
-    assert len({s["data"]["ca.crt"] for s in secrets.values()}) == 1
     ca = x509.load_pem_x509_certificate((tmp_path / "ca.pem").read_bytes())
+    assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+    # The CA's key (the signer's) is the CA certificate's, and the satellites check the
+    # signer against that certificate, from a ConfigMap.
+    ca_key = load_pem_private_key((tmp_path / "ca-key.pem").read_bytes(), None)
+    raw = (Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    assert ca_key.public_key().public_bytes(*raw) == ca.public_key().public_bytes(*raw)
+    cms = {c["metadata"]["name"]: c for c in objs["ConfigMap"]}
+    assert cms["t-satpage-ca"]["data"]["ca.pem"].encode() == (tmp_path / "ca.pem").read_bytes()
     store = Store([ca])
-    for i in range(6):
-        cert = x509.load_pem_x509_certificate((tmp_path / f"satellite-{i}.pem").read_bytes())
-        for name in (f"satellite-{i}.satpage", f"t-satpage-{i}.t-satpage-headless"):
-            PolicyBuilder().store(store).build_server_verifier(x509.DNSName(name)).verify(cert, [])
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        assert [n for n in sans.get_values_for_type(x509.DNSName) if n.endswith(".satpage")] == \
-            [f"satellite-{i}.satpage"]
+    # The signer serves with the gateway's certificate: satellites dial it as gateway.satpage.
     gw = x509.load_pem_x509_certificate((tmp_path / "gateway.pem").read_bytes())
     PolicyBuilder().store(store).build_server_verifier(x509.DNSName("gateway.satpage")).verify(gw, [])
     # The token key's public half, in a certificate: what satellites verify with.
@@ -404,15 +423,19 @@ def test_tls_is_on_by_default_with_a_generated_constellation_ca(helm, tmp_path):
     raw = (Encoding.Raw, PublicFormat.Raw)
     assert x509.load_pem_x509_certificate(verify).public_key().public_bytes(*raw) == \
         signing.public_key().public_bytes(*raw)
-    config = objs["ConfigMap"][0]["data"]
+    config = cms["t-satpage-config"]["data"]
     assert config["SATPAGE_TLS_DIR"] == "/etc/satpage-tls" and "SATPAGE_INSECURE" not in config
     sums = set()
-    for workload in (objs["StatefulSet"][0], objs["Deployment"][0]):
+    sts, gateway = objs["StatefulSet"][0], objs["Deployment"][0]
+    for workload in (sts, gateway):
         tpl = workload["spec"]["template"]
-        (c,) = [c for c in tpl["spec"]["containers"] if c["name"] in ("satnode", "gateway")]
-        assert {"name": "tls", "mountPath": "/etc/satpage-tls", "readOnly": True} in c["volumeMounts"]
         sums.add(tpl["metadata"]["annotations"]["checksum/tls"])
     assert len(sums) == 1  # one material, one checksum
+    # The gateway reads its material; satnode writes its own pair into its pod's memory.
+    (gwc,) = gateway["spec"]["template"]["spec"]["containers"]
+    assert {"name": "tls", "mountPath": "/etc/satpage-tls", "readOnly": True} in gwc["volumeMounts"]
+    (satnode,) = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "satnode"]
+    assert {"name": "tls", "mountPath": "/etc/satpage-tls"} in satnode["volumeMounts"]
     # Fresh material (helm template cannot look the old Secrets up) rolls the pods.
     again = render(helm, "--set", "constellation.spec=walker-star:6/2/0:500:87")
     assert again["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]["checksum/tls"] not in sums
@@ -448,7 +471,9 @@ def _key_files(objs: dict[str, list[dict]]) -> dict[tuple[str, str], dict[str, s
                         assert "items" in sec, f"{name}/{c['name']} mounts all of Secret {sec.get('secretName')}"
                         files |= {it["path"]: f"{sec['name']}/{it['key']}" for it in sec["items"]}
                     if "serviceAccountToken" in src:
-                        files[src["serviceAccountToken"]["path"]] = "serviceaccount/token"
+                        tok = src["serviceAccountToken"]
+                        aud = tok.get("audience")  # none: the API server's
+                        files[tok["path"]] = "serviceaccount/token" + (f" for {aud}" if aud else "")
                 if "emptyDir" in v and c["name"] != "fetch-tls":
                     files |= written.get(m["name"], {})
             out[(name, c["name"])] = files
@@ -456,15 +481,85 @@ def _key_files(objs: dict[str, list[dict]]) -> dict[tuple[str, str], dict[str, s
 
 
 def test_every_workload_mounts_only_its_own_keys(helm):
-    """The chart's defaults: no pod holds a private key other than its own, only the
-    gateway holds the token signing key, satellites verify with a certificate."""
+    """The chart's defaults: no pod holds a private key other than its own (a satellite
+    holds none at all from the cluster: it makes its key in process), only the gateway
+    holds the token signing key and the CA's key (its signer), satellites verify with a
+    certificate and hold one token, one only the signer accepts."""
     objs = render(helm)
     assert {k for k in objs if k in ("StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob", "Pod",
                                      "ReplicaSet")} == {"StatefulSet", "Deployment", "Pod"}
+    assert _key_files(objs) == {
+        ("t-satpage", "redis"): {},
+        ("t-satpage", "satnode"): {"token-verify-keys.pem": "t-satpage-token/tls.crt",
+                                   "token": "serviceaccount/token for satpage-signer"},
+        ("t-satpage-gateway", "gateway"): {
+            "ca.pem": "t-satpage-gateway/ca.crt", "gateway.pem": "t-satpage-gateway/tls.crt",
+            "gateway-key.pem": "t-satpage-gateway/tls.key", "token-signing-key.pem": "t-satpage-token/tls.key",
+            "token-verify-keys.pem": "t-satpage-token/tls.crt", "ca-key.pem": "t-satpage-ca/tls.key",
+            "token": "serviceaccount/token"},
+        **{("t-satpage-test-health", c): {"ca.pem": "t-satpage-client/ca.crt"}
+           for c in ("check-0", "check-1", "check")},
+    }
+    (sts,) = objs["StatefulSet"]
+    pod = sts["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == ["redis"]  # no fetch-tls: its sidecar only
+    (satnode,) = [c for c in pod["containers"] if c["name"] == "satnode"]
+    env = {e["name"]: e.get("value") for e in satnode["env"]}
+    assert env["SATPAGE_TOKEN_VERIFY_KEYS"] == "/etc/satpage-token/token-verify-keys.pem"
+    assert env["SATPAGE_CERT_SIGNER"] == "t-satpage-signer:7002"
+    mounts = {m["name"]: m["mountPath"] for m in satnode["volumeMounts"]}
+    assert env["SATPAGE_CERT_SIGNER_TOKEN"] == mounts["signer-token"] + "/token"
+    assert env["SATPAGE_CERT_SIGNER_CA"] == mounts["ca"] + "/ca.pem"
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert vols["tls"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}  # the key never touches the node's disk
+    (tok,) = vols["signer-token"]["projected"]["sources"]
+    assert tok["serviceAccountToken"] == {"path": "token", "audience": "satpage-signer", "expirationSeconds": 600}
+    assert vols["ca"]["configMap"]["name"] == "t-satpage-ca"
+    assert pod["serviceAccountName"] == "t-satpage" and pod["automountServiceAccountToken"] is False
+    # The signer: the gateway, under its own ServiceAccount, which may create TokenReviews
+    # and nothing else (no Role reads any Secret); it signs for the satellites' account,
+    # pod t-satpage-<i>, and nothing else.
+    (gw,) = objs["Deployment"]
+    gpod = gw["spec"]["template"]["spec"]
+    assert gpod["serviceAccountName"] == "t-satpage-gateway" and gpod["automountServiceAccountToken"] is False
+    genv = {e["name"]: e.get("value") for e in gpod["containers"][0]["env"]}
+    assert (genv["SATPAGE_SIGNER_LISTEN"], genv["SATPAGE_SIGNER_AUDIENCE"], genv["SATPAGE_SIGNER_SERVICE_ACCOUNT"],
+            genv["SATPAGE_SIGNER_STATEFULSET"]) == (":7002", "satpage-signer", "default:t-satpage", "t-satpage")
+    assert genv["SATPAGE_SIGNER_DNS_NAMES"].split(",") == [
+        "t-satpage-{index}.t-satpage-headless", "t-satpage-{index}.t-satpage-headless.default.svc"]
+    assert {a["metadata"]["name"] for a in objs["ServiceAccount"]} == {"t-satpage", "t-satpage-gateway"}
+    assert "Role" not in objs and "RoleBinding" not in objs
+    (role,) = objs["ClusterRole"]
+    assert role["rules"] == [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}]
+    (binding,) = objs["ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "t-satpage-gateway", "namespace": "default"}]
+    # Satellites reach it by a Service that lists the gateway before it is Ready.
+    (svc,) = [s for s in objs["Service"] if s["metadata"]["name"] == "t-satpage-signer"]
+    assert svc["spec"]["publishNotReadyAddresses"] is True
+    assert svc["spec"]["ports"] == [{"name": "signer", "port": 7002, "targetPort": "signer", "protocol": "TCP"}]
+    assert svc["spec"]["selector"]["app.kubernetes.io/component"] == "gateway"
+    # The Secrets the chart makes are the ones the workloads name.
+    made = {s["metadata"]["name"]: set(s["data"]) for s in objs["Secret"]}
+    assert set(made) == {"t-satpage-gateway", "t-satpage-client", "t-satpage-token", "t-satpage-ca"}
+    assert all(keys == {"tls.crt", "tls.key", "ca.crt"} for keys in made.values())
+
+
+def test_the_generated_material_needs_the_gateway_that_signs(helm):
+    assert "needs gateway.enabled" in reject(helm, "--set", "gateway.enabled=false")
+    objs = render(helm, "--set", "gateway.enabled=false", "--set", "tls.existingSecret=mine")
+    assert "Deployment" not in objs and "ClusterRole" not in objs
+
+
+def test_a_user_secret_and_cert_manager_keep_every_key_in_its_pod(helm):
+    """With a Secret per satellite, an init step reads the pod's own with a token that may
+    read the satellites' Secrets and nothing else, mounted into that step alone."""
     sat = {"ca.pem": "t-satpage-sat-{index}/ca.crt", "satellite-{index}.pem": "t-satpage-sat-{index}/tls.crt",
            "satellite-{index}-key.pem": "t-satpage-sat-{index}/tls.key",
            "token-verify-keys.pem": "t-satpage-token/tls.crt"}
-    assert _key_files(objs) == {
+    cm = render(helm, "--api-versions", "cert-manager.io/v1")
+    assert "Secret" not in cm
+    assert _key_files(cm) == {
         ("t-satpage", "fetch-tls"): {"token": "serviceaccount/token"},
         ("t-satpage", "redis"): {},
         ("t-satpage", "satnode"): sat,
@@ -475,27 +570,20 @@ def test_every_workload_mounts_only_its_own_keys(helm):
         **{("t-satpage-test-health", c): {"ca.pem": "t-satpage-client/ca.crt"}
            for c in ("check-0", "check-1", "check")},
     }
-    # {index} is the pod's own ordinal: the init step (services/internal/podkeys) reads
-    # it from the hostname, and its token may read the satellites' Secrets and nothing else.
-    (role,) = objs["Role"]
+    # {index} is the pod's own ordinal: the init step (services/internal/podkeys) reads it
+    # from the hostname.
+    (role,) = cm["Role"]
     (rule,) = role["rules"]
     assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == ([""], ["secrets"], ["get"])
     assert rule["resourceNames"] == [f"t-satpage-sat-{i}" for i in range(150)]
-    (binding,) = objs["RoleBinding"]
+    (binding,) = cm["RoleBinding"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "t-satpage", "namespace": "default"}]
-    (sts,) = objs["StatefulSet"]
-    (satnode,) = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "satnode"]
-    env = {e["name"]: e.get("value") for e in satnode["env"]}
-    assert env["SATPAGE_TOKEN_VERIFY_KEYS"] == "/etc/satpage-token/token-verify-keys.pem"
+    assert "ClusterRole" not in cm and "SATPAGE_CERT_SIGNER" not in str(cm["StatefulSet"])
+    (sts,) = cm["StatefulSet"]
     (tls,) = [v for v in sts["spec"]["template"]["spec"]["volumes"] if v["name"] == "tls"]
-    assert tls["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}  # the key never touches the node's disk
-    # The Secrets the chart makes are the ones the workloads name.
-    made = {s["metadata"]["name"]: set(s["data"]) for s in objs["Secret"]}
-    assert len(made) == 153 and all(keys == {"tls.crt", "tls.key", "ca.crt"} for keys in made.values())
+    assert tls["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}
 
-
-def test_a_user_secret_and_cert_manager_keep_every_key_in_its_pod(helm):
     user = _key_files(render(helm, "--set", "tls.existingSecret=mine"))
     assert user[("t-satpage", "satnode")] == {
         "ca.pem": "mine/ca.pem", "satellite-{index}.pem": "mine/satellite-{index}.pem",
@@ -504,8 +592,6 @@ def test_a_user_secret_and_cert_manager_keep_every_key_in_its_pod(helm):
     assert set(user[("t-satpage-gateway", "gateway")]) == {
         "ca.pem", "gateway.pem", "gateway-key.pem", "token-signing-key.pem", "token-verify-keys.pem"}
     assert user[("t-satpage-test-health", "check")] == {"ca.pem": "mine/ca.pem"}
-    cm = render(helm, "--api-versions", "cert-manager.io/v1")
-    assert "Secret" not in cm and _key_files(cm) == _key_files(render(helm))
 
 
 def test_insecure_is_refused_unless_allowed_beside_it(helm):
@@ -548,7 +634,7 @@ def test_live_mode_gives_the_gateway_its_ephemeris_and_clock(helm, tmp_path):
     objs = render(helm, "--set", "live.enabled=true", "--set", "live.speed=60",
                   "--set", "live.clockStart=2026-01-01T00:00:00Z", "--set-file", f"live.ephemerisBase64={b64}")
     cms = {c["metadata"]["name"]: c for c in objs["ConfigMap"]}
-    (config,) = [c for n, c in cms.items() if not n.endswith("-ephemeris")]
+    config = cms["t-satpage-config"]
     (ephcm,) = [c for n, c in cms.items() if n.endswith("-ephemeris")]
     back = tmp_path / "back.bin"
     back.write_bytes(base64.b64decode(ephcm["binaryData"]["ephemeris.bin"]))
@@ -647,4 +733,4 @@ def test_cert_manager_issues_the_material_when_the_cluster_has_it(helm):
     assert files[("t-satpage-gateway", "gateway")]["token-signing-key.pem"] == "t-satpage-token/tls.key"
     # Asked for Helm's own material, the chart makes it even where cert-manager is.
     helm_made = render(helm, *spec, "--api-versions", "cert-manager.io/v1", "--set", "tls.source=helm")
-    assert "Certificate" not in helm_made and len(helm_made["Secret"]) == 9
+    assert "Certificate" not in helm_made and len(helm_made["Secret"]) == 4

@@ -397,7 +397,9 @@ def test_k8s_startup_phases_come_from_the_pods_the_satnode_logs_and_the_kubelet_
     logs = tmp_path / "logs"
     logs.mkdir()
     for i in (0, 1):
-        (logs / f"satpage-{i}.log").write_text(json.dumps({"time": at(22 + i), "msg": "ready"}) + "\nnot json\n")
+        (logs / f"satpage-{i}.log").write_text(json.dumps({"time": at(21 + i), "msg": "certificate issued"}) + "\n"
+                                               + json.dumps({"time": at(22 + i), "msg": "ready"}) + "\nnot json\n")
+    (logs / "gateway.log").write_text(json.dumps({"time": at(8), "msg": "certificate signer listening"}) + "\n")
     kubelet = tmp_path / "kubelet.log"
     kubelet.write_text(klog(34.5, "unhealthy", "satpage-0") + klog(35.25, "started", "satpage-0")
                        + klog(39, "started", "satpage-1") + klog(50, "started", "satpage-1"))
@@ -410,9 +412,11 @@ def test_k8s_startup_phases_come_from_the_pods_the_satnode_logs_and_the_kubelet_
     rc, out = run(pod(0, True), pod(1, True))
     assert rc == 0, out.err
     assert "startup probe ok" in out.out and out.out.splitlines()[-1] == "last_ready_s=41.0"
+    assert "  signer listening     8.0  (the gateway)" in out.out
     found = script.phases([pod(0, True), pod(1, True)], t0, logs, script._kubelet_startup_ok(kubelet, 2026))
     assert found["fetch-tls done"] == [10.0, 11.0]
     assert found["log ready"] == [22.0, 23.0]
+    assert found["log certificate issued"] == [21.0, 22.0]
     assert found["startup probe ok"] == [35.25, 39.0]  # each pod's first success
     assert found["Ready"] == [40.0, 41.0]
     assert run(pod(0, True), pod(1, False))[0] == 1

@@ -213,11 +213,19 @@ def test_a_forged_token_and_a_page_outside_the_table_are_refused(cluster):
 
 
 def test_the_helm_charts_generated_material_works_on_real_processes(tmp_path):
-    """The Secrets `helm template` generates (ECDSA keys from genPrivateKey, a
-    genCA root, an Ed25519 token key and a certificate of its public key, which
-    the satellites verify with and which holds no private key) run a secure
-    cluster: a registration, a write, a handover and a page fault relayed between
-    satellites, all over its certificates."""
+    """The Secrets `helm template` generates (ECDSA keys from genPrivateKey, an ECDSA
+    CA whose key the gateway's signer holds, an Ed25519 token key and a certificate of
+    its public key, which the satellites verify with and which holds no private key)
+    run a secure cluster, each satellite's certificate signed with the chart's CA key
+    in the shape the signer gives it (services/internal/signer): a registration, a
+    write, a handover and a page fault relayed between satellites, all over them."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     helm = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "helm"
     if not helm.is_file():
         pytest.skip(f"{helm} is missing")
@@ -233,13 +241,29 @@ def test_the_helm_charts_generated_material_works_on_real_processes(tmp_path):
     tls = tmp_path / "tls"
     tls.mkdir(mode=0o700)
     stems = {"gateway": ("gateway", "gateway-key"), "client": ("client", "client-key"),
-             "token": ("token-verify-keys", "token-signing-key")}
+             "token": ("token-verify-keys", "token-signing-key"), "ca": ("ca", "ca-key")}
     for secret in secrets:
-        role = secret["metadata"]["name"].removeprefix("t-satpage-")
-        sat = f"satellite-{role.removeprefix('sat-')}"
-        crt, key = stems.get(role, (sat, f"{sat}-key"))
+        crt, key = stems[secret["metadata"]["name"].removeprefix("t-satpage-")]
         for k, stem in (("tls.crt", crt), ("tls.key", key), ("ca.crt", "ca")):
             (tls / f"{stem}.pem").write_bytes(base64.b64decode(secret["data"][k]))
+    ca = x509.load_pem_x509_certificate((tls / "ca.pem").read_bytes())
+    ca_key = serialization.load_pem_private_key((tls / "ca-key.pem").read_bytes(), None)
+    now = datetime.datetime.now(datetime.UTC)
+    for i in range(int(SPEC.split(":")[1].split("/")[0])):
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = f"satellite-{i}.satpage"
+        cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+                .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(minutes=1)).not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+                .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                               critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        (tls / f"satellite-{i}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (tls / f"satellite-{i}-key.pem").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tls / "ca-key.pem").unlink()  # the signer's, not a cluster daemon's
     state = tmp_path / "state"
     satpage = Path(sys.executable).with_name("satpage")
     subprocess.run([str(satpage), "cluster", "up", "--constellation", SPEC, "--state-dir", str(state),

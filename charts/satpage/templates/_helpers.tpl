@@ -165,6 +165,9 @@ prometheus.io/path: "/metrics"
 {{- if eq (int .Values.satnode.grpcPort) (int .Values.satnode.metricsPort) }}
 {{- fail (printf "satnode.grpcPort and satnode.metricsPort are both %d" (int .Values.satnode.grpcPort)) }}
 {{- end }}
+{{- if and (include "satpage.signer" .) (not .Values.gateway.enabled) }}
+{{- fail "tls.source \"helm\" (generated material) needs gateway.enabled: the gateway signs the satellites' certificates; bring tls.existingSecret or use cert-manager without a gateway" }}
+{{- end }}
 {{- if and (eq .Values.satnode.store "redis") (not .Values.redis.enabled) }}
 {{- fail "satnode.store is \"redis\" but redis.enabled is false: enable the Redis sidecar or use store \"memory\"" }}
 {{- end }}
@@ -222,16 +225,48 @@ its store. In-memory only, `noeviction`: a full store refuses writes, never drop
 
 {{/*
 TLS material (docs/security.md): every pod gets its own files and no one else's.
-With the chart's generated material (tls.source helm) and with cert-manager, each
-role has a Secret of its own, <fullname>-<role> (sat-<i>, gateway, client,
-token), in cert-manager's layout (type kubernetes.io/tls: tls.crt, tls.key,
-ca.crt). A StatefulSet has one pod template, so no volume can pick satellite i's
-Secret: a satellite's init step (`satnode fetch-tls`) reads it from the API,
-with a ServiceAccount token mounted into that step alone, into an in-memory
-emptyDir. Whatever kubelet mounts is projected item by item: the gateway gets
-its pair, the CA and the token keys; satellites the CA and the token
-verification key (a certificate: its public key only); the test pod the CA.
+With the chart's generated material (tls.source helm) a satellite makes its own
+private key at start, in its satnode process, and gets its certificate from the
+gateway's signer (satpage.signer): it proves its pod with a projected token whose
+audience is the signer's, and it keeps the pair in an in-memory emptyDir of its
+pod. The chart makes Secrets for the roles that have no signer to ask,
+<fullname>-<role> (gateway, client, token, and ca: the CA's key, for the signer),
+in cert-manager's layout (type kubernetes.io/tls: tls.crt, tls.key, ca.crt), and
+the CA certificate in a ConfigMap, <fullname>-ca.
+With cert-manager or tls.existingSecret there is a Secret per satellite. A
+StatefulSet has one pod template, so no volume can pick satellite i's Secret: a
+satellite's init step (`satnode fetch-tls`) reads it from the API, with a
+ServiceAccount token mounted into that step alone, into the in-memory emptyDir.
+Whatever kubelet mounts is projected item by item: the gateway gets its pair, the
+CA, the token keys and (generated material) the CA's key; satellites the CA and
+the token verification key (a certificate: its public key only); the test pod the CA.
 */}}
+
+{{/* "true" when satellites get their certificates from the gateway's signer:
+TLS on, with the chart's generated material. */}}
+{{- define "satpage.signer" -}}
+{{- if and .Values.tls.enabled (eq (include "satpage.tlsSource" .) "helm") }}true{{ end }}
+{{- end }}
+
+{{- define "satpage.signerName" -}}
+{{- printf "%s-signer" (include "satpage.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The gateway's ServiceAccount: its own when it hosts the signer (the only
+account that may review tokens), else the pods' shared one. */}}
+{{- define "satpage.gatewayServiceAccountName" -}}
+{{- if and (include "satpage.signer" .) .Values.serviceAccount.create }}
+{{- include "satpage.gatewayName" . }}
+{{- else }}
+{{- include "satpage.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
+{{/* The audience of the satellites' signer tokens: the API server refuses a
+token of this audience, and the signer refuses every other. */}}
+{{- define "satpage.signerAudience" -}}
+satpage-signer
+{{- end }}
 
 {{/* The Secret a user brings (tls.existingSecret), in the one-directory layout. */}}
 {{- define "satpage.tlsSecretName" -}}
@@ -306,20 +341,27 @@ this section for what each holds. */}}
       - secret:
           name: {{ ternary (printf "%s-token" $full) $user $own }}
           items: [{key: {{ ternary "tls.crt" "token-verify-keys.pem" $own }}, path: token-verify-keys.pem}]
-# The init step's API credentials (what automountServiceAccountToken would give
-# every container), mounted into that step alone.
-- name: kube-api
+{{- if include "satpage.signer" $root }}
+# What satnode asks the signer with: a token only the signer accepts (the API
+# server refuses its audience), bound to this pod, and the CA the signer's
+# certificate chains to.
+- name: signer-token
   projected:
     defaultMode: 0440
     sources:
       - serviceAccountToken:
           path: token
+          audience: {{ include "satpage.signerAudience" $root }}
           expirationSeconds: 600
-      - configMap:
-          name: kube-root-ca.crt
-          items: [{key: ca.crt, path: ca.crt}]
-      - downwardAPI:
-          items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]
+- name: ca
+  configMap:
+    name: {{ $full }}-ca
+    items: [{key: ca.pem, path: ca.pem}]
+{{- else }}
+# The init step's API credentials (what automountServiceAccountToken would give
+# every container), mounted into that step alone.
+{{- include "satpage.kubeApiVolume" $root | nindent 0 }}
+{{- end }}
 {{- else }}
 - name: tls
   projected:
@@ -332,6 +374,11 @@ this section for what each holds. */}}
       - secret:
           name: {{ $full }}-token
           items: [{key: tls.key, path: token-signing-key.pem}, {key: tls.crt, path: token-verify-keys.pem}]
+      {{- if include "satpage.signer" $root }}
+      - secret:
+          name: {{ $full }}-ca
+          items: [{key: tls.key, path: ca-key.pem}]
+      {{- end }}
       {{- else if $own }}
       - secret:
           name: {{ $full }}-client
@@ -348,6 +395,29 @@ this section for what each holds. */}}
             {{- end }}
       {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* API credentials projected into one container (what automountServiceAccountToken
+would give every container): the token, the API server's CA and the namespace. */}}
+{{- define "satpage.kubeApiVolume" -}}
+- name: kube-api
+  projected:
+    defaultMode: 0440
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 600
+      - configMap:
+          name: kube-root-ca.crt
+          items: [{key: ca.crt, path: ca.crt}]
+      - downwardAPI:
+          items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]
+{{- end }}
+
+{{- define "satpage.kubeApiMount" -}}
+- name: kube-api
+  mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+  readOnly: true
 {{- end }}
 
 {{- define "satpage.tlsMount" -}}
@@ -378,27 +448,20 @@ and the CA from its own Secret into the "tls" emptyDir (podkeys in services/). *
   volumeMounts:
     - name: tls
       mountPath: {{ include "satpage.tlsDir" . }}
-    - name: kube-api
-      mountPath: /var/run/secrets/kubernetes.io/serviceaccount
-      readOnly: true
+    {{- include "satpage.kubeApiMount" . | nindent 4 }}
 {{- end }}
 
 {{/* The generated TLS material, made once per render and cached in .Values (the
 Secrets and the pods' checksum see the same keys): a dict from Secret name to its
 data. The Secrets of the same release are kept when all of them exist (lookup), so
-an upgrade does not re-key the constellation; a new satellite count re-keys it. */}}
+an upgrade does not re-key the constellation. */}}
 {{- define "satpage.tlsData" -}}
 {{- if not (hasKey .Values.tls "_data") }}
-{{- $t := include "satpage.satellites" . | int }}
 {{- $full := include "satpage.fullname" . }}
-{{- $headless := include "satpage.headlessName" . }}
 {{- $gw := include "satpage.gatewayName" . }}
 {{- $ns := .Release.Namespace }}
 {{- $days := int .Values.tls.generatedDays }}
-{{- $names := list (printf "%s-gateway" $full) (printf "%s-client" $full) (printf "%s-token" $full) }}
-{{- range $i := until $t }}
-{{- $names = append $names (printf "%s-sat-%d" $full $i) }}
-{{- end }}
+{{- $names := list (printf "%s-gateway" $full) (printf "%s-client" $full) (printf "%s-token" $full) (printf "%s-ca" $full) }}
 {{- $kept := dict }}
 {{- range $n := $names }}
 {{- $old := lookup "v1" "Secret" $ns $n }}
@@ -410,13 +473,11 @@ an upgrade does not re-key the constellation; a new satellite count re-keys it. 
 {{- if eq (len $kept) (len $names) }}
 {{- $data = $kept }}
 {{- else }}
-{{- $ca := genCA "satpage constellation CA" $days }}
+{{- /* An ECDSA CA: the signer signs 150 certificates at install. The satellites'
+certificates are not made here: each satellite makes its own key (satpage.signer). */}}
+{{- $ca := genCAWithKey "satpage constellation CA" $days (genPrivateKey "ecdsa") }}
 {{- $caPem := $ca.Cert | b64enc }}
-{{- range $i := until $t }}
-{{- $sans := list (printf "satellite-%d.satpage" $i) (printf "%s-%d.%s" $full $i $headless) (printf "%s-%d.%s.%s.svc" $full $i $headless $ns) }}
-{{- $c := genSignedCertWithKey (first $sans) nil $sans $days $ca (genPrivateKey "ecdsa") }}
-{{- $_ := set $data (printf "%s-sat-%d" $full $i) (dict "tls.crt" ($c.Cert | b64enc) "tls.key" ($c.Key | b64enc) "ca.crt" $caPem) }}
-{{- end }}
+{{- $_ := set $data (printf "%s-ca" $full) (dict "tls.crt" $caPem "tls.key" ($ca.Key | b64enc) "ca.crt" $caPem) }}
 {{- $g := genSignedCertWithKey "gateway.satpage" nil (list "gateway.satpage" $gw (printf "%s.%s.svc" $gw $ns) "localhost") $days $ca (genPrivateKey "ecdsa") }}
 {{- $_ := set $data (printf "%s-gateway" $full) (dict "tls.crt" ($g.Cert | b64enc) "tls.key" ($g.Key | b64enc) "ca.crt" $caPem) }}
 {{- $c := genSignedCertWithKey "client.satpage" nil (list "client.satpage") $days $ca (genPrivateKey "ecdsa") }}

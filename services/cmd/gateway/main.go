@@ -61,6 +61,22 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	var wg sync.WaitGroup // the signer and the substrate measurement
+	defer wg.Wait()
+	if cfg.SignerListen != "" && cfg.SignerListen != "off" {
+		// Before the ephemeris and the rest: every satellite's start waits for it.
+		serve, err := startSigner(cfg, sec, log)
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wg.Go(func() {
+			if err := serve(sctx); err != nil {
+				log.Error("certificate signer stopped", "err", err)
+			}
+		})
+	}
 	pool := sec.Pool(cfg.PeerAddr)
 	defer pool.Close()
 	live, err := liveOptions(cfg)
@@ -75,22 +91,6 @@ func run() error {
 		Issuer: sec.Issuer, Tickets: sec.Policy.Verifier, MaxTablePages: uint32(cfg.MaxTablePages), SessionIdle: cfg.SessionIdle, Live: live, Links: links})
 	if err != nil {
 		return err
-	}
-	var wg sync.WaitGroup // the substrate measurement and the signer
-	defer wg.Wait()
-	if cfg.SignerListen != "" && cfg.SignerListen != "off" {
-		// First, before anything the satellites do not need: they wait for it.
-		serve, err := startSigner(cfg, sec, log)
-		if err != nil {
-			return err
-		}
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		wg.Go(func() {
-			if err := serve(sctx); err != nil {
-				log.Error("certificate signer stopped", "err", err)
-			}
-		})
 	}
 	if links != nil {
 		mctx, cancel := context.WithCancel(ctx)
