@@ -248,7 +248,8 @@ def test_rendered_values_install_with_plain_helm(tmp_path, args):
     from orbit_model import parse_walker_spec
 
     assert sts["spec"]["replicas"] == parse_walker_spec(values["constellation"]["spec"])[1]
-    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    # the daemons' settings; the signer's CA bundle is a ConfigMap of its own
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap" and "SATPAGE_PAGE_BYTES" in d.get("data", {})]
     assert cm["data"]["SATPAGE_PAGE_BYTES"] == str(values["daemons"]["pageBytes"])
     assert cm["data"]["SATPAGE_REPLICAS"] == str(values["satnode"].get("replicas", 2))  # chart default 2
 
