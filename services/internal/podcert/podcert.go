@@ -76,7 +76,7 @@ func Ensure(ctx context.Context, o Options) error {
 	if left, err := usable(certFile, keyFile, pool, o.Index, o.Reuse); err == nil {
 		// The container restarted in the same pod: its pair is in the pod's memory still.
 		o.Logger.Info("certificate reused", "valid_for", left.Round(time.Second).String())
-		return writeFile(filepath.Join(o.Dir, tlsconf.CAFile), caPEM)
+		return tlsconf.WriteOwnerOnly(filepath.Join(o.Dir, tlsconf.CAFile), caPEM)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		o.Logger.Info("kept certificate not used; asking the signer", "why", err)
 	}
@@ -111,8 +111,8 @@ func Ensure(ctx context.Context, o Options) error {
 				return fmt.Errorf("private key: %v: %w", err, errs.ErrInvalid)
 			}
 			// The key first: a certificate without its key is never left behind.
-			err = errors.Join(writeFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
-				writeFile(certFile, certPEM), writeFile(filepath.Join(o.Dir, tlsconf.CAFile), caPEM))
+			err = errors.Join(tlsconf.WriteOwnerOnly(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})),
+				tlsconf.WriteOwnerOnly(certFile, certPEM), tlsconf.WriteOwnerOnly(filepath.Join(o.Dir, tlsconf.CAFile), caPEM))
 			if err != nil {
 				return err
 			}
@@ -219,22 +219,4 @@ func usable(certFile, keyFile string, pool *x509.CertPool, i uint32, reuse time.
 		return 0, fmt.Errorf("valid for %s only, under %s", left.Round(time.Second), reuse)
 	}
 	return left, nil
-}
-
-// writeFile replaces path atomically with b, readable by its owner only.
-func writeFile(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %v: %w", path, err, errs.ErrInvalid)
-	}
-	_, err = tmp.Write(b)
-	err = errors.Join(err, tmp.Chmod(0o400), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %v: %w", path, err, errs.ErrInvalid)
-	}
-	return nil
 }

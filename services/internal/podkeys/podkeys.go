@@ -39,6 +39,7 @@ import (
 
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
 // CredentialsDir is where Kubernetes mounts a ServiceAccount's token, the API
@@ -156,18 +157,8 @@ func get(ctx context.Context, o Options) (map[string][]byte, error) {
 func write(o Options, data map[string][]byte) error {
 	for _, f := range o.Files {
 		path := filepath.Join(o.Out, f.Name)
-		tmp, err := os.CreateTemp(o.Out, "."+f.Name+".*")
-		if err != nil {
-			return fmt.Errorf("writing %s: %v: %w", path, err, errs.ErrInvalid)
-		}
-		_, err = tmp.Write(data[f.Key])
-		err = errors.Join(err, tmp.Chmod(0o400), tmp.Close())
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-			return fmt.Errorf("writing %s: %v: %w", path, err, errs.ErrInvalid)
+		if err := tlsconf.WriteOwnerOnly(path, data[f.Key]); err != nil {
+			return err
 		}
 	}
 	return nil
