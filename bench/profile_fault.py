@@ -25,8 +25,7 @@ profiler on every satnode, and in the same run:
 - with --syscalls, counts the system calls of the satnodes and of the
   redis-servers by kind over a window in the middle of the bare run and of the
   fault run (`perf stat -e syscalls:sys_enter_*`, counting only), per request
-  (the faults in a window: the redis-servers' replies in it; the bare round
-  trips: the run's rate times the window), and the CPU per
+  (the requests in a window: each run's rate times the window), and the CPU per
   request of the satnodes, the redis-servers and the load generator over the
   same windows (/proc);
 - with --switches, records every context switch of the fault run with its
@@ -113,7 +112,6 @@ SWITCHES = [
 
 
 SETUP_S = 4  # seconds the profiles wait for the load generator's set-up
-RELEASE_BATCH = 64  # faults per background release script (services/internal/node/releases.go releaseBatch)
 
 
 def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
@@ -453,11 +451,10 @@ def main() -> int:
         result["pprof"] = str(merged)
         result["pprof_cum_share"] = pprof_cum_share(merged)
     if args.syscalls:
-        # Requests in a window: the faults, from the redis-servers' writes in it (one
-        # reply to each script: an adopt per fault, a release per RELEASE_BATCH);
-        # the bare round trips, the run's rate times the window (set-ups are outside both).
-        replies = syscalls_per_request(out / "syscalls-fault-redis.csv", 1.0)["write"]
-        requests = {"bare": echo["accesses_per_s"] * args.seconds, "fault": replies * RELEASE_BATCH / (RELEASE_BATCH + 1)}
+        # Requests in a window: each run's rate times the window (set-ups are outside
+        # both). Not the redis-servers' replies: a read fault's adopt is stored with
+        # its session's next batch (services/internal/node/releases.go, held).
+        requests = {"bare": echo["accesses_per_s"] * args.seconds, "fault": fault["accesses_per_s"] * args.seconds}
         result["syscalls_per_request"] = {
             what: {role: syscalls_per_request(out / f"syscalls-{what}-{role}.csv", requests[what])
                    for role in ("satnode", "redis")} for what in requests}

@@ -86,7 +86,10 @@ type fetched struct {
 // accesses runs a batch of reads, or a single write (write != nil, one page).
 // Nothing is stored before every fault is fetched; then the created, moved and
 // written frames and the answer (k) go in one store step, and only then are
-// the old owners' copies released.
+// the old owners' copies released. A request that only reads and moves, with
+// no answer to keep, is answered before its step: its frames are held and
+// stored with the session's next batch (releases.go, held); held frames that
+// pages touch are stored first.
 func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs []int64, write []byte, k *keep) ([]Access, error) {
 	if err := checkSession(session); err != nil {
 		return nil, err
@@ -94,6 +97,9 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 	ctx, unlock := n.lockSession(ctx, session)
 	defer unlock()
 	if err := n.dropStaleTable(ctx, session); err != nil {
+		return nil, err
+	}
+	if err := n.settleHeld(ctx, session, pages); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -190,7 +196,21 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 		rid, answer = k.rid, k.reply(out)
 		k.answer = answer
 	}
-	if err := n.commit(ctx, session, changed, rid, kind, answer); err != nil {
+	// A request that only reads, and moves, is answered before its adopt is
+	// stored: the old owners keep the pages until it is (releases.go, held).
+	hold := write == nil && rid == "" && created == 0 && len(moves) > 0
+	pending := 0
+	if hold {
+		var bytes int
+		pending, bytes = n.releases.hold(ctx, session, changed, moves)
+		if bytes > maxHeldBytes {
+			h := n.releases.takeHeld(session)
+			if !n.storeHeld(ctx, session, h) {
+				return nil, fmt.Errorf("satellite %d could not store %d page(s) of session %q it read: %w", n.self, len(h.frames), session, errs.ErrUnavailable)
+			}
+			n.releases.stored(session, h)
+		}
+	} else if err := n.commit(ctx, session, changed, rid, kind, answer); err != nil {
 		return nil, err
 	}
 	if created > 0 {
@@ -200,12 +220,18 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 		n.m.Accesses.WithLabelValues("local").Add(float64(len(local)))
 	}
 	for _, m := range moves {
-		n.moved(ctx, session, m, "access")
+		if !hold {
+			pending = n.releases.queue(session, m)
+		}
+		n.counted(m, "access")
 		n.m.Accesses.WithLabelValues("moved").Add(float64(len(m.pages)))
 		h, took := n.m.FaultSeconds.WithLabelValues(strconv.Itoa(int(m.hops))), time.Since(start).Seconds()
 		for range m.pages {
 			h.Observe(took)
 		}
+	}
+	if pending >= releaseBatch {
+		n.releaseInBackground(ctx, session)
 	}
 	return out, nil
 }
@@ -263,16 +289,16 @@ func (n *Node) fetch(ctx context.Context, session string, pages []uint32, owner 
 	return frames, fetched{owner: owner, tNs: tNs, pages: pages, hops: resp.Hops, bytes: bytes}, nil
 }
 
-// moved finishes a move stored here: the old owner's copy is released (on-demand
-// moves in batches, off the fault's path), and the move is counted.
+// moved finishes a move stored here: the old owner's copy is released, and
+// the move is counted. (A fault's move is released in batches, off its path:
+// accesses.)
 func (n *Node) moved(ctx context.Context, session string, m fetched, reason string) {
-	if reason == "access" {
-		if n.releases.add(session, m.owner, m.pages, m.tNs) >= releaseBatch {
-			n.releaseInBackground(ctx, session)
-		}
-	} else {
-		n.release(ctx, session, m.owner, m.pages, m.tNs)
-	}
+	n.release(ctx, session, m.owner, m.pages, m.tNs)
+	n.counted(m, reason)
+}
+
+// counted counts a move in the metrics.
+func (n *Node) counted(m fetched, reason string) {
 	n.m.PagesMoved.WithLabelValues(reason).Add(float64(len(m.pages)))
 	n.m.PageHops.WithLabelValues(reason).Add(float64(len(m.pages)) * float64(m.hops))
 	n.m.PageBytes.WithLabelValues("in").Add(float64(m.bytes))

@@ -10,12 +10,18 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/store"
 )
 
-// releaseBatch is how many released pages a node collects per session before
-// sending them; a handover, a proactive move, SessionFrames and EndSession send
-// what is pending first.
+// releaseBatch is how many moved pages a node collects per session before
+// storing the held ones and sending the releases; a handover, a proactive move,
+// SessionFrames and EndSession store and send what is pending first.
 const releaseBatch = 64
+
+// maxHeldBytes bounds the frames of one session's read faults held in memory
+// before their adopt is stored: beyond it the next read fault stores them
+// before it answers (commitChunkBytes: one store step).
+const maxHeldBytes = commitChunkBytes
 
 // releaseTimeout bounds a release sent in the background (the request that
 // queued it has returned, so its deadline no longer applies).
@@ -31,10 +37,22 @@ const releaseTimeout = 30 * time.Second
 // first (flushReleases), so releases reach an old owner before the table moves on.
 // Node.Close waits for the background sends (wg) and cancels them (stop) when
 // its deadline comes first.
+//
+// held are the read faults answered before their adopt is stored (a read
+// changes no page, and the old owner keeps its copy until the adopt is
+// stored): their frames wait here and are stored by the session's next
+// background send, in one store step, before the releases it sends; a request
+// that changes something (a write, a created page, a request_id's answer)
+// stores them in its own step, and one that reads a held page stores them
+// first. Should the store refuse them (this satellite was fenced, its session
+// taken over or ended) or this satellite die first, they are dropped: the old
+// owners were not released and still hold the pages, which the table still
+// names (heldMoves).
 type releases struct {
-	mu      sync.Mutex                            // guards m, sending and closed
+	mu      sync.Mutex                            // guards m, held, sending and closed
 	m       map[string]map[uint32]*pendingRelease // session -> old owner -> pages
-	sending map[string]chan struct{}              // session -> closed when its background send ends
+	held    map[string]*heldMoves                 // session -> read faults answered, adopt not yet stored
+	sending map[string]*backgroundSend            // session -> its background send running
 	closed  bool                                  // set by Close: no background send starts after it
 
 	wg   sync.WaitGroup     // background sends running (Add under mu, before closed is set)
@@ -44,7 +62,8 @@ type releases struct {
 
 func newReleases() releases {
 	stop, halt := context.WithCancel(context.Background())
-	return releases{m: map[string]map[uint32]*pendingRelease{}, sending: map[string]chan struct{}{}, stop: stop, halt: halt}
+	return releases{m: map[string]map[uint32]*pendingRelease{}, held: map[string]*heldMoves{},
+		sending: map[string]*backgroundSend{}, stop: stop, halt: halt}
 }
 
 type pendingRelease struct {
@@ -52,10 +71,29 @@ type pendingRelease struct {
 	tNs   int64
 }
 
-// add queues pages for release at owner and returns how many are queued for the session.
-func (r *releases) add(session string, owner uint32, pages []uint32, tNs int64) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// heldMoves are one session's read faults answered before their adopt is
+// stored: the moved frames and where each came from (released once stored).
+type heldMoves struct {
+	// ctx is the first held fault's request context without its cancel: it
+	// carries that request's pin on the replicated store (lockSession), so
+	// the adopt fails when the store was restored from the copies since (a
+	// takeover fenced this satellite).
+	ctx    context.Context
+	frames []store.Frame
+	moves  []fetched
+	pages  map[uint32]struct{}
+	bytes  int
+}
+
+// backgroundSend is a session's background send running.
+type backgroundSend struct {
+	done   chan struct{}       // closed when the send ends
+	stored chan struct{}       // closed once its held frames are stored (or refused)
+	pages  map[uint32]struct{} // the held pages it stores
+}
+
+// add queues pages for release at owner (r.mu held).
+func (r *releases) add(session string, owner uint32, pages []uint32, tNs int64) {
 	byOwner := r.m[session]
 	if byOwner == nil {
 		byOwner = map[uint32]*pendingRelease{}
@@ -68,11 +106,64 @@ func (r *releases) add(session string, owner uint32, pages []uint32, tNs int64) 
 	}
 	p.pages = append(p.pages, pages...)
 	p.tNs = tNs
+}
+
+// pending is how many pages of session are held or queued for release (r.mu held).
+func (r *releases) pending(session string) int {
 	n := 0
-	for _, q := range byOwner {
+	if h := r.held[session]; h != nil {
+		n += len(h.frames)
+	}
+	for _, q := range r.m[session] {
 		n += len(q.pages)
 	}
 	return n
+}
+
+// queue queues the release of a stored move and returns how many pages of
+// session are pending.
+func (r *releases) queue(session string, m fetched) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.add(session, m.owner, m.pages, m.tNs)
+	return r.pending(session)
+}
+
+// hold keeps a read fault's moved frames until they are stored and returns
+// how many pages of session are pending and the bytes held.
+func (r *releases) hold(ctx context.Context, session string, frames []store.Frame, moves []fetched) (int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.held[session]
+	if h == nil {
+		h = &heldMoves{ctx: context.WithoutCancel(ctx), pages: map[uint32]struct{}{}}
+		r.held[session] = h
+	}
+	h.frames = append(h.frames, frames...)
+	h.moves = append(h.moves, moves...)
+	for _, f := range frames {
+		h.pages[f.Page] = struct{}{}
+		h.bytes += len(f.Data)
+	}
+	return r.pending(session), h.bytes
+}
+
+// takeHeld removes and returns session's held faults (nil: none).
+func (r *releases) takeHeld(session string) *heldMoves {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.held[session]
+	delete(r.held, session)
+	return h
+}
+
+// stored queues the releases of held faults now stored.
+func (r *releases) stored(session string, h *heldMoves) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range h.moves {
+		r.add(session, m.owner, m.pages, m.tNs)
+	}
 }
 
 // take removes and returns what is pending for session.
@@ -84,8 +175,9 @@ func (r *releases) take(session string) map[uint32]*pendingRelease {
 	return byOwner
 }
 
-// releaseInBackground sends what is pending for session unless a background
-// send of the session is already running (the caller holds the session lock).
+// releaseInBackground stores what is held for session and then sends what is
+// pending, unless a background send of the session is already running (the
+// caller holds the session lock).
 func (n *Node) releaseInBackground(ctx context.Context, session string) {
 	r := &n.releases
 	r.mu.Lock()
@@ -95,8 +187,13 @@ func (n *Node) releaseInBackground(ctx context.Context, session string) {
 	}
 	byOwner := r.m[session]
 	delete(r.m, session)
-	done := make(chan struct{})
-	r.sending[session] = done
+	h := r.held[session]
+	delete(r.held, session)
+	b := &backgroundSend{done: make(chan struct{}), stored: make(chan struct{})}
+	if h != nil {
+		b.pages = h.pages
+	}
+	r.sending[session] = b
 	r.wg.Add(1)
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -105,25 +202,108 @@ func (n *Node) releaseInBackground(ctx context.Context, session string) {
 		defer r.wg.Done()
 		defer unhook()
 		defer cancel()
+		if h != nil && n.storeHeld(ctx, session, h) {
+			for _, m := range h.moves {
+				byOwner = addRelease(byOwner, m)
+			}
+		}
+		close(b.stored)
 		n.sendReleases(ctx, session, byOwner)
 		r.mu.Lock()
 		delete(r.sending, session)
 		r.mu.Unlock()
-		close(done)
+		close(b.done)
 	}()
 }
 
-// flushReleases waits for the session's background send, then sends every
-// pending release of session (the caller holds the session lock).
+func addRelease(byOwner map[uint32]*pendingRelease, m fetched) map[uint32]*pendingRelease {
+	if byOwner == nil {
+		byOwner = map[uint32]*pendingRelease{}
+	}
+	p := byOwner[m.owner]
+	if p == nil {
+		p = &pendingRelease{}
+		byOwner[m.owner] = p
+	}
+	p.pages = append(p.pages, m.pages...)
+	p.tNs = m.tNs
+	return byOwner
+}
+
+// storeHeld stores held faults (one store step per commitChunkBytes), within
+// ctx's deadline and under the pin of the first of them, and reports whether
+// it did; refused, they are dropped and none of their old owners is released
+// (a step stored before one refused leaves stale copies there, never a lost
+// page). h nil: true.
+func (n *Node) storeHeld(ctx context.Context, session string, h *heldMoves) bool {
+	if h == nil {
+		return true
+	}
+	pinned, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	if err := n.commit(pinned, session, h.frames, "", answerDone, nil); err != nil {
+		n.log.WarnContext(ctx, "adopt of answered read faults refused; their old owners keep the pages",
+			"session", session, "pages", len(h.frames), "err", err)
+		return false
+	}
+	return true
+}
+
+// settleHeld makes the held faults of session that pages touch stored before
+// a request reads them (the caller holds the session lock): it waits for a
+// background send storing one of them, and stores the session's held faults
+// now when one of them is among pages. It returns the error of a store that
+// refused them (they are then dropped: the table still names their old owners).
+func (n *Node) settleHeld(ctx context.Context, session string, pages []uint32) error {
+	r := &n.releases
+	r.mu.Lock()
+	b, h := r.sending[session], r.held[session]
+	r.mu.Unlock()
+	if b != nil && touches(b.pages, pages) {
+		select {
+		case <-b.stored:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if h == nil || !touches(h.pages, pages) {
+		return nil
+	}
+	if h = r.takeHeld(session); h == nil {
+		return nil // stored meanwhile
+	}
+	if !n.storeHeld(ctx, session, h) {
+		return fmt.Errorf("satellite %d could not store %d page(s) of session %q it read before: %w", n.self, len(h.frames), session, errs.ErrUnavailable)
+	}
+	r.stored(session, h)
+	return nil
+}
+
+func touches(set map[uint32]struct{}, pages []uint32) bool {
+	for _, p := range pages {
+		if _, ok := set[p]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// flushReleases waits for the session's background send, then stores what is
+// held and sends every pending release of session (the caller holds the
+// session lock).
 func (n *Node) flushReleases(ctx context.Context, session string) {
 	n.releases.mu.Lock()
-	done := n.releases.sending[session]
+	b := n.releases.sending[session]
 	n.releases.mu.Unlock()
-	if done != nil {
+	if b != nil {
 		select {
-		case <-done:
+		case <-b.done:
 		case <-ctx.Done(): // the sends below then fail at once: stale copies, never lost pages
 		}
+	}
+	if h := n.releases.takeHeld(session); n.storeHeld(ctx, session, h) && h != nil {
+		n.releases.stored(session, h)
 	}
 	n.sendReleases(ctx, session, n.releases.take(session))
 }
@@ -145,14 +325,22 @@ func (n *Node) closeReleases(ctx context.Context) error {
 		<-done
 	}
 	r.mu.Lock()
-	pending := r.m
-	r.m = map[string]map[uint32]*pendingRelease{}
+	pending, held := r.m, r.held
+	r.m, r.held = map[string]map[uint32]*pendingRelease{}, map[string]*heldMoves{}
 	r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		if len(pending) > 0 {
-			n.log.WarnContext(ctx, "node closed with releases unsent; stale copies left at old owners", "sessions", len(pending))
+		if len(pending) > 0 || len(held) > 0 {
+			n.log.WarnContext(ctx, "node closed with releases unsent or read faults unstored; their old owners keep the pages",
+				"sessions", len(pending)+len(held))
 		}
 		return err
+	}
+	for _, session := range slices.Sorted(maps.Keys(held)) {
+		if h := held[session]; n.storeHeld(ctx, session, h) {
+			for _, m := range h.moves {
+				pending[session] = addRelease(pending[session], m)
+			}
+		}
 	}
 	for _, session := range slices.Sorted(maps.Keys(pending)) {
 		n.sendReleases(ctx, session, pending[session])

@@ -127,8 +127,9 @@ func holdReleases(hold chan struct{}) func(i int) grpc.UnaryServerInterceptor {
 }
 
 // movePagesFrom0To1 writes pages 0..69 at satellite 0, hands the session to 1
-// and reads pages 0..65 there: the 64th fault sends a batch of releases in the
-// background, 2 stay pending.
+// and reads pages 0..65 there: the 64th fault stores the 64 faults held so far
+// and sends their releases in the background; 2 stay held (answered, not yet
+// stored).
 func movePagesFrom0To1(t *testing.T, c *clustertest.Cluster, session string) {
 	t.Helper()
 	ctx := context.Background()
@@ -181,7 +182,9 @@ func TestCloseWaitsForTheBackgroundReleasesAndSendsThePendingOnes(t *testing.T) 
 }
 
 // A release that cannot finish is cancelled at Close's deadline: Close returns,
-// and the old owner keeps stale copies, never losing a page.
+// and the old owner keeps stale copies, never losing a page; the 2 read faults
+// still held are not stored (Close's deadline has passed) and stay at the old
+// owner, which the table still names.
 func TestCloseCutsOffABackgroundReleaseAtItsDeadline(t *testing.T) {
 	ctx := context.Background()
 	hold := make(chan struct{})
@@ -200,7 +203,11 @@ func TestCloseCutsOffABackgroundReleaseAtItsDeadline(t *testing.T) {
 	if n, _ := c.Stores[0].CountFrames(ctx, "r"); n != 70 {
 		t.Errorf("frames at the old owner: got %d, want 70 (stale copies)", n)
 	}
-	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 66 {
-		t.Errorf("frames at the serving satellite: got %d, want 66", n)
+	if n, _ := c.Stores[1].CountFrames(ctx, "r"); n != 64 {
+		t.Errorf("frames at the serving satellite: got %d, want 64 (the batch stored, the 2 held dropped)", n)
+	}
+	table, err := c.Stores[1].GetTable(ctx, "r")
+	if err != nil || table[64] != 0 || table[65] != 0 || table[63] != 1 {
+		t.Errorf("table at the serving satellite: got pages 63, 64, 65 at %d, %d, %d (%v), want 1, 0, 0", table[63], table[64], table[65], err)
 	}
 }
