@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -86,5 +87,71 @@ func TestAStartedPeerOfAnotherGenerationIsNoRestart(t *testing.T) {
 	s.setUnreachable(2, true)
 	if took := restoreTook(t, s, "g2", 10*time.Second); took > 2*time.Second {
 		t.Errorf("first start of g2 took %v beside a started satellite of g1, want no wait (RestoreWait 10 s)", took)
+	}
+}
+
+// The first start of a constellation: a satellite that restores nothing (no
+// copy anywhere, an empty store) sends its replicas nothing, neither a
+// snapshot nor a ping, nor asks its primaries for theirs, until its first
+// change, which it then replicates as one (its pages counted as copied).
+func TestAFirstStartSendsNothingToItsReplicasUntilItsFirstChange(t *testing.T) {
+	s := newSky(t, 2)
+	s.unstarted("g1")
+	for i := range uint32(15) { // plane 0, every satellite starting at once
+		if err := s.prims[i].Restore(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	snaps, reps := s.snapshots[2], s.replicates[2]
+	s.mu.Unlock()
+	if snaps != 0 || reps != 0 {
+		t.Errorf("after the plane's first start satellite 2 got %d snapshots and %d Replicates, want none", snaps, reps)
+	}
+	p := s.prims[3]
+	if !p.Blank() || p.needsPing(0) {
+		t.Errorf("a first start with nothing to copy: Blank %v, needsPing %v; want true, false", p.Blank(), p.needsPing(0))
+	}
+	if err := p.SyncReplica(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	snaps = s.snapshots[2]
+	s.mu.Unlock()
+	if snaps != 0 {
+		t.Errorf("satellite 2 asked a blank primary for its copy and got %d snapshots, want none", snaps)
+	}
+	p.o.Counters = skyCount{s, 3}
+	work(t, p, "a", 3)
+	if p.Blank() {
+		t.Error("still blank after its first change")
+	}
+	want, err := p.snap.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.copyAt(t, 2, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("copy at 2 after 3's first changes:\n got %+v\nwant %+v", got, want)
+	}
+	s.mu.Lock()
+	copies := s.copies[3]
+	s.mu.Unlock()
+	if copies != 4 { // 3 adopted + 1 written, as when the replicas got an empty snapshot at start
+		t.Errorf("pages counted as copied by 3's changes: got %d, want 4", copies)
+	}
+}
+
+// A satellite that restores a copy (a restart) is not blank: its replicas get
+// their snapshots at once, as before.
+func TestARestartWithAStateSendsItsSnapshotsAtOnce(t *testing.T) {
+	s := newSky(t, 2)
+	work(t, s.prims[3], "a", 3)
+	s.kill(3)
+	s.start(3, true)
+	if s.prims[3].Blank() {
+		t.Error("a restart that restored a copy is blank")
+	}
+	if got, want := s.copyAt(t, 2, 3), s.snapshotOf(t, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("copy at 2 after 3's restart:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -89,6 +89,13 @@ type Primary struct {
 	// started: a Restore has completed in this process (sticky; ready is not,
 	// a fenced primary restores again).
 	started atomic.Bool
+	// blank: the last Restore found no copy anywhere and an empty local store,
+	// and no change has been made since: there is nothing to copy, so no
+	// replica is sent anything (no snapshot, no ping) until the first change,
+	// which sends the (empty) snapshots first (share). At the first start of a
+	// constellation every satellite is blank, and its replicas may not have
+	// started yet (docs/faults.md, "First start and restart").
+	blank atomic.Bool
 
 	// gate: changes hold it shared from the local change to the last replica's
 	// answer; a snapshot holds it alone, so it contains every change it follows.
@@ -233,6 +240,9 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 	if p.o.Replicas == 1 {
 		return apply()
 	}
+	if p.blank.Load() {
+		p.share(ctx)
+	}
 	p.gate.RLock()
 	if !p.ready.Load() {
 		p.gate.RUnlock()
@@ -289,6 +299,25 @@ func (p *Primary) mutate(ctx context.Context, apply func() error, op *satpagev1.
 	}
 	return p.complete(ctx, done, seq)
 }
+
+// share ends a blank primary's silence before its first change: every
+// member gets the snapshot of the state before the change (empty), as a
+// restore would have sent it, so that the change itself then travels as a
+// Replicate (its pages counted as copied, as the simulation prices them). A
+// member whose snapshot fails is handled as any replica out of sync (complete).
+func (p *Primary) share(ctx context.Context) {
+	for _, m := range p.Members() {
+		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil && ctx.Err() == nil {
+			p.retry.failed(ctx, m, "first snapshot", err)
+		}
+	}
+	p.blank.Store(false)
+}
+
+// Blank reports whether the primary has nothing to copy yet (no copy was
+// found at its restore, its store was empty, and nothing changed since): its
+// replicas have been sent nothing.
+func (p *Primary) Blank() bool { return p.blank.Load() }
 
 // failed handles a replica that did not store a change. Whatever the cause,
 // its copy may now lack the change, so it gets a snapshot before any further
@@ -528,6 +557,9 @@ func (p *Primary) SyncReplica(ctx context.Context, replica uint32) error {
 		return err
 	}
 	p.o.Liveness.MarkAlive(replica)
+	if p.blank.Load() {
+		return nil // nothing to copy: the first change sends it (share)
+	}
 	// A replica set aside is a candidate (its copy is how it rejoins); its
 	// stand-in is a member.
 	if !slices.Contains(p.candidates(), replica) && !slices.Contains(p.Members(), replica) {
@@ -651,6 +683,16 @@ func (p *Primary) Restore(ctx context.Context) error {
 	} else {
 		p.o.Logger.InfoContext(ctx, "no replica holds a copy of this satellite's state (first start, or every holder lost it); serving the local store")
 	}
+	blank := false
+	if best == nil {
+		states, err := p.snap.Snapshot(ctx)
+		if err != nil {
+			p.gate.Unlock()
+			return err
+		}
+		blank = len(states) == 0 && p.seq.Load() == 0
+	}
+	p.blank.Store(blank)
 	p.epoch.Store(max(p.epoch.Load(), epoch))
 	p.gen.Add(1)
 	p.mu.Lock()
@@ -660,10 +702,24 @@ func (p *Primary) Restore(ctx context.Context) error {
 	p.gate.Unlock()
 	p.ready.Store(true)
 	p.started.Store(true)
-	for _, m := range p.Members() {
-		if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
-			p.retry.failed(ctx, m, "snapshot after restore", err)
+	if blank {
+		// Nothing to copy: the replicas get the first snapshot with the first
+		// change (share). At a first start they may not even have started, and
+		// a snapshot to each, relayed around the ones without an address yet,
+		// was most of the constellation's work while kubelet started its pods.
+		p.o.Logger.InfoContext(ctx, "nothing to copy yet: the replicas get their first snapshot with the first change")
+	} else {
+		for _, m := range p.Members() {
+			if err := p.syncTo(ctx, m, p.seq.Load()); err != nil {
+				p.retry.failed(ctx, m, "snapshot after restore", err)
+			}
 		}
+	}
+	if p.o.Generation != "" && !found.started {
+		// The first start of the deployment: no primary of this satellite has
+		// served, so none holds a state this one lacks; each sends its copy
+		// with its own first change.
+		return nil
 	}
 	for _, q := range PrimariesOf(p.o.Spec, p.o.Self, p.o.Replicas) {
 		if err := p.o.Transport.RequestSync(ctx, q, p.o.Self); err != nil {
@@ -705,8 +761,8 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 			continue
 		case <-t.C:
 		}
-		if !p.ready.Load() {
-			continue
+		if !p.ready.Load() || p.blank.Load() {
+			continue // restoring, or nothing to copy yet
 		}
 		p.rejoin(ctx)
 		if !p.needsPing(max(interval/2, p.idle)) {
@@ -726,8 +782,12 @@ func (p *Primary) Maintain(ctx context.Context, interval time.Duration) {
 const idlePing = 5 * time.Second
 
 // needsPing reports whether a replica is due a ping or a snapshot: one not
-// known in sync and not backing off, or one in sync that stored nothing within quiet.
+// known in sync and not backing off, or one in sync that stored nothing within
+// quiet; none while the primary is blank.
 func (p *Primary) needsPing(quiet time.Duration) bool {
+	if p.blank.Load() {
+		return false // nothing to copy yet (share)
+	}
 	now := time.Now()
 	for _, m := range p.Members() {
 		p.mu.Lock()
