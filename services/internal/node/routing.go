@@ -231,7 +231,12 @@ func (n *Node) forward(ctx context.Context, r *satpagev1.Route, rpc string, avoi
 // silently (in Docker Swarm a dead task's name takes the resolver's 5 s to
 // fail) is only a miss for the failure detector for a few seconds, and
 // requests through it would fail meanwhile (docs/faults.md, "Relays"). An
-// error from further along the path comes back as it is.
+// error from further along the path comes back as it is. A next hop that has
+// never appeared (its name has never resolved, peers.Pool.NeverSeen: a pod
+// with no address yet) is not gone around: it never ran, and the pool closed
+// its connection (no longer Unreachable), so the error comes back and the
+// detector, not a detour per request, keeps the routes off it until it appears
+// (docs/faults.md, "First start and restart").
 func relay[T any](ctx context.Context, n *Node, r *satpagev1.Route, rpc string, send func(satpagev1.SatelliteServiceClient) (T, error)) (T, error) {
 	path, hops := slices.Clone(r.Path), r.Hops
 	c, next, err := n.forward(ctx, r, rpc)

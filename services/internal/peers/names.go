@@ -32,6 +32,16 @@ const NameTTL = 5 * time.Second
 // attempt timed out.
 var NameRetry = retry.Backoff{First: 250 * time.Millisecond, Max: time.Second, Jitter: 0.2}
 
+// NameFirstRetry is the backoff of a name that has never resolved: a peer that
+// has not appeared yet (its pod has no address, its task no record) holds
+// nothing and was never reached, so nothing is lost by learning of its first
+// appearance a few seconds late, and neither a reconnection nor the failure
+// detector's re-probe looks it up sooner (refresh). At NameRetry's pace, 150
+// satellites starting together asked the cluster DNS about each peer not up
+// yet about once a second each: CoreDNS used 27 % of a core answering
+// NXDOMAIN, on the two cores kubelet needed to start the pods.
+var NameFirstRetry = retry.Backoff{First: time.Second, Max: 4 * time.Second, Jitter: 0.2}
+
 // hostResolver is what the cache asks (net.Resolver; tests count the questions).
 type hostResolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
@@ -41,8 +51,10 @@ type hostResolver interface {
 type names struct {
 	r   hostResolver
 	ttl time.Duration
-	bo  retry.Backoff
-	now func() time.Time
+	bo  retry.Backoff // a name seen before (NameRetry)
+	// first is the backoff of a name that has never resolved (NameFirstRetry).
+	first retry.Backoff
+	now   func() time.Time
 	// dialTCP connects to one address (net.Dialer.DialContext; tests fake it).
 	dialTCP func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -57,11 +69,15 @@ type nameEntry struct {
 	until  time.Time // the answer (or error) is used until then
 	fails  int       // lookups and connections that failed in a row
 	lookup chan struct{}
+	// seen: a lookup has answered with addresses (the peer has appeared once).
+	seen bool
 }
 
-func newNames(r hostResolver, ttl time.Duration, bo retry.Backoff) *names {
+// newNames: answers kept for ttl; failed names asked again after bo, or
+// after first while they have never resolved.
+func newNames(r hostResolver, ttl time.Duration, bo, first retry.Backoff) *names {
 	var d net.Dialer
-	return &names{r: r, ttl: ttl, bo: bo, now: time.Now, dialTCP: d.DialContext, m: map[string]*nameEntry{}}
+	return &names{r: r, ttl: ttl, bo: bo, first: first, now: time.Now, dialTCP: d.DialContext, m: map[string]*nameEntry{}}
 }
 
 // errNoAddress: a lookup answered with no address.
@@ -131,12 +147,26 @@ func (c *names) resolve(host string, e *nameEntry, done chan struct{}) {
 	e.lookup = nil
 	close(done)
 	if err == nil {
-		e.addrs, e.err, e.until = addrs, nil, c.now().Add(c.ttl)
+		e.addrs, e.err, e.until, e.seen = addrs, nil, c.now().Add(c.ttl), true
 		return
 	}
 	e.addrs, e.err = nil, err
-	e.until = c.now().Add(c.bo.Delay(e.fails))
+	bo := c.bo
+	if !e.seen {
+		bo = c.first
+	}
+	e.until = c.now().Add(bo.Delay(e.fails))
 	e.fails++
+}
+
+// neverSeen reports whether host has been looked up and has never resolved:
+// the peer has not appeared yet (no pod address, no task), which is no
+// failure of a peer that ran. False for a name not asked yet or an address.
+func (c *names) neverSeen(host string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[host]
+	return e != nil && !e.seen && e.err != nil
 }
 
 // failed records that a connection to host's kept address failed. The first
@@ -173,10 +203,12 @@ func (c *names) ok(host string) {
 // refresh makes the next attempt to reach host look its name up again, whatever
 // the backoff: for a caller that knows the kept answer is suspect (the failure
 // detector re-probing a satellite it holds dead: the satellite may be back at
-// a new address). A lookup already under way is shared, not repeated.
+// a new address). A lookup already under way is shared, not repeated. A name
+// that has never resolved keeps its backoff (NameFirstRetry): there is no
+// address to be back at, and its first appearance is waited for.
 func (c *names) refresh(host string) {
 	c.mu.Lock()
-	if e := c.m[host]; e != nil && e.lookup == nil {
+	if e := c.m[host]; e != nil && e.lookup == nil && (e.seen || e.err == nil) {
 		e.until = time.Time{}
 	}
 	c.mu.Unlock()

@@ -68,7 +68,7 @@ var exact = retry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Second}
 func TestANameIsLookedUpOncePerTTLNotPerAttempt(t *testing.T) {
 	dns, clk := newFake()
 	dns.set("sat-7", "10.0.0.7")
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	c.now = clk.now
 	for range 49 {
 		a, err := c.addrs(context.Background(), "sat-7")
@@ -93,7 +93,7 @@ func TestANameIsLookedUpOncePerTTLNotPerAttempt(t *testing.T) {
 // a growing backoff, not at every attempt, and its error is given meanwhile.
 func TestAFailedLookupIsAskedAgainOnlyAfterItsBackoff(t *testing.T) {
 	dns, clk := newFake()
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	c.now = clk.now
 	for range 200 { // an attempt every 10 ms for 2 s
 		if _, err := c.addrs(context.Background(), "sat-9"); err == nil {
@@ -117,7 +117,7 @@ func TestConcurrentCallersShareOneLookup(t *testing.T) {
 	dns, _ := newFake()
 	dns.set("sat-3", "10.0.0.3")
 	dns.delay = 20 * time.Millisecond
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -153,7 +153,7 @@ func TestAFailedConnectionLooksTheNameUpAgainWithBackoff(t *testing.T) {
 	_, port, _ := net.SplitHostPort(lis.Addr().String())
 	dns, clk := newFake()
 	dns.set("sat-5", "127.0.0.1") // the old address: nothing listens on that port there
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	c.now = clk.now
 	ctx := context.Background()
 
@@ -204,7 +204,7 @@ func TestAFailedConnectionLooksTheNameUpAgainWithBackoff(t *testing.T) {
 
 func TestAnIPAddressIsNotLookedUp(t *testing.T) {
 	dns, _ := newFake()
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	a, err := c.addrs(context.Background(), "10.1.2.3")
 	if err != nil || a[0] != "10.1.2.3" || dns.asked.Load() != 0 {
 		t.Errorf("got %v, %v after %d lookups", a, err, dns.asked.Load())
@@ -222,7 +222,7 @@ func TestALookupOutlivesTheAttemptThatAskedForIt(t *testing.T) {
 	dns, _ := newFake()
 	dns.set("sat-4", "10.0.0.4")
 	dns.delay = 200 * time.Millisecond
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := c.addrs(ctx, "sat-4"); !errors.Is(err, context.DeadlineExceeded) {
@@ -295,7 +295,7 @@ func attemptWithin(c *names, addr string, d time.Duration) error {
 func TestATimedOutDialLooksTheNameUpAgain(t *testing.T) {
 	dns, clk := newFake()
 	dns.set("sat-25", "10.0.0.1")
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	c.now = clk.now
 	c.dialTCP = newFakeNet("10.0.0.2").dial
 	if err := attempt(c, "sat-25:7000"); err == nil {
@@ -317,7 +317,7 @@ func TestAPeerGoneForAWhileIsReachedSoonAfterItsReturn(t *testing.T) {
 	for back := time.Duration(0); back < 5*time.Second; back += 250 * time.Millisecond {
 		dns, clk := newFake()
 		dns.set("sat-25", "10.0.0.1")
-		c := newNames(dns, NameTTL, NameRetry)
+		c := newNames(dns, NameTTL, NameRetry, NameFirstRetry)
 		c.now = clk.now
 		c.dialTCP = newFakeNet("10.0.0.2").dial
 		for s := range 20 { // gRPC reconnects about every second
@@ -346,12 +346,19 @@ func TestAPeerGoneForAWhileIsReachedSoonAfterItsReturn(t *testing.T) {
 }
 
 // refresh (the failure detector's re-probe of a satellite it holds dead) makes
-// the next attempt ask DNS, inside the backoff of a name that kept failing.
+// the next attempt ask DNS, inside the backoff of a name that kept failing
+// since the satellite was gone.
 func TestRefreshLooksTheNameUpAgainWithinItsBackoff(t *testing.T) {
 	dns, clk := newFake()
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	c.now = clk.now
 	c.dialTCP = newFakeNet("10.0.0.9").dial
+	dns.set("sat-9", "10.0.0.8") // seen once, at an address that no longer answers
+	_ = attempt(c, "sat-9:7000")
+	dns.mu.Lock()
+	delete(dns.addr, "sat-9") // then gone
+	dns.mu.Unlock()
+	clk.add(5 * time.Second)
 	for range 6 { // lookups at 0, 0.25, 0.75, 1.75, 3.75 s: the backoff is 4 s now
 		_ = attempt(c, "sat-9:7000")
 		clk.add(time.Second)
@@ -376,7 +383,7 @@ func TestRefreshLooksTheNameUpAgainWithinItsBackoff(t *testing.T) {
 func TestADialTriesEveryAddressAtOnce(t *testing.T) {
 	dns, _ := newFake()
 	dns.set("sat-11", "10.0.0.1", "10.0.0.2")
-	c := newNames(dns, 5*time.Second, exact)
+	c := newNames(dns, 5*time.Second, exact, exact)
 	fn := newFakeNet("10.0.0.2")
 	c.dialTCP = fn.dial
 	if err := attempt(c, "sat-11:7000"); err != nil {
@@ -387,5 +394,44 @@ func TestADialTriesEveryAddressAtOnce(t *testing.T) {
 	}
 	if len(fn.dialled) != 2 {
 		t.Errorf("dialled %v, want both addresses", fn.dialled)
+	}
+}
+
+// A name that has never resolved (a peer that has not appeared yet) is asked
+// at its own slower pace (first), and refresh does not hurry it: there is no
+// address to be back at. Once it has resolved, it is a name seen before:
+// failures back off at the fast pace again, and refresh looks it up at once.
+func TestANameNeverSeenIsAskedAtItsOwnPaceUntilItAppears(t *testing.T) {
+	dns, clk := newFake()
+	first := retry.Backoff{First: time.Second, Max: 4 * time.Second}
+	c := newNames(dns, 5*time.Second, exact, first)
+	c.now = clk.now
+	c.dialTCP = newFakeNet("10.0.0.9").dial
+	for range 200 { // an attempt every 100 ms for 20 s, each refreshed (the detector's re-probe)
+		c.refresh("sat-9")
+		if err := attempt(c, "sat-9:7000"); err == nil {
+			t.Fatal("a name with no record resolved")
+		}
+		if !c.neverSeen("sat-9") {
+			t.Fatal("a name that never resolved is not neverSeen")
+		}
+		clk.add(100 * time.Millisecond)
+	}
+	// Asked at 0, 1, 3, 7, 11, 15 and 19 s (1 s doubling, at most 4 s).
+	if got := dns.asked.Load(); got != 7 {
+		t.Errorf("%d lookups for 200 refreshed attempts in 20 s, want 7", got)
+	}
+	dns.set("sat-9", "10.0.0.9")
+	clk.add(4 * time.Second)
+	if err := attempt(c, "sat-9:7000"); err != nil {
+		t.Fatalf("once it resolves: %v", err)
+	}
+	if c.neverSeen("sat-9") {
+		t.Error("a name that resolved is still neverSeen")
+	}
+	asked := dns.asked.Load()
+	c.refresh("sat-9")
+	if err := attempt(c, "sat-9:7000"); err != nil || dns.asked.Load() != asked+1 {
+		t.Errorf("refresh of a name seen: err %v, %d lookups, want one more than %d", err, dns.asked.Load(), asked)
 	}
 }

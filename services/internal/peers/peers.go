@@ -138,7 +138,15 @@ func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.Canceled && ctx.Err() == nil && cc.GetState() == connectivity.Shutdown {
+			// The pool closed the connection under the call (forgetAbsent): not
+			// delivered, as for a connection that is down.
+			err = status.Errorf(codes.Unavailable, "satellite %d: connection closed: %v", i, err)
+		}
 		p.observe(ctx, i, start, err)
+		if status.Code(err) == codes.Unavailable {
+			p.forgetAbsent(i, cc)
+		}
 		if method == healthpb.Health_Check_FullMethodName {
 			return err
 		}
@@ -196,7 +204,7 @@ func NewPool(addr func(uint32) string, opts ...grpc.DialOption) *Pool {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
 	// The name cache's dialer first: a caller's own dialer (in-process tests) comes later and wins.
-	nc := newNames(resolver, NameTTL, NameRetry)
+	nc := newNames(resolver, NameTTL, NameRetry, NameFirstRetry)
 	opts = append([]grpc.DialOption{grpc.WithContextDialer(nc.dial)}, opts...)
 	// Fail fast (docs/faults.md): no wait-for-ready, so a request to a satellite
 	// whose connection is down fails at once with Unavailable instead of waiting
@@ -221,6 +229,39 @@ func NewPoolPer(addr func(uint32) string, per func(uint32) []grpc.DialOption, op
 	p := NewPool(addr, append(opts, grpc.EmptyDialOption{})...)
 	p.per = per
 	return p
+}
+
+// NeverSeen reports whether satellite i's name has been looked up and has
+// never resolved: it has not appeared yet (a pod with no address, a task with
+// no record), so it never ran and holds nothing. A satellite that was seen and
+// is gone is not NeverSeen (it is Unreachable).
+func (p *Pool) NeverSeen(i uint32) bool {
+	host, ok := dialledHost(p.addr(i))
+	return ok && p.nc.neverSeen(host)
+}
+
+// forgetAbsent closes the connection cc to satellite i when i has never
+// appeared (NeverSeen): gRPC would otherwise keep reconnecting to it about
+// every second, in the background, for as long as it does not appear (a
+// dial and a name lookup each time, from every satellite that once called
+// it). The next call makes a new connection, whose dial asks the name within
+// its backoff (NameFirstRetry). A connection to a satellite seen before is
+// kept: it reconnects on its own, and the satellite is routed around
+// meanwhile (Unreachable).
+func (p *Pool) forgetAbsent(i uint32, cc *grpc.ClientConn) {
+	if !p.NeverSeen(i) {
+		return
+	}
+	p.mu.Lock()
+	if p.conns[i] == cc {
+		delete(p.conns, i)
+	} else {
+		cc = nil // already forgotten (or replaced): not ours to close
+	}
+	p.mu.Unlock()
+	if cc != nil {
+		go cc.Close() // not from inside one of its own calls
+	}
 }
 
 // Unreachable reports whether the connection to satellite i is down from here
@@ -259,9 +300,19 @@ func (p *Pool) NotReady(i uint32) bool {
 // failure, and the reconnections dialled the address it had left (make
 // e2e-swarm: held dead ~30 s after its return). The wait is no call, so a
 // satellite that is still gone is not counted as Unanswered by it.
+//
+// A satellite that has never appeared (NeverSeen) has no address to be back
+// at: its name is asked only when its backoff (NameFirstRetry) has passed, and
+// Reconnect fails at once while it still does not resolve.
 func (p *Pool) Reconnect(ctx context.Context, i uint32) error {
 	if host, ok := dialledHost(p.addr(i)); ok {
-		p.nc.refresh(host)
+		if p.nc.neverSeen(host) {
+			if _, err := p.nc.addrs(ctx, host); err != nil {
+				return fmt.Errorf("satellite %d has not appeared yet: %v: %w", i, err, errs.ErrUnavailable)
+			}
+		} else {
+			p.nc.refresh(host)
+		}
 	}
 	c, err := p.conn(i)
 	if err != nil {
@@ -274,6 +325,7 @@ func (p *Pool) Reconnect(ctx context.Context, i uint32) error {
 		}
 		c.Connect() // from Idle; a no-op otherwise
 		if !c.WaitForStateChange(ctx, st) {
+			p.forgetAbsent(i, c) // its name did not resolve meanwhile: no reconnecting in the background
 			return ctx.Err()
 		}
 	}

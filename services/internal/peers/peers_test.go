@@ -10,9 +10,13 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/satpage/satpage/services/internal/retry"
 )
 
 // zone is a one-name DNS server on loopback (UDP) whose A record can change.
@@ -223,5 +227,85 @@ func TestNotReadyFollowsTheConnectionsState(t *testing.T) {
 		if p.NotReady(i) == wantReady {
 			t.Errorf("satellite %d after a call: NotReady %v (%v), want %v", i, p.NotReady(i), p.conns[i].GetState(), !wantReady)
 		}
+	}
+}
+
+// A satellite whose name does not resolve yet (its pod has no address: it has
+// never run) costs nothing in the background: the failed call's connection is
+// closed, not left reconnecting (with a name lookup) every second, and the
+// satellite is not Unreachable (a relay does not go around a satellite that
+// has never appeared). Once its name resolves it is reached; once seen and
+// then gone, its connection is kept (it reconnects, and is routed around).
+func TestASatelliteThatHasNotAppearedCostsNoBackgroundReconnection(t *testing.T) {
+	dns, _ := newFake()
+	saved, savedFirst := resolver, NameFirstRetry
+	t.Cleanup(func() { resolver, NameFirstRetry = saved, savedFirst })
+	resolver, NameFirstRetry = dns, retry.Backoff{First: 50 * time.Millisecond, Max: 50 * time.Millisecond}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	p := NewPool(func(uint32) string { return "sat-3.test:" + port })
+	t.Cleanup(func() { p.Close() })
+	check := func() error {
+		h, err := p.Health(3)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err = h.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
+	conn := func() *grpc.ClientConn {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.conns[3]
+	}
+
+	if err := check(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a satellite whose name does not resolve: got %v, want Unavailable", err)
+	}
+	if !p.NeverSeen(3) || p.Unreachable(3) {
+		t.Errorf("never appeared: NeverSeen %v, Unreachable %v; want true, false", p.NeverSeen(3), p.Unreachable(3))
+	}
+	asked := dns.asked.Load()
+	time.Sleep(500 * time.Millisecond) // gRPC would reconnect 3-4 times meanwhile
+	if c := conn(); c != nil {
+		t.Errorf("the connection to a satellite never seen is kept (%v)", c.GetState())
+	}
+	if got := dns.asked.Load(); got != asked {
+		t.Errorf("%d name lookups in the background after the failed call, want none", got-asked)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := p.Reconnect(ctx, 3); err == nil {
+		t.Error("Reconnect to a satellite that has not appeared succeeded")
+	}
+	cancel()
+
+	dns.set("sat-3.test", "127.0.0.1") // it appears
+	srv := serveHealth(t, "127.0.0.1:"+port)
+	var last error
+	for range 40 {
+		if last = check(); last == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if last != nil {
+		t.Fatalf("after its first appearance: %v", last)
+	}
+	if p.NeverSeen(3) {
+		t.Error("a satellite reached is still NeverSeen")
+	}
+
+	srv.Stop() // seen, then gone: the connection stays, reconnecting
+	if err := check(); err == nil {
+		t.Fatal("reached a stopped satellite")
+	}
+	if conn() == nil {
+		t.Error("the connection to a satellite seen before was closed")
 	}
 }
