@@ -139,8 +139,9 @@ def test_peer_names_are_the_pods_of_the_statefulset_under_the_headless_service(h
     assert sts["spec"]["serviceName"] == headless[0]["metadata"]["name"]
     assert headless[0]["spec"]["publishNotReadyAddresses"] is True
     template = objs["ConfigMap"][0]["data"]["SATPAGE_PEER_TEMPLATE"]
-    # Pod i of a StatefulSet is <name>-i, resolvable as <name>-i.<serviceName>.
-    want = f"{sts['metadata']['name']}-42.{sts['spec']['serviceName']}:7000"
+    # Pod i of a StatefulSet is <name>-i, resolvable as <name>-i.<serviceName>; dialled fully
+    # qualified (a trailing dot: one DNS question, not one per search domain).
+    want = f"{sts['metadata']['name']}-42.{sts['spec']['serviceName']}.{sts['metadata']['namespace']}.svc.cluster.local.:7000"
     assert template.replace("{index}", "42") == want
     # satnode takes its index from the hostname's ordinal suffix (services/README.md).
     assert sts["spec"]["template"]["spec"].get("hostname") is None

@@ -139,9 +139,12 @@ IfNotPresent for anything from a registry.
 {{- end }}
 {{- end }}
 
-{{/* gRPC address template of satellite {index}: its stable name under the headless Service. */}}
+{{/* gRPC address template of satellite {index}: its stable name under the headless Service,
+fully qualified (a trailing dot): one DNS question per lookup, where the short name is asked under
+each search domain in turn until one answers, and under every one of them (then as it is) while
+the pod has no address yet: about four times the questions for a peer not up yet. */}}
 {{- define "satpage.peerTemplate" -}}
-{{- printf "%s-{index}.%s:%d" (include "satpage.fullname" .) (include "satpage.headlessName" .) (int .Values.satnode.grpcPort) }}
+{{- printf "%s-{index}.%s.%s.svc.%s.:%d" (include "satpage.fullname" .) (include "satpage.headlessName" .) .Release.Namespace .Values.clusterDomain (int .Values.satnode.grpcPort) }}
 {{- end }}
 
 {{/* Prometheus scrape annotations for a daemon's metrics port. */}}
