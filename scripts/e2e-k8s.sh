@@ -71,6 +71,7 @@ cleanup() {
 	if ((cluster_started)); then
 		log "stopping the cluster this run started"
 		bash "$RECIPE/down.sh" >"$OUT/down.log" 2>&1 || log "down.sh reported leftovers: $OUT/down.log"
+		bash scripts/neigh-table.sh restore "$OUT/neigh-table.orig"
 		# down.sh removes the KUBE-*/CNI-* chains; the empty tables iptables-nft made stay.
 		bash scripts/nft-empty-tables.sh remove "$OUT/nft-tables-before"
 	fi
@@ -101,6 +102,9 @@ if [[ -z ${KUBECONFIG:-} ]]; then
 	bash scripts/nft-empty-tables.sh snapshot "$OUT/nft-tables-before"
 	log "starting the single-node cluster ($RECIPE/up.sh)"
 	cluster_started=1
+	# 150 pods on one node need more neighbour entries than Linux's default 1024
+	# (scripts/neigh-table.sh); restored at the end.
+	bash scripts/neigh-table.sh raise "$OUT/neigh-table.orig"
 	t=$(now)
 	bash "$RECIPE/up.sh" >"$OUT/up.log" 2>&1 || die "up.sh failed: $OUT/up.log"
 	log "cluster up in $(since "$t") s"
