@@ -76,6 +76,7 @@ cleanup() {
 	if ((guard_up)); then guard down; fi
 	if ((swarm_started)); then log "leaving the swarm this run created"; "$DOCKER" swarm leave --force >/dev/null; fi
 	bash scripts/docker-engine.sh down
+	bash scripts/neigh-table.sh restore "$OUT/neigh-table.orig"
 	exit $rc
 }
 trap cleanup EXIT
@@ -115,6 +116,9 @@ guard() { # up|down: SATPAGE-SWARM-GUARD in DOCKER-USER, INPUT rule for the gate
 mem_used_mb() { free -m | awk '/^Mem:/{print $3}'; }
 
 # 1. Docker Engine and the swarm (started only when absent; cleanup stops only those).
+# 302 containers on one machine need more neighbour entries than Linux's default 1024
+# (scripts/neigh-table.sh); restored at the end.
+bash scripts/neigh-table.sh raise "$OUT/neigh-table.orig"
 bash scripts/docker-engine.sh up
 state=$("$DOCKER" info -f '{{.Swarm.LocalNodeState}}')
 if [[ $state != active ]]; then
