@@ -204,11 +204,9 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 		var bytes int
 		pending, bytes = n.releases.hold(ctx, session, changed, moves)
 		if bytes > maxHeldBytes {
-			h := n.releases.takeHeld(session)
-			if !n.storeHeld(ctx, session, h) {
-				return nil, fmt.Errorf("satellite %d could not store %d page(s) of session %q it read: %w", n.self, len(h.frames), session, errs.ErrUnavailable)
+			if err := n.storeHeldNow(ctx, session); err != nil {
+				return nil, err
 			}
-			n.releases.stored(session, h)
 		}
 	} else if err := n.commit(ctx, session, changed, rid, kind, answer); err != nil {
 		return nil, err

@@ -92,22 +92,6 @@ type backgroundSend struct {
 	pages  map[uint32]struct{} // the held pages it stores
 }
 
-// add queues pages for release at owner (r.mu held).
-func (r *releases) add(session string, owner uint32, pages []uint32, tNs int64) {
-	byOwner := r.m[session]
-	if byOwner == nil {
-		byOwner = map[uint32]*pendingRelease{}
-		r.m[session] = byOwner
-	}
-	p := byOwner[owner]
-	if p == nil {
-		p = &pendingRelease{}
-		byOwner[owner] = p
-	}
-	p.pages = append(p.pages, pages...)
-	p.tNs = tNs
-}
-
 // pending is how many pages of session are held or queued for release (r.mu held).
 func (r *releases) pending(session string) int {
 	n := 0
@@ -125,7 +109,7 @@ func (r *releases) pending(session string) int {
 func (r *releases) queue(session string, m fetched) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.add(session, m.owner, m.pages, m.tNs)
+	r.m[session] = addRelease(r.m[session], m)
 	return r.pending(session)
 }
 
@@ -162,7 +146,7 @@ func (r *releases) stored(session string, h *heldMoves) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range h.moves {
-		r.add(session, m.owner, m.pages, m.tNs)
+		r.m[session] = addRelease(r.m[session], m)
 	}
 }
 
@@ -216,6 +200,8 @@ func (n *Node) releaseInBackground(ctx context.Context, session string) {
 	}()
 }
 
+// addRelease queues m's pages for release at its old owner in byOwner (made
+// when nil) and returns byOwner.
 func addRelease(byOwner map[uint32]*pendingRelease, m fetched) map[uint32]*pendingRelease {
 	if byOwner == nil {
 		byOwner = map[uint32]*pendingRelease{}
@@ -234,11 +220,8 @@ func addRelease(byOwner map[uint32]*pendingRelease, m fetched) map[uint32]*pendi
 // ctx's deadline and under the pin of the first of them, and reports whether
 // it did; refused, they are dropped and none of their old owners is released
 // (a step stored before one refused leaves stale copies there, never a lost
-// page). h nil: true.
+// page).
 func (n *Node) storeHeld(ctx context.Context, session string, h *heldMoves) bool {
-	if h == nil {
-		return true
-	}
 	pinned, cancel := context.WithCancel(h.ctx)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
@@ -270,13 +253,21 @@ func (n *Node) settleHeld(ctx context.Context, session string, pages []uint32) e
 	if h == nil || !touches(h.pages, pages) {
 		return nil
 	}
-	if h = r.takeHeld(session); h == nil {
-		return nil // stored meanwhile
+	return n.storeHeldNow(ctx, session)
+}
+
+// storeHeldNow stores the held faults of session, if any, and queues their
+// releases (the caller holds the session lock). Refused, they are dropped (the
+// table still names their old owners) and it returns ErrUnavailable.
+func (n *Node) storeHeldNow(ctx context.Context, session string) error {
+	h := n.releases.takeHeld(session)
+	if h == nil {
+		return nil // none, or stored meanwhile
 	}
 	if !n.storeHeld(ctx, session, h) {
-		return fmt.Errorf("satellite %d could not store %d page(s) of session %q it read before: %w", n.self, len(h.frames), session, errs.ErrUnavailable)
+		return fmt.Errorf("satellite %d could not store %d page(s) of session %q it read: %w", n.self, len(h.frames), session, errs.ErrUnavailable)
 	}
-	r.stored(session, h)
+	n.releases.stored(session, h)
 	return nil
 }
 
@@ -302,9 +293,7 @@ func (n *Node) flushReleases(ctx context.Context, session string) {
 		case <-ctx.Done(): // the sends below then fail at once: stale copies, never lost pages
 		}
 	}
-	if h := n.releases.takeHeld(session); n.storeHeld(ctx, session, h) && h != nil {
-		n.releases.stored(session, h)
-	}
+	_ = n.storeHeldNow(ctx, session) // refused: logged by storeHeld, the old owners keep the pages
 	n.sendReleases(ctx, session, n.releases.take(session))
 }
 

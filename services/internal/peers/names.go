@@ -166,8 +166,11 @@ func (c *names) neverSeen(host string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[host]
-	return e != nil && !e.seen && e.err != nil
+	return e != nil && e.neverSeen()
 }
+
+// neverSeen: the name's lookups have failed and none has ever answered (c.mu held).
+func (e *nameEntry) neverSeen() bool { return !e.seen && e.err != nil }
 
 // failed records that a connection to host's kept address failed. The first
 // failure after a success looks the name up again at once (the peer may be
@@ -208,7 +211,7 @@ func (c *names) ok(host string) {
 // address to be back at, and its first appearance is waited for.
 func (c *names) refresh(host string) {
 	c.mu.Lock()
-	if e := c.m[host]; e != nil && e.lookup == nil && (e.seen || e.err == nil) {
+	if e := c.m[host]; e != nil && e.lookup == nil && !e.neverSeen() {
 		e.until = time.Time{}
 	}
 	c.mu.Unlock()
