@@ -100,7 +100,7 @@ func run() error {
 	pool := sec.Pool(cfg.PeerAddr)
 	defer pool.Close()
 	n, err := node.New(node.Options{Index: uint32(cfg.Index), Grid: grid, Store: st, Peers: pool,
-		Logger: log, Metrics: m, PageBytes: cfg.PageBytes, Replicas: cfg.Replicas, Generation: cfg.Generation})
+		Logger: log, Metrics: m, PageBytes: cfg.PageBytes, Replicas: cfg.Replicas, Generation: cfg.Generation, HeldWait: cfg.HeldWait})
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Replicas is every node's replication factor R (0 or 1: none).
 	Replicas int
+	// HeldWait is every node's bound on a held read fault's adopt
+	// (node.Options.HeldWait; 0: node.DefaultHeldWait).
+	HeldWait time.Duration
+	// HeldTimers, if set, arms every node's timers of that bound: they fire
+	// when the test calls HeldTimers.Fire, never by themselves.
+	HeldTimers *Timers
 	// Live, if set, puts the gateway in live mode.
 	Live *gateway.LiveOptions
 	// Links, if set, emulates the links as the daemons do (linkemu): every
@@ -224,7 +230,7 @@ func (c *Cluster) start(t TB, i int) {
 	sec := c.security(t, config.Satnode, i)
 	pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer), grpc.WithChainUnaryInterceptor(c.outgoing(uint32(i))))
 	n, err := node.New(node.Options{Index: uint32(i), Grid: c.grid, Store: st, Peers: pool, Metrics: m,
-		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas})
+		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas, HeldWait: c.o.HeldWait, AfterFunc: c.o.HeldTimers.afterFunc()})
 	if err != nil {
 		t.Fatal(err)
 	}

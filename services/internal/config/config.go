@@ -66,6 +66,7 @@ type Config struct {
 	SessionIdle        time.Duration // gateway: a session idle this long is ended; 0: never
 	StoreQuota         float64       // satnode: refuse new frames above this fraction of Redis maxmemory; 0: off
 	StoreCacheMiB      int           // satnode: page tables and recent frames held in memory in front of Redis; 0: off
+	HeldWait           time.Duration // satnode: longest a read fault answered before its adopt is stored stays held
 
 	// The in-cluster certificate signer (docs/security.md, "Keys that stay in their pod").
 	CertSigner      string        // satnode: host:port of the signer; "": the TLS directory holds the pair
@@ -139,6 +140,7 @@ func DefaultConfig() Config {
 		SessionIdle:        time.Hour,
 		StoreQuota:         0.8,
 		StoreCacheMiB:      16,
+		HeldWait:           time.Second,
 		CertSignerToken:    "/var/run/secrets/satpage-signer/token",
 		CertSignerCA:       "/etc/satpage-ca/ca.pem",
 		CertSignerWait:     5 * time.Minute,
@@ -241,6 +243,9 @@ func (c Config) Validate(role Role) error {
 	}
 	if c.StoreCacheMiB < 0 || c.StoreCacheMiB > 4096 {
 		bad("--store-cache-mib %d outside [0, 4096]", c.StoreCacheMiB)
+	}
+	if c.HeldWait <= 0 {
+		bad("--held-wait %v is not positive", c.HeldWait)
 	}
 	if c.PushLead < 0 || c.PushLead > time.Hour {
 		bad("--push-lead %v is outside 0..1h", c.PushLead)
@@ -445,6 +450,7 @@ var settings = []setting{
 	{"session-idle", "SATPAGE_SESSION_IDLE", "gateway: end a session idle this long (0 never)", dur(func(c *Config) *time.Duration { return &c.SessionIdle })},
 	{"store-quota", "SATPAGE_STORE_QUOTA", "satnode: refuse new page frames above this fraction of Redis maxmemory (0 off)", float(func(c *Config) *float64 { return &c.StoreQuota })},
 	{"store-cache-mib", "SATPAGE_STORE_CACHE_MIB", "satnode: MiB of page tables and recently stored frames held in memory in front of Redis, written through (0 off)", num(func(c *Config) *int { return &c.StoreCacheMiB })},
+	{"held-wait", "SATPAGE_HELD_WAIT", "satnode: longest a read fault answered before its adopt is stored stays held: the session's held faults are stored, and their old owners released, with its next 64 moved pages or this long after the first of them, whichever comes first", dur(func(c *Config) *time.Duration { return &c.HeldWait })},
 	{"cert-signer", "SATPAGE_CERT_SIGNER", "satnode: host:port of the in-cluster certificate signer; at start the satnode makes its own key and gets its certificate there into --tls-dir (empty: --tls-dir holds the pair; docs/security.md)", str(func(c *Config) *string { return &c.CertSigner })},
 	{"cert-signer-token", "SATPAGE_CERT_SIGNER_TOKEN", "satnode: the projected ServiceAccount token, audience the signer's, it proves its pod with", str(func(c *Config) *string { return &c.CertSignerToken })},
 	{"cert-signer-ca", "SATPAGE_CERT_SIGNER_CA", "satnode: the constellation CA (PEM) the signer is checked against, written to --tls-dir as ca.pem", str(func(c *Config) *string { return &c.CertSignerCA })},

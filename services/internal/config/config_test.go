@@ -50,6 +50,9 @@ func TestLoad(t *testing.T) {
 		{"the store cache from the environment", Satnode, []string{"--index", "1"}, map[string]string{"SATPAGE_STORE_CACHE_MIB": "0"}, "h",
 			func(c Config) string { return check(c.StoreCacheMiB, 0) }, ""},
 		{"a negative store cache", Satnode, []string{"--index", "1", "--store-cache-mib", "-1"}, nil, "h", nil, "--store-cache-mib -1"},
+		{"the held wait from the environment", Satnode, []string{"--index", "1"}, map[string]string{"SATPAGE_HELD_WAIT": "250ms"}, "h",
+			func(c Config) string { return check(c.HeldWait, 250*time.Millisecond) }, ""},
+		{"a held wait of zero", Satnode, []string{"--index", "1", "--held-wait", "0s"}, nil, "h", nil, "--held-wait 0s"},
 		{"a stray argument", Gateway, []string{"extra"}, nil, "h", nil, `"extra"`},
 	}
 	for _, tt := range tests {

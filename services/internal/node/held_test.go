@@ -51,7 +51,8 @@ func readMoved(t *testing.T, c *clustertest.Cluster, session string, at int, pag
 // released, and the restarted satellite moves the pages again from there.
 func TestAServingSatelliteKilledBeforeItsHeldAdoptIsStoredLosesNoPage(t *testing.T) {
 	ctx := context.Background()
-	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: redisStores(map[int]string{})})
+	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: redisStores(map[int]string{}),
+		HeldTimers: &clustertest.Timers{}}) // the bound never passes
 	want := writeAt(t, c, "s", 0, 10)
 	_, s0 := c.Satellite(t, 0)
 	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1}); err != nil {
@@ -83,7 +84,7 @@ func TestAServingSatelliteKilledBeforeItsHeldAdoptIsStoredLosesNoPage(t *testing
 // server moves the pages from there.
 func TestAFencedServingSatelliteDropsItsHeldAdoptAndTheOldOwnerKeepsThePages(t *testing.T) {
 	ctx := context.Background()
-	c := clustertest.New(t, faultSpec, clustertest.Options{Replicas: 2})
+	c := clustertest.New(t, faultSpec, clustertest.Options{Replicas: 2, HeldTimers: &clustertest.Timers{}})
 	want := writeAt(t, c, "s", 5, 10)
 	_, s5 := c.Satellite(t, 5)
 	if _, err := s5.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 7}); err != nil {
@@ -114,7 +115,8 @@ func TestAFencedServingSatelliteDropsItsHeldAdoptAndTheOldOwnerKeepsThePages(t *
 func TestWritesSecondReadsAndRequestIDsFindHeldFaultsStored(t *testing.T) {
 	ctx := context.Background()
 	socks := map[int]string{}
-	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: redisStores(socks)})
+	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: redisStores(socks),
+		HeldTimers: &clustertest.Timers{}})
 	want := writeAt(t, c, "s", 0, 10)
 	_, s0 := c.Satellite(t, 0)
 	if _, err := s0.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1}); err != nil {

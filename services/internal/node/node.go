@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
@@ -99,6 +100,14 @@ type Options struct {
 	// Replicas is R: every page frame and page-table entry of this satellite is
 	// also held by the R-1 live satellites behind it (docs/faults.md). 0 or 1: none.
 	Replicas int
+	// HeldWait bounds how long a read fault answered before its adopt was
+	// stored is held (releases.go): a session's held faults are stored, and
+	// their old owners released, at most this long after the first of them
+	// was held. 0: DefaultHeldWait.
+	HeldWait time.Duration
+	// AfterFunc arms the timer of HeldWait, one per session with faults held
+	// (nil: time.AfterFunc). Tests pass timers they fire by hand.
+	AfterFunc func(d time.Duration, f func()) Timer
 	// Generation is the deployment generation (config --generation; "" unknown):
 	// told to peers restoring, so a first start waits on no silent peer.
 	Generation string
@@ -123,10 +132,19 @@ func New(o Options) (*Node, error) {
 	if o.PageBytes <= 0 {
 		o.PageBytes = 4096
 	}
+	if o.HeldWait < 0 {
+		return nil, fmt.Errorf("node: held wait %v is negative: %w", o.HeldWait, errs.ErrInvalid)
+	}
+	if o.HeldWait == 0 {
+		o.HeldWait = DefaultHeldWait
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
 	n := &Node{self: o.Index, grid: o.Grid, store: o.Store, peers: o.Peers,
 		log: o.Logger.With("satellite", o.Index), m: o.Metrics, pageBytes: o.PageBytes,
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
-		releases: newReleases(), stale: staleTables{m: map[string]bool{}},
+		releases: newReleases(o.HeldWait, o.AfterFunc), stale: staleTables{m: map[string]bool{}},
 		partial: partialMoves{m: map[string]movedSoFar{}},
 		retries: retry.NewBudget(retryRatio, retryFloor, retryMost)}
 	if ix, ok := o.Store.(frameIndexer); ok {
@@ -134,6 +152,7 @@ func New(o Options) (*Node, error) {
 		// finds it empty: with the answers' pages in memory that costs no round trip.
 		ix.IndexFrames(dedupPrefix)
 	}
+	n.releases.waited = n.heldWaitPassed
 	if err := n.setUpReplication(o); err != nil {
 		return nil, err
 	}
@@ -144,9 +163,11 @@ func New(o Options) (*Node, error) {
 // in memory (store.Cached).
 type frameIndexer interface{ IndexFrames(prefix string) }
 
-// Close ends the node's background work: it waits for the releases being sent
-// in the background and sends those still pending, within ctx (a release cut
-// off leaves a stale copy at an old owner, never a lost page), retries the
+// Close ends the node's background work: it stops the timers of held read
+// faults (and waits for one that fired), waits for the releases being sent in
+// the background, stores the held faults and sends the releases still
+// pending, within ctx (a release cut off leaves a stale copy at an old owner,
+// a held fault not stored leaves the page there, never lost), retries the
 // deletes of stale page tables, and then stops what Start runs (the detector,
 // its probes in flight, the replicas' upkeep) and waits for it, within ctx.
 // Call it after the gRPC server has stopped; it closes neither the store nor

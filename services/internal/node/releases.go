@@ -23,6 +23,20 @@ const releaseBatch = 64
 // before it answers (commitChunkBytes: one store step).
 const maxHeldBytes = commitChunkBytes
 
+// DefaultHeldWait is the longest a session's read faults are held before
+// their adopt is stored (Options.HeldWait; docs/services.md, "Protocol"). A
+// session that moves 64 pages a second or more fills its batch first, so the
+// timer costs the loaded path only arming and stopping it once per batch; a
+// quiet one has its old owners released within a second instead of at its
+// next operation; and a crash of the serving satellite makes it redo at most
+// the last second of each session's moves, the second the failure detector's
+// probe deadline (the simulation's recovery_s) gives a failure.
+const DefaultHeldWait = time.Second
+
+// Timer is a timer armed by Options.AfterFunc: Stop reports whether it
+// stopped the timer before its function started (time.Timer's Stop).
+type Timer interface{ Stop() bool }
+
 // releaseTimeout bounds a release sent in the background (the request that
 // queued it has returned, so its deadline no longer applies).
 const releaseTimeout = 30 * time.Second
@@ -48,22 +62,36 @@ const releaseTimeout = 30 * time.Second
 // taken over or ended) or this satellite die first, they are dropped: the old
 // owners were not released and still hold the pages, which the table still
 // names (heldMoves).
+//
+// Held faults wait at most wait (Options.HeldWait): the first fault held for
+// a session arms one timer (heldMoves.timer), which whatever stores or drops
+// them stops; when it fires first, heldWaitPassed stores them and sends the
+// session's releases, as a batch does. No fault after the first touches it.
 type releases struct {
 	mu      sync.Mutex                            // guards m, held, sending and closed
 	m       map[string]map[uint32]*pendingRelease // session -> old owner -> pages
 	held    map[string]*heldMoves                 // session -> read faults answered, adopt not yet stored
 	sending map[string]*backgroundSend            // session -> its background send running
-	closed  bool                                  // set by Close: no background send starts after it
+	closed  bool                                  // set by Close: no background send starts, no timer is armed after it
 
-	wg   sync.WaitGroup     // background sends running (Add under mu, before closed is set)
+	// wg counts the background sends running and the held faults' timers
+	// armed or running (Add under mu, before closed is set; a timer stopped
+	// before it fired is Done by whoever stopped it, one that fired by itself).
+	wg   sync.WaitGroup
 	stop context.Context    // done when Close gives up waiting: the sends are cancelled
 	halt context.CancelFunc // ends stop
+
+	wait      time.Duration                         // Options.HeldWait
+	afterFunc func(d time.Duration, f func()) Timer // Options.AfterFunc
+	waited    func(session string, h *heldMoves)    // what a timer runs: Node.heldWaitPassed
 }
 
-func newReleases() releases {
+// newReleases is a node's releases, its held faults waiting at most wait on
+// timers afterFunc arms (New sets waited).
+func newReleases(wait time.Duration, afterFunc func(time.Duration, func()) Timer) releases {
 	stop, halt := context.WithCancel(context.Background())
 	return releases{m: map[string]map[uint32]*pendingRelease{}, held: map[string]*heldMoves{},
-		sending: map[string]*backgroundSend{}, stop: stop, halt: halt}
+		sending: map[string]*backgroundSend{}, stop: stop, halt: halt, wait: wait, afterFunc: afterFunc}
 }
 
 type pendingRelease struct {
@@ -83,6 +111,7 @@ type heldMoves struct {
 	moves  []fetched
 	pages  map[uint32]struct{}
 	bytes  int
+	timer  Timer // fires wait after the first of them was held; nil once stopped (r.mu)
 }
 
 // backgroundSend is a session's background send running.
@@ -122,6 +151,10 @@ func (r *releases) hold(ctx context.Context, session string, frames []store.Fram
 	if h == nil {
 		h = &heldMoves{ctx: context.WithoutCancel(ctx), pages: map[uint32]struct{}{}}
 		r.held[session] = h
+		if !r.closed { // after Close began, Close stores what is held
+			r.wg.Add(1)
+			h.timer = r.afterFunc(r.wait, func() { r.waited(session, h) })
+		}
 	}
 	h.frames = append(h.frames, frames...)
 	h.moves = append(h.moves, moves...)
@@ -136,9 +169,27 @@ func (r *releases) hold(ctx context.Context, session string, frames []store.Fram
 func (r *releases) takeHeld(session string) *heldMoves {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.unhold(session)
+}
+
+// unhold removes and returns session's held faults (nil: none) and stops
+// their timer (r.mu held).
+func (r *releases) unhold(session string) *heldMoves {
 	h := r.held[session]
-	delete(r.held, session)
+	if h != nil {
+		delete(r.held, session)
+		r.disarm(h)
+	}
 	return h
+}
+
+// disarm stops h's timer (r.mu held). One that has fired already runs on,
+// finds h no longer held (or Close begun) and does nothing.
+func (r *releases) disarm(h *heldMoves) {
+	if h.timer != nil && h.timer.Stop() {
+		r.wg.Done()
+	}
+	h.timer = nil
 }
 
 // stored queues the releases of held faults now stored.
@@ -165,39 +216,99 @@ func (r *releases) take(session string) map[uint32]*pendingRelease {
 func (n *Node) releaseInBackground(ctx context.Context, session string) {
 	r := &n.releases
 	r.mu.Lock()
-	if r.sending[session] != nil || r.closed {
-		r.mu.Unlock()
+	b, byOwner, h := r.beginSend(session)
+	if b != nil {
+		r.wg.Add(1)
+	}
+	r.mu.Unlock()
+	if b == nil {
 		return // what is pending goes with the next batch or the next flush (or Close)
+	}
+	go func() {
+		defer r.wg.Done()
+		n.runSend(ctx, session, b, byOwner, h)
+	}()
+}
+
+// beginSend takes what session has pending and held for a send, and returns
+// it with the send registered (r.mu held by the caller, who holds the session
+// lock); nil when a send of the session is running or Close has begun.
+func (r *releases) beginSend(session string) (*backgroundSend, map[uint32]*pendingRelease, *heldMoves) {
+	if r.sending[session] != nil || r.closed {
+		return nil, nil, nil
 	}
 	byOwner := r.m[session]
 	delete(r.m, session)
-	h := r.held[session]
-	delete(r.held, session)
+	h := r.unhold(session)
 	b := &backgroundSend{done: make(chan struct{}), stored: make(chan struct{})}
 	if h != nil {
 		b.pages = h.pages
 	}
 	r.sending[session] = b
-	r.wg.Add(1)
-	r.mu.Unlock()
+	return b, byOwner, h
+}
+
+// runSend is the send beginSend registered: it stores h, then sends the
+// releases of byOwner and of h once stored, within releaseTimeout of ctx
+// (without its cancel) and until Close gives up waiting.
+func (n *Node) runSend(ctx context.Context, session string, b *backgroundSend, byOwner map[uint32]*pendingRelease, h *heldMoves) {
+	r := &n.releases
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	unhook := context.AfterFunc(r.stop, cancel)
-	go func() {
-		defer r.wg.Done()
-		defer unhook()
-		defer cancel()
-		if h != nil && n.storeHeld(ctx, session, h) {
-			for _, m := range h.moves {
-				byOwner = addRelease(byOwner, m)
-			}
+	defer cancel()
+	defer context.AfterFunc(r.stop, cancel)()
+	if h != nil && n.storeHeld(ctx, session, h) {
+		for _, m := range h.moves {
+			byOwner = addRelease(byOwner, m)
 		}
-		close(b.stored)
-		n.sendReleases(ctx, session, byOwner)
+	}
+	close(b.stored)
+	n.sendReleases(ctx, session, byOwner)
+	r.mu.Lock()
+	delete(r.sending, session)
+	r.mu.Unlock()
+	close(b.done)
+}
+
+// heldWaitPassed runs when the timer of h, the faults held for session, fires
+// (HeldWait after the first of them was held): unless they were stored or
+// dropped meanwhile, it stores them and sends the session's pending releases,
+// as a batch's background send does, here in the timer's goroutine. It waits
+// for the session's running send first (its held faults are stored in order),
+// and takes the session lock only to take what is pending, as every operation
+// that starts a send does. The timer counts in Close's wait group (r.wg).
+func (n *Node) heldWaitPassed(session string, h *heldMoves) {
+	r := &n.releases
+	defer r.wg.Done()
+	for {
 		r.mu.Lock()
-		delete(r.sending, session)
+		running, still := r.sending[session], r.held[session] == h && !r.closed
 		r.mu.Unlock()
-		close(b.done)
-	}()
+		if !still {
+			return // stored or dropped meanwhile, or Close stores them
+		}
+		if running != nil {
+			select {
+			case <-running.done:
+			case <-r.stop.Done():
+				return // Close gave up waiting: it drops what is held
+			}
+			continue
+		}
+		unlock := n.locks.lock(session)
+		r.mu.Lock()
+		var b *backgroundSend
+		var byOwner map[uint32]*pendingRelease
+		if r.held[session] == h {
+			b, byOwner, _ = r.beginSend(session) // takes h
+		}
+		r.mu.Unlock()
+		unlock()
+		if b != nil {
+			n.runSend(h.ctx, session, b, byOwner, h)
+			return
+		}
+		// Not held any more (stored meanwhile), or a send began: looked at again above.
+	}
 }
 
 // addRelease queues m's pages for release at its old owner in byOwner (made
@@ -297,13 +408,17 @@ func (n *Node) flushReleases(ctx context.Context, session string) {
 	n.sendReleases(ctx, session, n.releases.take(session))
 }
 
-// closeReleases stops background sends from starting, waits for those running
-// (cancelling them once ctx ends: a cancelled release leaves a stale copy, never
-// a lost page), then sends what is still pending within ctx.
+// closeReleases stops background sends from starting and the held faults'
+// timers, waits for the sends running and a timer that fired (cancelling them
+// once ctx ends: a cancelled release leaves a stale copy, never a lost page),
+// then stores what is held and sends what is still pending within ctx.
 func (n *Node) closeReleases(ctx context.Context) error {
 	r := &n.releases
 	r.mu.Lock()
 	r.closed = true
+	for _, h := range r.held {
+		r.disarm(h) // stored below, within ctx
+	}
 	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
