@@ -11,7 +11,8 @@
 // Files, one responsibility each: node.go (Node, Options, construction, Close,
 // the session locks), access.go (ReadPages/WritePage and the fault path:
 // moving pages here on access, serving FetchPages as the owner), releases.go
-// (the old owners' copies released in batches, in the background), stale.go
+// (the old owners' copies released in batches, in the background, and read
+// faults held until their adopt is stored, at most HeldWait), stale.go
 // (page tables handed over but not yet deleted here), routing.go
 // (originating routed requests with retries, relaying them hop by hop),
 // sessions.go (open, hand over, accept a table, move pages proactively, drop,
