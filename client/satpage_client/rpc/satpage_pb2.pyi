@@ -309,6 +309,26 @@ class FetchPagesResponse(_message.Message):
     hops: int
     def __init__(self, pages: _Optional[_Iterable[_Union[Page, _Mapping]]] = ..., hops: _Optional[int] = ...) -> None: ...
 
+class FetchStreamRequest(_message.Message):
+    __slots__ = ("id", "request", "timeout_ns")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_NS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    request: FetchPagesRequest
+    timeout_ns: int
+    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[FetchPagesRequest, _Mapping]] = ..., timeout_ns: _Optional[int] = ...) -> None: ...
+
+class FetchStreamResponse(_message.Message):
+    __slots__ = ("id", "response", "status")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    response: FetchPagesResponse
+    status: bytes
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[FetchPagesResponse, _Mapping]] = ..., status: _Optional[bytes] = ...) -> None: ...
+
 class ReleasePagesRequest(_message.Message):
     __slots__ = ("route", "session_id", "pages", "new_owner")
     ROUTE_FIELD_NUMBER: _ClassVar[int]

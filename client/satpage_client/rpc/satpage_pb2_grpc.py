@@ -477,6 +477,11 @@ class SatelliteServiceStub:
                 request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
                 response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/satpage.v1.SatelliteService/FetchStream',
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamResponse.FromString,
+                _registered_method=True)
         self.ReleasePages = channel.unary_unary(
                 '/satpage.v1.SatelliteService/ReleasePages',
                 request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.SerializeToString,
@@ -580,6 +585,15 @@ class SatelliteServiceServicer:
     def FetchPages(self, request, context):
         """Fetch pages from their owner (route.destination), relayed. The owner keeps
         them until ReleasePages: a move stores the page at the new owner first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request_iterator, context):
+        """FetchPages over one long-lived stream per neighbour: each request message
+        is one FetchPages, handled as the unary call is, and answered by id, in
+        any order (docs/services.md, "The fetch stream").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -745,6 +759,11 @@ def add_SatelliteServiceServicer_to_server(servicer, server):
                     request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.FromString,
                     response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.SerializeToString,
             ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamResponse.SerializeToString,
+            ),
             'ReleasePages': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleasePages,
                     request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReleasePagesRequest.FromString,
@@ -888,6 +907,33 @@ class SatelliteService:
             '/satpage.v1.SatelliteService/FetchPages',
             satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesRequest.SerializeToString,
             satpage__client_dot_rpc_dot_satpage__pb2.FetchPagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/satpage.v1.SatelliteService/FetchStream',
+            satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.FetchStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -100,7 +100,8 @@ func run() error {
 	pool := sec.Pool(cfg.PeerAddr)
 	defer pool.Close()
 	n, err := node.New(node.Options{Index: uint32(cfg.Index), Grid: grid, Store: st, Peers: pool,
-		Logger: log, Metrics: m, PageBytes: cfg.PageBytes, Replicas: cfg.Replicas, Generation: cfg.Generation, HeldWait: cfg.HeldWait})
+		Logger: log, Metrics: m, PageBytes: cfg.PageBytes, Replicas: cfg.Replicas, Generation: cfg.Generation, HeldWait: cfg.HeldWait,
+		AdmitMessage: sec.Policy.AdmitMessage})
 	if err != nil {
 		return err
 	}
@@ -124,13 +125,16 @@ func run() error {
 		log.Info("link emulation on", "ephemeris", cfg.LinkPositions(), "covers_ns", [2]int64{positions.Ephemeris().T0Ns, positions.Ephemeris().EndNs()},
 			"isl_capacity_gbps", cfg.ISLCapacityGbps, "substrate_every", cfg.SubstrateEvery)
 	} else {
+		// Fetches to a neighbour share one stream (docs/services.md, "The fetch
+		// stream"); with links emulated each is a unary call its interceptors time.
+		pool.StreamFetches()
 		log.Info("link emulation off", "emulate_links", cfg.EmulateLinks, "why", "no --link-ephemeris or --ephemeris, or --emulate-links=false")
 	}
 	// A call that fails as unreachable makes the detector probe that satellite.
 	pool.OnUnavailable(func(ctx context.Context, i uint32) { n.Faults().Suspect(ctx, i) })
 	pool.OnAnswer(n.Faults().MarkAlive) // any answer proves a peer alive
 	return daemon.Run(ctx, daemon.Options{Start: n.Start, Listen: cfg.Listen, MetricsListen: cfg.MetricsListen,
-		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Logger: log,
+		StopTimeout: cfg.StopTimeout, Registry: m.Registry, Register: n.Register, Close: n.Close, Drain: n.Drain, Logger: log,
 		Services:      []string{"satpage.v1.PageService", "satpage.v1.SatelliteService"},
 		ServerOptions: serverOpts, Reflection: cfg.Reflection, Pprof: cfg.Pprof, HealthListen: cfg.HealthListen})
 }

@@ -46,6 +46,7 @@ var rules = map[string]rule{
 	"/satpage.v1.GatewayService/OpenLiveSession": register, // live mode: like RegisterSession
 	"/satpage.v1.GatewayService/Clock":           anyCert,  // live mode: the clock is no secret
 	"/satpage.v1.SatelliteService/FetchPages":    satellite,
+	"/satpage.v1.SatelliteService/FetchStream":   satellite, // and each message as FetchPages (AdmitMessage)
 	"/satpage.v1.SatelliteService/ReleasePages":  satellite,
 	"/satpage.v1.SatelliteService/AcceptTable":   satellite,
 	"/satpage.v1.SatelliteService/OpenSession":   peerOrGateway,
@@ -316,7 +317,24 @@ func (p *Policy) Unary() grpc.UnaryServerInterceptor {
 	}
 }
 
-// Stream is the policy for streaming RPCs (health Watch, reflection).
+// AdmitMessage is the policy for one message of a stream that carries unary
+// requests (FetchStream): wire is the message as decoded (its decoding error,
+// if any, is the answer), req the request inside it, admitted as a call of
+// the unary method would be. The error is a gRPC status, as Unary's.
+func (p *Policy) AdmitMessage(ctx context.Context, method string, wire, req any) (context.Context, error) {
+	err := Take(wire)
+	if err == nil {
+		ctx, err = p.admit(ctx, method, req)
+	}
+	if err != nil {
+		p.refused(ctx, method, err)
+		return ctx, errs.Status(err)
+	}
+	return ctx, nil
+}
+
+// Stream is the policy for streaming RPCs (health Watch, reflection,
+// FetchStream: its messages then pass AdmitMessage one by one).
 func (p *Policy) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if _, err := p.admit(ss.Context(), info.FullMethod, nil); err != nil {

@@ -91,6 +91,11 @@ type Options struct {
 	// routed request waits its ISLs, and the gateway the ground link of a
 	// session with a place.
 	Links *linkemu.Model
+	// FetchStreams sends fetches between satellites over fetch streams, as a
+	// satnode without link emulation does (peers.Pool.StreamFetches). Their
+	// messages pass no unary interceptor: Interceptor, Partition and Freeze
+	// reach a fetch on a stream only through the stream itself.
+	FetchStreams bool
 }
 
 // TB is what New needs of its caller: a testing.TB satisfies it, and so does
@@ -230,13 +235,17 @@ func (c *Cluster) start(t TB, i int) {
 	sec := c.security(t, config.Satnode, i)
 	pool := sec.Pool(c.addr, grpc.WithContextDialer(c.dialer), grpc.WithChainUnaryInterceptor(c.outgoing(uint32(i))))
 	n, err := node.New(node.Options{Index: uint32(i), Grid: c.grid, Store: st, Peers: pool, Metrics: m,
-		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas, HeldWait: c.o.HeldWait, AfterFunc: c.o.HeldTimers.afterFunc()})
+		PageBytes: 4096, Logger: c.o.Logger, Replicas: c.o.Replicas, HeldWait: c.o.HeldWait, AfterFunc: c.o.HeldTimers.afterFunc(),
+		AdmitMessage: sec.Policy.AdmitMessage})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
 	pool.OnAnswer(n.Faults().MarkAlive)
 	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i)), n.GroundInterceptor()}
+	if c.o.FetchStreams {
+		pool.StreamFetches()
+	}
 	if c.o.Links != nil {
 		pool.Intercept(c.o.Links.ClientInterceptor)
 		chain = append(chain, c.o.Links.ServerInterceptor(uint32(i)))

@@ -38,6 +38,10 @@ type Options struct {
 	// Close, if set, ends the service's background work once the server has
 	// stopped (node.Node.Close), within what is left of StopTimeout.
 	Close func(ctx context.Context) error
+	// Drain, if set, is called when the stop begins, before the graceful
+	// stop: it ends the long-lived streams the service serves (node.Node.Drain,
+	// the fetch streams), which a graceful stop would otherwise wait for.
+	Drain func()
 	// ServerOptions of the gRPC server (transport security, interceptors,
 	// limits); default peers.ServerOptions() in plain text.
 	ServerOptions []grpc.ServerOption
@@ -159,6 +163,9 @@ func Run(ctx context.Context, o Options) error {
 	defer cancelStop()
 	if healthSrv != nil {
 		defer healthSrv.Stop()
+	}
+	if o.Drain != nil {
+		o.Drain()
 	}
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()

@@ -75,6 +75,9 @@ type Node struct {
 	stale      staleTables  // handed-over tables not yet deleted here (stale.go), behind stale.mu
 	partial    partialMoves // what failed MovePages moved, reported by the next (sessions.go), behind partial.mu
 	faults     *liveness.Detector
+	admit      func(ctx context.Context, method string, wire, req any) (context.Context, error) // Options.AdmitMessage
+	draining   chan struct{}                                                                    // closed by Drain
+	drainOnce  sync.Once
 	ground     atomic.Bool      // cut off from the ground segment (SetFaults ground_cut): gateways are refused
 	holder     *replica.Holder  // copies of other satellites' state held here
 	primary    *replica.Primary // this satellite's replicated store (nil when R = 1)
@@ -114,6 +117,9 @@ type Options struct {
 	Generation string
 	// Faults is the failure detector routing follows (nil: one probing by health).
 	Faults *liveness.Detector
+	// AdmitMessage is the access policy for each message of a fetch stream
+	// (auth.Policy.AdmitMessage; nil: none, as in an in-process test without security).
+	AdmitMessage func(ctx context.Context, method string, wire, req any) (context.Context, error)
 }
 
 // New builds a node (it owns neither the store nor the peers: the caller closes them).
@@ -147,7 +153,8 @@ func New(o Options) (*Node, error) {
 		locks:    sessionLocks{m: map[string]*sessionLock{}},
 		releases: newReleases(o.HeldWait, o.AfterFunc), stale: staleTables{m: map[string]bool{}},
 		partial: partialMoves{m: map[string]movedSoFar{}},
-		retries: retry.NewBudget(retryRatio, retryFloor, retryMost)}
+		retries: retry.NewBudget(retryRatio, retryFloor, retryMost),
+		admit:   o.AdmitMessage, draining: make(chan struct{})}
 	if ix, ok := o.Store.(frameIndexer); ok {
 		// Every request with an id looks its slot up (recall), and nearly always
 		// finds it empty: with the answers' pages in memory that costs no round trip.

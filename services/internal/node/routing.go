@@ -295,3 +295,6 @@ func (l localClient) SessionFrames(ctx context.Context, in *satpagev1.SessionFra
 func (l localClient) DropSession(ctx context.Context, in *satpagev1.DropSessionRequest, _ ...grpc.CallOption) (*satpagev1.DropSessionResponse, error) {
 	return l.srv().DropSession(ctx, in)
 }
+func (l localClient) FetchStream(context.Context, ...grpc.CallOption) (grpc.BidiStreamingClient[satpagev1.FetchStreamRequest, satpagev1.FetchStreamResponse], error) {
+	return nil, status.Error(codes.Unimplemented, "a satellite fetches from itself without a stream")
+}

@@ -64,6 +64,9 @@ type Pool struct {
 	// unanswered: satellites whose last call got no answer within a deadline
 	// (Unanswered), until one answers.
 	unanswered map[uint32]bool
+	streamOn   bool                    // StreamFetches
+	streams    map[uint32]*fetchStream // the open fetch streams (nil once closed)
+	readers    sync.WaitGroup          // the fetch streams' readers
 }
 
 // connectGiveUp is how long a connection attempt to an address that answers
@@ -137,38 +140,44 @@ func (p *Pool) Intercept(f func(i uint32) grpc.UnaryClientInterceptor) {
 func (p *Pool) report(i uint32) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		start := time.Now()
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if status.Code(err) == codes.Canceled && ctx.Err() == nil && cc.GetState() == connectivity.Shutdown {
-			// The pool closed the connection under the call (forgetAbsent): not
-			// delivered, as for a connection that is down.
-			err = status.Errorf(codes.Unavailable, "satellite %d: connection closed: %v", i, err)
-		}
-		p.observe(ctx, i, start, err)
-		if status.Code(err) == codes.Unavailable {
-			p.forgetAbsent(i, cc)
-		}
-		if method == healthpb.Health_Check_FullMethodName {
-			return err
-		}
-		switch status.Code(err) {
-		case codes.Unavailable:
-			p.mu.Lock()
-			f := p.onUnavailable
-			p.mu.Unlock()
-			if f != nil {
-				f(ctx, i)
-			}
-		case codes.DeadlineExceeded, codes.Canceled:
-		default:
-			p.mu.Lock()
-			f := p.onAnswer
-			p.mu.Unlock()
-			if f != nil {
-				f(i)
-			}
-		}
+		return p.outcome(ctx, i, cc, method, start, invoker(ctx, method, req, reply, cc, opts...))
+	}
+}
+
+// outcome tells the failure detector what a call to satellite i over cc,
+// begun at start, met, and returns its error (Unavailable for a call the
+// pool's own closing of cc cut off): every call, unary or on a fetch stream.
+func (p *Pool) outcome(ctx context.Context, i uint32, cc *grpc.ClientConn, method string, start time.Time, err error) error {
+	if status.Code(err) == codes.Canceled && ctx.Err() == nil && cc.GetState() == connectivity.Shutdown {
+		// The pool closed the connection under the call (forgetAbsent): not
+		// delivered, as for a connection that is down.
+		err = status.Errorf(codes.Unavailable, "satellite %d: connection closed: %v", i, err)
+	}
+	p.observe(ctx, i, start, err)
+	if status.Code(err) == codes.Unavailable {
+		p.forgetAbsent(i, cc)
+	}
+	if method == healthpb.Health_Check_FullMethodName {
 		return err
 	}
+	switch status.Code(err) {
+	case codes.Unavailable:
+		p.mu.Lock()
+		f := p.onUnavailable
+		p.mu.Unlock()
+		if f != nil {
+			f(ctx, i)
+		}
+	case codes.DeadlineExceeded, codes.Canceled:
+	default:
+		p.mu.Lock()
+		f := p.onAnswer
+		p.mu.Unlock()
+		if f != nil {
+			f(i)
+		}
+	}
+	return err
 }
 
 var _ Dialer = (*Pool)(nil)
@@ -370,6 +379,12 @@ func (p *Pool) Satellite(i uint32) (satpagev1.SatelliteServiceClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.mu.Lock()
+	stream := p.streamOn && p.intercept == nil
+	p.mu.Unlock()
+	if stream {
+		return streamingClient{SatelliteServiceClient: satpagev1.NewSatelliteServiceClient(c), p: p, i: i, cc: c}, nil
+	}
 	return satpagev1.NewSatelliteServiceClient(c), nil
 }
 
@@ -390,8 +405,9 @@ func (p *Pool) Health(i uint32) (healthpb.HealthClient, error) {
 	return healthpb.NewHealthClient(c), nil
 }
 
-// Close closes every connection.
+// Close ends the fetch streams (waiting for their readers) and closes every connection.
 func (p *Pool) Close() error {
+	p.closeStreams()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, c := range p.conns {

@@ -510,6 +510,7 @@ var GatewayService_ServiceDesc = grpc.ServiceDesc{
 const (
 	SatelliteService_OpenSession_FullMethodName     = "/satpage.v1.SatelliteService/OpenSession"
 	SatelliteService_FetchPages_FullMethodName      = "/satpage.v1.SatelliteService/FetchPages"
+	SatelliteService_FetchStream_FullMethodName     = "/satpage.v1.SatelliteService/FetchStream"
 	SatelliteService_ReleasePages_FullMethodName    = "/satpage.v1.SatelliteService/ReleasePages"
 	SatelliteService_HandOver_FullMethodName        = "/satpage.v1.SatelliteService/HandOver"
 	SatelliteService_AcceptTable_FullMethodName     = "/satpage.v1.SatelliteService/AcceptTable"
@@ -542,6 +543,10 @@ type SatelliteServiceClient interface {
 	// Fetch pages from their owner (route.destination), relayed. The owner keeps
 	// them until ReleasePages: a move stores the page at the new owner first.
 	FetchPages(ctx context.Context, in *FetchPagesRequest, opts ...grpc.CallOption) (*FetchPagesResponse, error)
+	// FetchPages over one long-lived stream per neighbour: each request message
+	// is one FetchPages, handled as the unary call is, and answered by id, in
+	// any order (docs/services.md, "The fetch stream").
+	FetchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FetchStreamRequest, FetchStreamResponse], error)
 	// Delete pages at their old owner (route.destination) after the new owner stored them, relayed.
 	ReleasePages(ctx context.Context, in *ReleasePagesRequest, opts ...grpc.CallOption) (*ReleasePagesResponse, error)
 	// Hand the session's page table over from this (the old serving) satellite to another.
@@ -633,6 +638,19 @@ func (c *satelliteServiceClient) FetchPages(ctx context.Context, in *FetchPagesR
 	}
 	return out, nil
 }
+
+func (c *satelliteServiceClient) FetchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[FetchStreamRequest, FetchStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SatelliteService_ServiceDesc.Streams[0], SatelliteService_FetchStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchStreamRequest, FetchStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SatelliteService_FetchStreamClient = grpc.BidiStreamingClient[FetchStreamRequest, FetchStreamResponse]
 
 func (c *satelliteServiceClient) ReleasePages(ctx context.Context, in *ReleasePagesRequest, opts ...grpc.CallOption) (*ReleasePagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -817,6 +835,10 @@ type SatelliteServiceServer interface {
 	// Fetch pages from their owner (route.destination), relayed. The owner keeps
 	// them until ReleasePages: a move stores the page at the new owner first.
 	FetchPages(context.Context, *FetchPagesRequest) (*FetchPagesResponse, error)
+	// FetchPages over one long-lived stream per neighbour: each request message
+	// is one FetchPages, handled as the unary call is, and answered by id, in
+	// any order (docs/services.md, "The fetch stream").
+	FetchStream(grpc.BidiStreamingServer[FetchStreamRequest, FetchStreamResponse]) error
 	// Delete pages at their old owner (route.destination) after the new owner stored them, relayed.
 	ReleasePages(context.Context, *ReleasePagesRequest) (*ReleasePagesResponse, error)
 	// Hand the session's page table over from this (the old serving) satellite to another.
@@ -894,6 +916,9 @@ func (UnimplementedSatelliteServiceServer) OpenSession(context.Context, *OpenSes
 }
 func (UnimplementedSatelliteServiceServer) FetchPages(context.Context, *FetchPagesRequest) (*FetchPagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FetchPages not implemented")
+}
+func (UnimplementedSatelliteServiceServer) FetchStream(grpc.BidiStreamingServer[FetchStreamRequest, FetchStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method FetchStream not implemented")
 }
 func (UnimplementedSatelliteServiceServer) ReleasePages(context.Context, *ReleasePagesRequest) (*ReleasePagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleasePages not implemented")
@@ -1002,6 +1027,13 @@ func _SatelliteService_FetchPages_Handler(srv interface{}, ctx context.Context, 
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _SatelliteService_FetchStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SatelliteServiceServer).FetchStream(&grpc.GenericServerStream[FetchStreamRequest, FetchStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SatelliteService_FetchStreamServer = grpc.BidiStreamingServer[FetchStreamRequest, FetchStreamResponse]
 
 func _SatelliteService_ReleasePages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReleasePagesRequest)
@@ -1393,6 +1425,13 @@ var SatelliteService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _SatelliteService_FenceCopy_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "FetchStream",
+			Handler:       _SatelliteService_FetchStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "satpage/v1/satpage.proto",
 }
