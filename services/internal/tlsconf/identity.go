@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -89,10 +90,41 @@ func FromContext(ctx context.Context) Identity {
 	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
 		return Identity{}
 	}
-	id, err := IdentityOf(info.State.VerifiedChains[0][0])
-	if err != nil {
-		return Identity{}
+	return identityOfLeaf(info.State.VerifiedChains[0][0])
+}
+
+// identities caches the identity of each verified leaf certificate: every
+// request on a connection presents the same certificate object, and reading
+// its SANs again for each request was work on every call of the fault path.
+// The map holds each certificate it names, so a pointer is never reused for
+// another certificate while it is a key.
+var identities struct {
+	mu sync.Mutex // guards m
+	m  map[*x509.Certificate]Identity
+}
+
+// identityCacheSize bounds identities (it is emptied when full): a satellite
+// sees one certificate per connection, its peers' and the gateway's.
+const identityCacheSize = 4096
+
+// identityOfLeaf is IdentityOf(cert), Anonymous when that fails, cached.
+func identityOfLeaf(cert *x509.Certificate) Identity {
+	identities.mu.Lock()
+	id, ok := identities.m[cert]
+	identities.mu.Unlock()
+	if ok {
+		return id
 	}
+	id, err := IdentityOf(cert)
+	if err != nil {
+		id = Identity{}
+	}
+	identities.mu.Lock()
+	if identities.m == nil || len(identities.m) >= identityCacheSize {
+		identities.m = make(map[*x509.Certificate]Identity)
+	}
+	identities.m[cert] = id
+	identities.mu.Unlock()
 	return id
 }
 

@@ -1,11 +1,15 @@
 package tlsconf_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"net"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 
 	"github.com/satpage/satpage/services/internal/tlsconf"
 	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
@@ -36,6 +40,34 @@ func TestIdentityComesFromTheCertificateSAN(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// callerWith is the server-side context of a request whose caller presented cert.
+func callerWith(cert *x509.Certificate) context.Context {
+	info := credentials.TLSInfo{State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert}}}}
+	return peer.NewContext(context.Background(), &peer.Peer{AuthInfo: info})
+}
+
+func TestEachCallerKeepsItsOwnCertificatesIdentityAcrossRequests(t *testing.T) {
+	certs := []struct {
+		cert *x509.Certificate
+		want tlsconf.Identity
+	}{
+		{&x509.Certificate{DNSNames: []string{"satellite-3.satpage"}}, tlsconf.Identity{Role: tlsconf.Satellite, Index: 3}},
+		{&x509.Certificate{DNSNames: []string{"satellite-4.satpage"}}, tlsconf.Identity{Role: tlsconf.Satellite, Index: 4}},
+		{&x509.Certificate{DNSNames: []string{"gateway.satpage"}}, tlsconf.Identity{Role: tlsconf.Gateway}},
+		{&x509.Certificate{DNSNames: []string{"gateway.satpage", "satellite-1.satpage"}}, tlsconf.Identity{}},
+	}
+	for round := range 3 { // the first request of each connection, then the ones after it
+		for _, c := range certs {
+			if got := tlsconf.FromContext(callerWith(c.cert)); got != c.want {
+				t.Errorf("request %d: got %v, want %v", round, got, c.want)
+			}
+		}
+	}
+	if got := tlsconf.FromContext(context.Background()); got != (tlsconf.Identity{}) {
+		t.Errorf("no peer: got %v, want anonymous", got)
 	}
 }
 
@@ -98,5 +130,16 @@ func TestLoadNamesTheMissingFile(t *testing.T) {
 	_, err := tlsconf.LoadSatellite(dir, 9)
 	if err == nil || !strings.Contains(err.Error(), "satellite-9.pem") {
 		t.Errorf("got %v, want an error naming satellite-9.pem", err)
+	}
+}
+
+// BenchmarkFromContext: the caller's identity, as the access policy asks for
+// it on every request (a satellite's certificate).
+func BenchmarkFromContext(b *testing.B) {
+	ctx := callerWith(&x509.Certificate{DNSNames: []string{"satellite-17.satpage", "satpage-sat-17.satpage-sat-headless"}})
+	for b.Loop() {
+		if tlsconf.FromContext(ctx).Role != tlsconf.Satellite {
+			b.Fatal("not a satellite")
+		}
 	}
 }
