@@ -31,6 +31,10 @@ type Node struct {
 	FaultSeconds *prometheus.HistogramVec
 	// Handler latency by RPC.
 	RPCSeconds *prometheus.HistogramVec
+	// The children of the vectors above, each looked up once (the fault
+	// path's): AccessesOf.Of("moved") is Accesses.WithLabelValues("moved").
+	AccessesOf, PagesMovedOf, PageHopsOf, RelayedHopsOf, PageBytesOf *Children[prometheus.Counter]
+	FaultSecondsOf, RPCSecondsOf                                     *Children[prometheus.Observer]
 }
 
 // NewNode registers the node metrics on a fresh registry.
@@ -55,6 +59,10 @@ func NewNode(index int) *Node {
 			Help: "Handler latency by RPC.", Buckets: latencyBuckets}, []string{"rpc"}),
 	}
 	r.MustRegister(m.Accesses, m.PagesMoved, m.PageHops, m.RelayedHops, m.PageBytes, m.FaultSeconds, m.RPCSeconds)
+	m.AccessesOf, m.PagesMovedOf = ChildrenOf(m.Accesses.WithLabelValues), ChildrenOf(m.PagesMoved.WithLabelValues)
+	m.PageHopsOf, m.RelayedHopsOf = ChildrenOf(m.PageHops.WithLabelValues), ChildrenOf(m.RelayedHops.WithLabelValues)
+	m.PageBytesOf = ChildrenOf(m.PageBytes.WithLabelValues)
+	m.FaultSecondsOf, m.RPCSecondsOf = ChildrenOf(m.FaultSeconds.WithLabelValues), ChildrenOf(m.RPCSeconds.WithLabelValues)
 	return m
 }
 

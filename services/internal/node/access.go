@@ -212,18 +212,18 @@ func (n *Node) accesses(ctx context.Context, session string, pages []uint32, tNs
 		return nil, err
 	}
 	if created > 0 {
-		n.m.Accesses.WithLabelValues("created").Add(float64(created))
+		n.m.AccessesOf.Of("created").Add(float64(created))
 	}
 	if len(local) > 0 {
-		n.m.Accesses.WithLabelValues("local").Add(float64(len(local)))
+		n.m.AccessesOf.Of("local").Add(float64(len(local)))
 	}
 	for _, m := range moves {
 		if !hold {
 			pending = n.releases.queue(session, m)
 		}
 		n.counted(m, "access")
-		n.m.Accesses.WithLabelValues("moved").Add(float64(len(m.pages)))
-		h, took := n.m.FaultSeconds.WithLabelValues(strconv.Itoa(int(m.hops))), time.Since(start).Seconds()
+		n.m.AccessesOf.Of("moved").Add(float64(len(m.pages)))
+		h, took := n.m.FaultSecondsOf.Of(strconv.Itoa(int(m.hops))), time.Since(start).Seconds()
 		for range m.pages {
 			h.Observe(took)
 		}
@@ -297,9 +297,9 @@ func (n *Node) moved(ctx context.Context, session string, m fetched, reason stri
 
 // counted counts a move in the metrics.
 func (n *Node) counted(m fetched, reason string) {
-	n.m.PagesMoved.WithLabelValues(reason).Add(float64(len(m.pages)))
-	n.m.PageHops.WithLabelValues(reason).Add(float64(len(m.pages)) * float64(m.hops))
-	n.m.PageBytes.WithLabelValues("in").Add(float64(m.bytes))
+	n.m.PagesMovedOf.Of(reason).Add(float64(len(m.pages)))
+	n.m.PageHopsOf.Of(reason).Add(float64(len(m.pages)) * float64(m.hops))
+	n.m.PageBytesOf.Of("in").Add(float64(m.bytes))
 }
 
 // FetchHere serves FetchPages at the owner: the frames stay until ReleasePages.
@@ -314,6 +314,6 @@ func (n *Node) FetchHere(ctx context.Context, session string, pages []uint32) ([
 		out[i] = &satpagev1.Page{Page: f.Page, Data: f.Data}
 		bytes += len(f.Data)
 	}
-	n.m.PageBytes.WithLabelValues("out").Add(float64(bytes))
+	n.m.PageBytesOf.Of("out").Add(float64(bytes))
 	return out, nil
 }

@@ -25,7 +25,7 @@ func (n *Node) Register(s grpc.ServiceRegistrar) {
 
 // observe times a handler and maps its error to a gRPC status (the only place errors become codes).
 func (n *Node) observe(ctx context.Context, rpc string, start time.Time, err error) error {
-	n.m.RPCSeconds.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
+	n.m.RPCSecondsOf.Of(rpc).Observe(time.Since(start).Seconds())
 	if err == nil {
 		return nil
 	}
@@ -54,7 +54,10 @@ func (s *pageServer) ReadPage(ctx context.Context, req *satpagev1.ReadPageReques
 	if ok, err := s.n.recall(ctx, req.SessionId, req.RequestId, out); ok || err != nil {
 		return nilIf(out, err), s.n.observe(ctx, "ReadPage", start, err)
 	}
-	k := &keep{rid: req.RequestId, reply: func(as []Access) proto.Message { return accessResponse(s.n, as[0], false) }}
+	var k *keep // only a request with an id keeps its answer (two allocations a read otherwise)
+	if req.RequestId != "" {
+		k = &keep{rid: req.RequestId, reply: func(as []Access) proto.Message { return accessResponse(s.n, as[0], false) }}
+	}
 	as, err := s.n.access(ctx, req.SessionId, req.Page, req.ScenarioTimeNs, nil, k)
 	if err != nil {
 		return nil, s.n.observe(ctx, "ReadPage", start, err)

@@ -48,7 +48,7 @@ func (n *Node) originate(ctx context.Context, dest uint32, tNs int64, rpc string
 		if err != nil {
 			return err
 		}
-		n.m.RelayedHops.WithLabelValues(rpc).Inc()
+		n.m.RelayedHopsOf.Of(rpc).Inc()
 		err = call(c, &satpagev1.Route{Origin: n.self, Destination: dest, ScenarioTimeNs: tNs, Hops: 1, Path: []uint32{n.self}})
 		if err == nil || !idempotent[rpc] || attempt == retryAttempts || !errs.Retryable(err) {
 			return err
@@ -220,7 +220,7 @@ func (n *Node) forward(ctx context.Context, r *satpagev1.Route, rpc string, avoi
 	}
 	r.Hops++
 	r.Path = append(r.Path, n.self)
-	n.m.RelayedHops.WithLabelValues(rpc).Inc()
+	n.m.RelayedHopsOf.Of(rpc).Inc()
 	return c, next, nil
 }
 
