@@ -112,15 +112,6 @@ func Counter() *prometheus.CounterVec {
 		[]string{"rpc", "reason"})
 }
 
-// claimsKey carries the verified token claims to handlers.
-type claimsKey struct{}
-
-// ClaimsFrom is the session capability the request was admitted with.
-func ClaimsFrom(ctx context.Context) (token.Claims, bool) {
-	c, ok := ctx.Value(claimsKey{}).(token.Claims)
-	return c, ok
-}
-
 // TokenFrom is the token in the incoming metadata ("" when none).
 func TokenFrom(ctx context.Context) string {
 	v := metadata.ValueFromIncomingContext(ctx, token.MetadataKey)
@@ -195,7 +186,6 @@ func (p *Policy) session(ctx context.Context, method string, req any) (context.C
 	if err := checkPages(req, c.TablePages); err != nil {
 		return ctx, err
 	}
-	ctx = context.WithValue(ctx, claimsKey{}, c)
 	if p.Forward {
 		ctx = metadata.AppendToOutgoingContext(ctx, token.MetadataKey, tok)
 	}
