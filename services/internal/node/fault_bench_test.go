@@ -41,10 +41,10 @@ func cpuTime(b *testing.B) time.Duration {
 // secureCluster is a secure in-process cluster of spec and a connection to
 // satellite i as the gateway (a satellite and gateway certificate may call
 // OpenSession and HandOver; page requests need the session's token).
-func secureCluster(b *testing.B, spec string, satellites int) (func(i int) *grpc.ClientConn, *token.Issuer) {
+func secureCluster(b *testing.B, spec string, satellites int, streams bool) (func(i int) *grpc.ClientConn, *token.Issuer) {
 	dir := b.TempDir()
 	tlstest.Write(b, dir, satellites)
-	c := clustertest.New(b, spec, clustertest.Options{TLSDir: dir,
+	c := clustertest.New(b, spec, clustertest.Options{TLSDir: dir, FetchStreams: streams,
 		Store: func(testing.TB, int) store.PageStore { return store.WithCache(store.NewMemory(), 64<<20) }})
 	gm, err := tlsconf.LoadGateway(dir)
 	if err != nil {
@@ -63,11 +63,18 @@ func secureCluster(b *testing.B, spec string, satellites int) (func(i int) *grpc
 }
 
 // BenchmarkOneHopFaultInProcess: one session's 64 pages of 4 KiB ping-pong
-// between two neighbours, one ReadPage each, every read a one-hop fault. The
-// handover after each 64 reads is left out of the CPU per read.
-func BenchmarkOneHopFaultInProcess(b *testing.B) {
+// between two neighbours, one ReadPage each, every read a one-hop fault
+// (FetchPages a unary call). The handover after each 64 reads is left out of
+// the CPU per read.
+func BenchmarkOneHopFaultInProcess(b *testing.B) { benchOneHopFault(b, false) }
+
+// BenchmarkOneHopFaultOverStreamInProcess: the same with the fetches on a
+// fetch stream per neighbour, as a satnode without link emulation sends them.
+func BenchmarkOneHopFaultOverStreamInProcess(b *testing.B) { benchOneHopFault(b, true) }
+
+func benchOneHopFault(b *testing.B, streams bool) {
 	const pages = 64
-	dial, iss := secureCluster(b, benchSpec, 30)
+	dial, iss := secureCluster(b, benchSpec, 30, streams)
 	tok, _ := iss.Issue("s", pages)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), token.MetadataKey, tok)
 	var pc [2]satpagev1.PageServiceClient
@@ -113,7 +120,7 @@ func BenchmarkOneHopFaultInProcess(b *testing.B) {
 // BenchmarkHealthCheckInProcess: the bare round trip of make bench-services
 // (health Check) to a satellite of the same cluster.
 func BenchmarkHealthCheckInProcess(b *testing.B) {
-	dial, _ := secureCluster(b, benchSpec, 30)
+	dial, _ := secureCluster(b, benchSpec, 30, false)
 	h := healthpb.NewHealthClient(dial(0))
 	ctx := context.Background()
 	if _, err := h.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
