@@ -123,11 +123,9 @@ func TokenFrom(ctx context.Context) string {
 
 func short(method string) string { return method[strings.LastIndexByte(method, '/')+1:] }
 
-// admit runs every check of one request and returns the context the handler gets.
+// admit runs every check of one request but its decoding (AdmitMessage takes that
+// first) and returns the context the handler gets.
 func (p *Policy) admit(ctx context.Context, method string, req any) (context.Context, error) {
-	if err := Take(req); err != nil {
-		return ctx, err
-	}
 	if err := p.size(req); err != nil {
 		return ctx, err
 	}
@@ -298,19 +296,20 @@ func (p *Policy) refused(ctx context.Context, method string, err error) {
 // Unary is the policy as a unary server interceptor (first in the chain).
 func (p *Policy) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, err := p.admit(ctx, info.FullMethod, req)
+		ctx, err := p.AdmitMessage(ctx, info.FullMethod, req, req)
 		if err != nil {
-			p.refused(ctx, info.FullMethod, err)
-			return nil, errs.Status(err)
+			return nil, err
 		}
 		return h(ctx, req)
 	}
 }
 
-// AdmitMessage is the policy for one message of a stream that carries unary
-// requests (FetchStream): wire is the message as decoded (its decoding error,
-// if any, is the answer), req the request inside it, admitted as a call of
-// the unary method would be. The error is a gRPC status, as Unary's.
+// AdmitMessage is the policy for one request message: wire is the message as
+// decoded (its decoding error, if any, is the answer), req the request it
+// carries, admitted as a call of the unary method. For a unary call both are
+// the request (Unary); for a stream that carries unary requests (FetchStream)
+// wire is the stream's message. A refusal is logged and counted; the error is
+// a gRPC status.
 func (p *Policy) AdmitMessage(ctx context.Context, method string, wire, req any) (context.Context, error) {
 	err := Take(wire)
 	if err == nil {

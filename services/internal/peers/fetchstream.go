@@ -89,7 +89,7 @@ func (p *Pool) fetchStream(i uint32, cc *grpc.ClientConn) (*fetchStream, error) 
 		cancel()
 		return nil, err
 	}
-	f := &fetchStream{i: i, cc: cc, st: st, cancel: cancel, waiting: map[uint64]chan fetchReply{}, done: make(chan struct{})}
+	f := &fetchStream{i: i, cc: cc, st: st, cancel: cancel, waiting: map[uint64]chan fetchReply{}}
 	p.mu.Lock()
 	if old := p.streams[i]; p.streams == nil || (old != nil && old.cc == cc && !old.ended()) {
 		// Closed meanwhile, or another caller opened one first: use that.
@@ -128,7 +128,6 @@ type fetchStream struct {
 	cc     *grpc.ClientConn
 	st     satpagev1.SatelliteService_FetchStreamClient
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the reader has returned
 
 	sendMu sync.Mutex // a gRPC stream takes one sender at a time
 
@@ -195,7 +194,6 @@ func (f *fetchStream) forget(id uint64) {
 // read hands each answer to its caller until the stream ends, then fails
 // the calls still waiting.
 func (f *fetchStream) read() {
-	defer close(f.done)
 	for {
 		m, err := f.st.Recv()
 		if err != nil {
