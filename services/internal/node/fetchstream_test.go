@@ -19,6 +19,7 @@ import (
 	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/leakcheck"
+	"github.com/satpage/satpage/services/internal/peers"
 	"github.com/satpage/satpage/services/internal/tlsconf"
 	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
 )
@@ -105,6 +106,55 @@ func TestFaultsOverFetchStreamsAreTheFaultsOfUnaryCalls(t *testing.T) {
 	}
 	if n := overStreams.Load(); n != 0 {
 		t.Errorf("%d unary FetchPages with fetch streams, want every fetch on a stream", n)
+	}
+}
+
+func TestABatchAboveTheStreamBoundIsAUnaryCall(t *testing.T) {
+	var unary atomic.Int64
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{FetchStreams: true, Interceptor: unaryFetches(&unary)})
+	ctx := context.Background()
+	const pages = 3*peers.StreamMaxPages + 1
+	op, os := c.Satellite(t, 0)
+	if _, err := os.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for pg := range uint32(pages) {
+		if _, err := op.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: pg, Data: []byte(fmt.Sprint("page ", pg))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Satellite(t, 1)
+	read := func(pgs ...uint32) {
+		t.Helper()
+		r, err := p.ReadPages(ctx, &satpagev1.ReadPagesRequest{SessionId: "s", Pages: pgs, ScenarioTimeNs: make([]int64, len(pgs))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range r.Results {
+			if x.Outcome != satpagev1.Outcome_OUTCOME_MOVED || string(x.Data) != fmt.Sprint("page ", pgs[i]) {
+				t.Fatalf("page %d: %v %q, want moved from satellite 0", pgs[i], x.Outcome, x.Data)
+			}
+		}
+	}
+	read(0) // the connection to satellite 0 comes up (a unary call)
+	unary.Store(0)
+	at := func(from, n uint32) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = from + uint32(i)
+		}
+		return out
+	}
+	read(at(1, peers.StreamMaxPages)...)
+	if n := unary.Load(); n != 0 {
+		t.Fatalf("a fetch of %d pages (the bound) made %d unary FetchPages, want it on the stream", peers.StreamMaxPages, n)
+	}
+	read(at(1+peers.StreamMaxPages, pages-1-peers.StreamMaxPages)...)
+	if n := unary.Load(); n != 1 {
+		t.Fatalf("a fetch of %d pages (above the bound) made %d unary FetchPages, want 1", pages-1-peers.StreamMaxPages, n)
 	}
 }
 
