@@ -137,3 +137,33 @@ func BenchmarkHealthCheckInProcess(b *testing.B) {
 }
 
 const benchSpec = "walker-star:30/2/1:500:87"
+
+// BenchmarkLocalReadInProcess: one-page reads of pages the serving satellite
+// holds (no fault): the work of a ReadPage at S around the fetch, against the
+// health Check's round trip.
+func BenchmarkLocalReadInProcess(b *testing.B) {
+	const pages = 64
+	dial, iss := secureCluster(b, benchSpec, 30, false)
+	tok, _ := iss.Issue("s", pages)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), token.MetadataKey, tok)
+	conn := dial(0)
+	pc, sc := satpagev1.NewPageServiceClient(conn), satpagev1.NewSatelliteServiceClient(conn)
+	if _, err := sc.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: "s"}); err != nil {
+		b.Fatal(err)
+	}
+	for p := range uint32(pages) {
+		if _, err := pc.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: "s", Page: p, Data: make([]byte, 4096)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	read := 0
+	t0 := cpuTime(b)
+	for b.Loop() {
+		r, err := pc.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(read % pages)})
+		if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_LOCAL || r.Hops != 0 || len(r.Data) != 4096 {
+			b.Fatalf("read %d: got %v, %v, want a local read of 4096 bytes", read, r, err)
+		}
+		read++
+	}
+	b.ReportMetric(float64((cpuTime(b)-t0).Nanoseconds())/1e3/float64(b.N), "cpu-us/op")
+}

@@ -27,7 +27,8 @@ import (
 
 // BenchmarkRelayFloor is the floor under a one-page one-hop fault between
 // processes on this machine: what two chained gRPC calls cost with nothing of
-// satpage's in them. It starts floorServers processes (this test binary, as
+// satpage's in them. It starts floorServers processes (40, or
+// SATPAGE_RELAY_FLOOR_SERVERS; this test binary, as
 // TestRelayFloorServer) with the daemons' transport options, mutual TLS and
 // GOMAXPROCS=1, as the local cluster runs satnodes; from this process, 32
 // workers in a closed loop each send, for floorSeconds per run:
@@ -36,14 +37,25 @@ import (
 //   - relay: a request to server a, whose handler makes one unary call to
 //     server b for a 4 KiB answer and returns it (S and O of a fault, no page table);
 //   - stream: the same, with a's call to b one message each way on a stream
-//     per peer, as the fetch stream carries FetchPages.
+//     per peer, as the fetch stream carries FetchPages;
+//   - session stream: as stream, and the worker's requests to a are messages
+//     of one stream per worker too (what a client's session stream would save).
 //
-// Each round runs the three; relay_vs_bare and stream_vs_bare are the medians of
+// Each round runs the four; relay_vs_bare and stream_vs_bare are the medians of
 // the rounds' rate ratios, *_cpu the CPU per request of all the processes in
 // bare round trips (docs/services.md, "The fetch stream"). One iteration:
 //
 //	go test -run '^$' -bench RelayFloor -benchtime 1x ./internal/peers
 func BenchmarkRelayFloor(b *testing.B) {
+	floorServers := floorServersDefault
+	if s := os.Getenv("SATPAGE_RELAY_FLOOR_SERVERS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 2 || n > 1000 {
+			b.Fatalf("SATPAGE_RELAY_FLOOR_SERVERS=%q: want 2 to 1000 servers", s)
+		}
+		floorServers = n
+	}
+	b.Logf("%d server processes, %d workers, %d rounds of %d s", floorServers, floorWorkers, floorRounds, floorSeconds)
 	dir := b.TempDir()
 	tlstest.Write(b, dir, floorServers)
 	var pids []int
@@ -77,13 +89,31 @@ func BenchmarkRelayFloor(b *testing.B) {
 		pairs[w] = [2]int{a, o}
 	}
 	ctx := context.Background()
+	// sessions: each worker's stream to its S (floorSession), opened on first use.
+	sessions := make([]testpb.BenchmarkService_StreamingCallClient, floorWorkers)
 	call := func(w int, mode byte) error {
 		if mode == floorBare {
 			_, err := healthpb.NewHealthClient(conns[w%floorServers]).Check(ctx, &healthpb.HealthCheckRequest{})
 			return err
 		}
 		a, o := pairs[w][0], pairs[w][1]
-		resp, err := testpb.NewBenchmarkServiceClient(conns[a]).UnaryCall(ctx, floorRequest(mode, o))
+		var resp *testpb.SimpleResponse
+		var err error
+		if mode == floorSession {
+			if sessions[w] == nil {
+				if sessions[w], err = testpb.NewBenchmarkServiceClient(conns[a]).StreamingCall(ctx); err != nil {
+					return err
+				}
+			}
+			if err = sessions[w].Send(floorRequest(mode, o)); err == nil {
+				resp, err = sessions[w].Recv()
+			}
+			if err != nil {
+				sessions[w] = nil
+			}
+		} else {
+			resp, err = testpb.NewBenchmarkServiceClient(conns[a]).UnaryCall(ctx, floorRequest(mode, o))
+		}
 		if err == nil && len(resp.GetPayload().GetBody()) != floorPage {
 			err = fmt.Errorf("answer of %d bytes, want %d", len(resp.GetPayload().GetBody()), floorPage)
 		}
@@ -92,7 +122,7 @@ func BenchmarkRelayFloor(b *testing.B) {
 	// Every connection up and every stream open before the clock starts.
 	deadline := time.Now().Add(30 * time.Second)
 	for w := range floorWorkers {
-		for _, mode := range []byte{floorBare, floorRelay, floorStream} {
+		for _, mode := range []byte{floorBare, floorRelay, floorStream, floorSession} {
 			for err := call(w, mode); err != nil; err = call(w, mode) {
 				if time.Now().After(deadline) {
 					b.Fatalf("servers not up: %v", err)
@@ -128,33 +158,42 @@ func BenchmarkRelayFloor(b *testing.B) {
 		}
 		return float64(n) / elapsed, cpu / float64(n) * 1e6
 	}
-	var relay, stream, relayCPU, streamCPU []float64
+	var relay, stream, session, relayCPU, streamCPU, sessionCPU []float64
 	for round := range floorRounds {
 		bare, bareCPU := run(floorBare)
 		rel, relCPU := run(floorRelay)
 		str, strCPU := run(floorStream)
-		relay, stream = append(relay, rel/bare), append(stream, str/bare)
+		ses, sesCPU := run(floorSession)
+		relay, stream, session = append(relay, rel/bare), append(stream, str/bare), append(session, ses/bare)
 		relayCPU, streamCPU = append(relayCPU, relCPU/bareCPU), append(streamCPU, strCPU/bareCPU)
-		b.Logf("round %d: bare %.0f/s (%.0f us CPU); relay %.0f/s (%.0f us): %.3f of bare; stream %.0f/s (%.0f us): %.3f of bare",
-			round+1, bare, bareCPU, rel, relCPU, rel/bare, str, strCPU, str/bare)
+		sessionCPU = append(sessionCPU, sesCPU/bareCPU)
+		b.Logf("round %d: bare %.0f/s (%.0f us CPU); relay %.0f/s (%.0f us): %.3f of bare; stream %.0f/s (%.0f us): %.3f; session stream %.0f/s (%.0f us): %.3f",
+			round+1, bare, bareCPU, rel, relCPU, rel/bare, str, strCPU, str/bare, ses, sesCPU, ses/bare)
 	}
 	b.ReportMetric(median(relay), "relay_vs_bare")
 	b.ReportMetric(median(stream), "stream_vs_bare")
+	b.ReportMetric(median(session), "session_vs_bare")
 	b.ReportMetric(median(relayCPU), "relay_cpu")
 	b.ReportMetric(median(streamCPU), "stream_cpu")
+	b.ReportMetric(median(sessionCPU), "session_cpu")
 }
 
 const (
-	floorServers = 40 // as bench_services.py --only-single-page's constellation
-	floorWorkers = 32
-	floorRounds  = 5
-	floorSeconds = 3
-	floorPage    = 4096
+	// as bench_services.py --only-single-page's constellation; make
+	// bench-services runs 150 (SATPAGE_RELAY_FLOOR_SERVERS sets it)
+	floorServersDefault = 40
+	floorWorkers        = 32
+	floorRounds         = 5
+	floorSeconds        = 3
+	floorPage           = 4096
 
 	floorBare   byte = 0 // modes, the first byte of a request's body
 	floorRelay  byte = 1
 	floorStream byte = 2
 	floorAnswer byte = 3 // at O: answer with the page
+	// floorSession: stream as floorStream, and the worker's requests to S are
+	// messages of one stream per worker too (a client's session stream)
+	floorSession byte = 4
 )
 
 func floorPort(i int) int { return 47000 + i }
@@ -284,13 +323,29 @@ func (s *floorServer) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	return nil, fmt.Errorf("floor: mode %d", body[0])
 }
 
-// StreamingCall is O's end of a stream: each message answered with its id and the page.
+// StreamingCall is O's end of a stream (each message answered with its id
+// and the page) or S's end of a worker's session stream (each message a
+// floorRequest: relayed to O on the stream to it, answered with the page).
 func (s *floorServer) StreamingCall(st testpb.BenchmarkService_StreamingCallServer) error {
 	out := slices.Clone(s.page)
 	for {
 		req, err := st.Recv()
 		if err != nil {
 			return nil
+		}
+		if body := req.GetPayload().GetBody(); len(body) == 13 && body[0] == floorSession {
+			to, err := s.stream(int(binary.LittleEndian.Uint32(body[1:])))
+			if err != nil {
+				return err
+			}
+			page, err := to.call(st.Context())
+			if err != nil {
+				return err
+			}
+			if err := st.Send(&testpb.SimpleResponse{Payload: &testpb.Payload{Body: page}}); err != nil {
+				return err
+			}
+			continue
 		}
 		copy(out, req.GetPayload().GetBody())
 		if err := st.Send(&testpb.SimpleResponse{Payload: &testpb.Payload{Body: out}}); err != nil {
