@@ -13,7 +13,9 @@ except the pair below that measures what emulation costs.
 
 - Throughput: 32 sessions in a closed loop, one page per request (ReadPage) and
   16 or 64 per request (ReadPages, whose faults travel as one FetchPages per old
-  owner), in page accesses per second and as a ratio to redis-benchmark GET.
+  owner), in page accesses per second and as a ratio to redis-benchmark GET;
+  and one page per message of a read stream per session and satellite
+  (PageService.ReadStream, docs/services.md "The read stream").
 - Latency: one page per request at a light offered load (open loop, 100
   requests/s), p50 to p99.9; the p99 added per relayed hop is the least-squares
   slope of p99 over 1 to 8 hops, beside the bare gRPC round trip's p99.
@@ -46,7 +48,8 @@ runs just this comparison.
 One page per request against the bare round trip (issue 33): ``--only-single-page``
 starts a small cluster (SINGLE_PAGE_CONSTELLATION, mutual TLS, no link
 emulation) and runs, alternately on it, the bare round trip and one-hop faults
-at one page per request (closed loop), then a latency series over 1 to 4 hops
+at one page per request (closed loop; over read streams, then as ReadPage
+calls), then a latency series over 1 to 4 hops
 (one page per request, 100 requests/s, 4 sessions, 5 s per hop count),
 ``--rounds`` rounds. Each round gives a ratio of rates, one of CPU per request
 (all cluster processes and the load generator) and a latency series; the
@@ -97,12 +100,14 @@ BATCHES = (1, 16, 64)
 
 def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers: int, duration: float,
             batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000,
-            tls_dir: str | None = None, request_ids: bool = False) -> list[dict]:
+            tls_dir: str | None = None, request_ids: bool = False, read_stream: bool = False) -> list[dict]:
     """One bin/satload run (bounded in time and count): one JSON object per hop count;
     over mutual TLS with tls_dir's gateway certificate and token key, else plain text;
-    request_ids: every read carries a request_id (exactly-once, as the gateway's do)."""
+    request_ids: every read carries a request_id (exactly-once, as the gateway's do);
+    read_stream: one-page reads as messages of a read stream (PageService.ReadStream)."""
     security = ["--tls-dir", tls_dir] if tls_dir else ["--insecure"]
     ids = ["--request-ids"] if request_ids else []
+    ids += ["--read-stream"] if read_stream else []
     out = subprocess.run(
         [str(find_binary("satload")), "--constellation", constellation,
          "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(base + 2),
@@ -250,7 +255,8 @@ SINGLE_PAGE_HOPS = "1,2,3,4"
 def compare_single_page(constellation: str, workers: int, dur: float, rounds: int,
                         rate: float, lat_s: float) -> list[dict]:
     """Rounds on one cluster: the bare gRPC round trip, then one-hop faults at
-    one page per request (closed loop), then the latency series over
+    one page per request (closed loop) over read streams and as ReadPage
+    calls, then the latency series over
     SINGLE_PAGE_HOPS at rate requests/s (open loop, 4 sessions, lat_s each);
     one dict per round."""
     out = []
@@ -265,11 +271,14 @@ def compare_single_page(constellation: str, workers: int, dur: float, rounds: in
                 bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur,
                                tls_dir=st.tls_dir)[0]
                 fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
+                                tls_dir=st.tls_dir, read_stream=True)[0]
+                unary = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
                                 tls_dir=st.tls_dir)[0]
                 lat = satload(base, constellation, pid_file, SINGLE_PAGE_HOPS, workers=4, duration=lat_s,
                               rate=rate, tls_dir=st.tls_dir)
-                out.append({"bare": bare, "fault": fault, "latency": lat,
+                out.append({"bare": bare, "fault": fault, "fault_unary": unary, "latency": lat,
                             "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
+                            "unary_rate_ratio": unary["accesses_per_s"] / bare["accesses_per_s"],
                             "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"],
                             "per_hop_p99_ms": slope([r["hops"] for r in lat], [r["p99_ms"] for r in lat]),
                             "per_hop_p50_ms": slope([r["hops"] for r in lat], [r["p50_ms"] for r in lat])})
@@ -280,18 +289,23 @@ def compare_single_page(constellation: str, workers: int, dur: float, rounds: in
 
 def print_single_page(pairs: list[dict]) -> dict:
     """The pairs' table; returns the medians and ranges of both ratios."""
-    print("\none page per request (issue 33): the bare gRPC round trip and one-hop faults alternately, one cluster")
-    print(f"{'pair':>4} {'bare/s':>8} {'CPU us':>7} {'faults/s':>9} {'CPU us':>7} {'ratio':>6} "
-          f"{'CPU x bare':>10} {'hops ok':>8}")
+    print("\none page per request (issue 33): the bare gRPC round trip and one-hop faults alternately, one cluster;")
+    print("faults over read streams (stream) and as ReadPage calls (unary)")
+    print(f"{'pair':>4} {'bare/s':>7} {'CPU us':>6} {'stream/s':>8} {'CPU us':>6} {'ratio':>6} "
+          f"{'CPU x':>5} {'unary/s':>7} {'ratio':>6} {'hops ok':>7}")
     for i, p in enumerate(pairs):
-        b, f = p["bare"], p["fault"]
-        print(f"{i + 1:>4} {b['accesses_per_s']:>8,.0f} {b['cpu_us_per_access']:>7.0f} {f['accesses_per_s']:>9,.0f} "
-              f"{f['cpu_us_per_access']:>7.0f} {p['rate_ratio']:>6.3f} {p['cpu_in_bare_round_trips']:>10.2f} "
-              f"{str(hops_ok(f) and all(hops_ok(r) for r in p['latency'])):>8}")
+        b, f, u = p["bare"], p["fault"], p["fault_unary"]
+        ok = hops_ok(f) and hops_ok(u) and all(hops_ok(r) for r in p['latency'])
+        print(f"{i + 1:>4} {b['accesses_per_s']:>7,.0f} {b['cpu_us_per_access']:>6.0f} {f['accesses_per_s']:>8,.0f} "
+              f"{f['cpu_us_per_access']:>6.0f} {p['rate_ratio']:>6.3f} {p['cpu_in_bare_round_trips']:>5.2f} "
+              f"{u['accesses_per_s']:>7,.0f} {p['unary_rate_ratio']:>6.3f} {str(ok):>7}")
     rates = sorted(p["rate_ratio"] for p in pairs)
+    unary = sorted(p["unary_rate_ratio"] for p in pairs)
     cpus = sorted(p["cpu_in_bare_round_trips"] for p in pairs)
     p99s = sorted(p["per_hop_p99_ms"] for p in pairs)
     summary = {"single_page_vs_bare": statistics.median(rates), "single_page_vs_bare_range": [rates[0], rates[-1]],
+               "single_page_unary_vs_bare": statistics.median(unary),
+               "single_page_unary_vs_bare_range": [unary[0], unary[-1]],
                "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]],
                "per_hop_p99_ms_rounds": [p["per_hop_p99_ms"] for p in pairs]}
     # Other work on the machine only adds latency, and a stall that falls in one hop
@@ -304,8 +318,9 @@ def print_single_page(pairs: list[dict]) -> dict:
     print(f"latency rounds (hops {SINGLE_PAGE_HOPS}, one page per request, open loop, 4 sessions): p99 added per hop "
           + ", ".join(f"{v:.3f}" for v in (p["per_hop_p99_ms"] for p in pairs)) + " ms; p50 "
           + ", ".join(f"{v:.3f}" for v in (p["per_hop_p50_ms"] for p in pairs)) + " ms")
-    print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} (median of {len(pairs)} pairs, "
-          f"{rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); CPU per fault "
+    print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} over read streams (median of {len(pairs)} "
+          f"pairs, {rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); as ReadPage calls "
+          f"{summary['single_page_unary_vs_bare']:.3f} ({unary[0]:.3f} to {unary[-1]:.3f}); CPU per fault "
           f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"  per_hop_p99_ms {summary['per_hop_p99_ms']:.3f} (slope of each hop count's lowest p99 over the "
@@ -359,7 +374,7 @@ def main() -> int:
         summary = print_single_page(pairs)
         print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
                           "load_average": os.getloadavg()}))
-        return 0 if all(hops_ok(r) for p in pairs for r in (p["fault"], *p["latency"])) else 1
+        return 0 if all(hops_ok(r) for p in pairs for r in (p["fault"], p["fault_unary"], *p["latency"])) else 1
     if args.only_replicas:
         rep = compare_replicas(args, dur)
         share = print_replicas(rep)
@@ -415,6 +430,8 @@ def main() -> int:
             for b in BATCHES:
                 print(f"throughput: batch {b}, hops {hops}", file=sys.stderr)
                 throughput[b] = run(hops, workers=args.workers, duration=dur, batch=b)
+            print(f"throughput: one page per message of a read stream, hops {hops}", file=sys.stderr)
+            streamed = run(hops, workers=args.workers, duration=dur, read_stream=True)
             # The bare round trip again after the throughput runs: the ratio of one page
             # per request to it uses the mean of both (a shared machine drifts).
             echo_after = run("echo", workers=args.workers, duration=dur)[0]
@@ -443,6 +460,9 @@ def main() -> int:
                         f"{throughput[b][i]['cpu_us_per_access']:>7.0f}" for b in BATCHES)
         ok = all(hops_ok(throughput[b][i]) for b in BATCHES)
         print(f"{h:>4}{cells} {str(ok):>8}")
+    print("one page per message of a read stream (PageService.ReadStream): "
+          + ", ".join(f"{r['hops']} hops {r['accesses_per_s']:,.0f}/s ({r['cpu_us_per_access']:.0f} us)"
+                      for r in streamed) + f"; hops ok {all(hops_ok(r) for r in streamed)}")
 
     print(f"\nlatency: one page per request, {args.rate:g} requests/s offered (open loop, 4 sessions), ms")
     local = latency[0]
@@ -460,7 +480,8 @@ def main() -> int:
     best = max(BATCHES, key=lambda b: one[b])
     # Issue 33: one page per request against the bare round trip, both from this run.
     bare = (echo_tp["accesses_per_s"] + echo_after["accesses_per_s"]) / 2
-    single_vs_bare = one[1] / bare
+    one_streamed = streamed[HOPS.index(1)]["accesses_per_s"]
+    single_vs_bare, single_unary_vs_bare = one_streamed / bare, one[1] / bare
     print("\ntargets (issue 8, this 2-core machine):")
     print("  one-hop page faults/s >= 10,000: " + ", ".join(f"batch {b}: {one[b]:,.0f} (ratio {one[b] / 10_000:.2f})"
                                                             for b in BATCHES))
@@ -469,7 +490,8 @@ def main() -> int:
           f"{per_hop_p50:.3f} ms; {vs_local:.3f} ms counting the 8-hop p99 from the local read's); "
           f"{per_hop_p99 / echo_lat['p99_ms']:.2f} x the p99 of a bare gRPC round trip")
     print(f"  one-hop page faults at one page per request vs the bare gRPC round trip (issue 33, target >= 0.45): "
-          f"{one[1]:,.0f}/s / {bare:,.0f}/s (the round trip before and after) = {single_vs_bare:.3f}; "
+          f"over read streams {one_streamed:,.0f}/s / {bare:,.0f}/s (the round trip before and after) = "
+          f"{single_vs_bare:.3f}; as ReadPage calls {one[1]:,.0f}/s: {single_unary_vs_bare:.3f}; "
           f"per_hop_p99_ms {per_hop_p99:.3f} (target < 0.5); load average {os.getloadavg()[0]:.1f}")
     sec_out = {}
     if insecure is not None:
@@ -492,7 +514,8 @@ def main() -> int:
     print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "throughput_after": echo_after, "latency": echo_lat},
                       "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
-                      "single_page_vs_bare": single_vs_bare, "load_average": os.getloadavg(),
+                      "read_stream": streamed, "single_page_vs_bare": single_vs_bare,
+                      "single_page_unary_vs_bare": single_unary_vs_bare, "load_average": os.getloadavg(),
                       "per_hop_p99_vs_local_ms": vs_local,
                       "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}))
     share = print_replicas(rep)
@@ -500,6 +523,7 @@ def main() -> int:
     emu_ratio = print_emulation(emu)
     print(json.dumps({"emulation": emu, "emulation_on_vs_off": emu_ratio}))
     ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
+          and all(hops_ok(r) for r in streamed)
           and all(hops_ok(r) for rs in emu.values() for r in rs))
     return 0 if ok and share >= 0.5 else 1
 

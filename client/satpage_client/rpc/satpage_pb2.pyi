@@ -329,6 +329,26 @@ class FetchStreamResponse(_message.Message):
     status: bytes
     def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[FetchPagesResponse, _Mapping]] = ..., status: _Optional[bytes] = ...) -> None: ...
 
+class ReadStreamRequest(_message.Message):
+    __slots__ = ("id", "request", "timeout_ns")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_NS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    request: ReadPageRequest
+    timeout_ns: int
+    def __init__(self, id: _Optional[int] = ..., request: _Optional[_Union[ReadPageRequest, _Mapping]] = ..., timeout_ns: _Optional[int] = ...) -> None: ...
+
+class ReadStreamResponse(_message.Message):
+    __slots__ = ("id", "response", "status")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    response: ReadPageResponse
+    status: bytes
+    def __init__(self, id: _Optional[int] = ..., response: _Optional[_Union[ReadPageResponse, _Mapping]] = ..., status: _Optional[bytes] = ...) -> None: ...
+
 class ReleasePagesRequest(_message.Message):
     __slots__ = ("route", "session_id", "pages", "new_owner")
     ROUTE_FIELD_NUMBER: _ClassVar[int]

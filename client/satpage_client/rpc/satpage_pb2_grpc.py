@@ -47,6 +47,11 @@ class PageServiceStub:
                 request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
                 response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
                 _registered_method=True)
+        self.ReadStream = channel.stream_stream(
+                '/satpage.v1.PageService/ReadStream',
+                request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamRequest.SerializeToString,
+                response_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamResponse.FromString,
+                _registered_method=True)
         self.WritePage = channel.unary_unary(
                 '/satpage.v1.PageService/WritePage',
                 request_serializer=satpage__client_dot_rpc_dot_satpage__pb2.WritePageRequest.SerializeToString,
@@ -81,6 +86,16 @@ class PageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadStream(self, request_iterator, context):
+        """A client's reads on one open stream to its serving satellite: each
+        message is one ReadPage, admitted (session token in the stream's
+        metadata) and handled as the unary call is, answered in order (docs/
+        services.md, "The read stream"). Served by satellites only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WritePage(self, request, context):
         """Write a page of a session (moving it here first when it is owned elsewhere).
         """
@@ -107,6 +122,11 @@ def add_PageServiceServicer_to_server(servicer, server):
                     servicer.ReadPages,
                     request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.FromString,
                     response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.SerializeToString,
+            ),
+            'ReadStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ReadStream,
+                    request_deserializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamRequest.FromString,
+                    response_serializer=satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamResponse.SerializeToString,
             ),
             'WritePage': grpc.unary_unary_rpc_method_handler(
                     servicer.WritePage,
@@ -176,6 +196,33 @@ class PageService:
             '/satpage.v1.PageService/ReadPages',
             satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesRequest.SerializeToString,
             satpage__client_dot_rpc_dot_satpage__pb2.ReadPagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/satpage.v1.PageService/ReadStream',
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamRequest.SerializeToString,
+            satpage__client_dot_rpc_dot_satpage__pb2.ReadStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,7 @@ func main() {
 	batch := fs.Int("batch", 1, "pages per request (1: ReadPage, more: ReadPages)")
 	rate := fs.Float64("rate", 0, "open-loop aggregate requests per second (0: closed loop, as fast as replies come)")
 	requestIDs := fs.Bool("request-ids", false, "give every read a request_id (exactly-once, as the gateway sends them)")
+	readStream := fs.Bool("read-stream", false, "with --batch 1: each read a message of a read stream per session and satellite (PageService.ReadStream), not a ReadPage call")
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "TLS material of a secure cluster: satload acts with the gateway's certificate and token signing key (docs/security.md)")
 	fs.BoolVar(&c.Insecure, "insecure", false, "plain text (a cluster started --insecure)")
@@ -51,6 +52,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	if *duration > 2*time.Minute || *workers < 1 || *workers > 512 || *pages < 1 || *pageBytes > config.MaxPageBytes {
 		fmt.Fprintln(os.Stderr, "satload: --duration <= 2m, 1 <= --workers <= 512, --pages >= 1, --page-bytes <= 1 MiB")
+		os.Exit(2)
+	}
+	if *readStream && (*batch != 1 || *gatewayAddr != "") {
+		fmt.Fprintf(os.Stderr, "satload: --read-stream reads one page per message from the satellites: not with --batch %d or --gateway %q\n", *batch, *gatewayAddr)
 		os.Exit(2)
 	}
 	spec, err := constellation.ParseSpec(c.Constellation)
@@ -104,7 +109,7 @@ func main() {
 	for _, h := range strings.Split(*hops, ",") {
 		o := load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes, Duration: *duration,
 			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids, Token: tok,
-			RequestIDs: *requestIDs}
+			RequestIDs: *requestIDs, ReadStream: *readStream}
 		var res load.Result
 		if h = strings.TrimSpace(h); h == "echo" {
 			res, err = load.Echo(ctx, g, pool, o)

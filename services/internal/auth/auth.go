@@ -34,11 +34,16 @@ const (
 	satellite                 // a satellite certificate
 	peerOrGateway             // a satellite or the gateway certificate
 	anyCert                   // any verified certificate (reflection, when on)
+	// messages: a stream open to anyone (rate limited unless a satellite or
+	// the gateway), each of whose messages is admitted as its unary call
+	// (AdmitMessage): the read stream, whose messages are ReadPages
+	messages
 )
 
 var rules = map[string]rule{
 	"/satpage.v1.PageService/ReadPage":           session,
 	"/satpage.v1.PageService/ReadPages":          session,
+	"/satpage.v1.PageService/ReadStream":         messages, // each message as ReadPage (AdmitMessage)
 	"/satpage.v1.PageService/WritePage":          session,
 	"/satpage.v1.PageService/EndSession":         session,
 	"/satpage.v1.GatewayService/RegisterSession": register,
@@ -163,6 +168,8 @@ func (p *Policy) admit(ctx context.Context, method string, req any) (context.Con
 		return ctx, sender(method, req, id)
 	case anyCert:
 		return ctx, need(id.Role != tlsconf.Anonymous, "a certificate")
+	case messages:
+		return ctx, nil
 	case session:
 		return p.session(ctx, method, req)
 	}
@@ -323,7 +330,8 @@ func (p *Policy) AdmitMessage(ctx context.Context, method string, wire, req any)
 }
 
 // Stream is the policy for streaming RPCs (health Watch, reflection,
-// FetchStream: its messages then pass AdmitMessage one by one).
+// FetchStream and ReadStream: their messages then pass AdmitMessage one by
+// one).
 func (p *Policy) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		if _, err := p.admit(ss.Context(), info.FullMethod, nil); err != nil {

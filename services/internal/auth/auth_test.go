@@ -22,6 +22,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/tlsconf"
 	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
 	"github.com/satpage/satpage/services/internal/token"
@@ -182,6 +183,32 @@ func pageRPCs(target string) []rpc {
 	}
 }
 
+// readStream is a ReadPage of page 0 as a message of a read stream (satnodes
+// only): refused per message as the unary call is.
+func readStream() rpc {
+	return rpc{"ReadStream", "sat-0", func(ctx context.Context, c *grpc.ClientConn, id string) error {
+		st, err := satpagev1.NewPageServiceClient(c).ReadStream(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = st.CloseSend() }()
+		if err := st.Send(&satpagev1.ReadStreamRequest{Id: 1, Request: &satpagev1.ReadPageRequest{SessionId: id, Page: 0}}); err != nil {
+			return err
+		}
+		m, err := st.Recv()
+		if err != nil {
+			return err
+		}
+		if m.Id != 1 {
+			return fmt.Errorf("answer to %d, want 1", m.Id)
+		}
+		if len(m.Status) > 0 {
+			return errs.FromStatusBytes(m.Status)
+		}
+		return nil
+	}, nil}
+}
+
 // session-rule expectations.
 var sessionWant = map[string]codes.Code{
 	"none": codes.Unauthenticated, "plain text": codes.Unavailable, "client with token": pass,
@@ -307,6 +334,7 @@ func TestEveryRPCAgainstEveryKindOfCaller(t *testing.T) {
 	all = append(all, pageRPCs("gateway")...)
 	all = append(all, gatewayRPCs()...)
 	all = append(all, pageRPCs("sat-0")...)
+	all = append(all, readStream())
 	all = append(all, satRPCs()...)
 	n := 0
 	for _, r := range all {

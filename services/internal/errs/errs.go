@@ -8,8 +8,10 @@ import (
 	"errors"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 var (
@@ -227,4 +229,28 @@ func isSentinel(err error) bool {
 		}
 	}
 	return false
+}
+
+// StatusBytes is err as a serialised google.rpc.Status (code, message and
+// details), what a stream's answer carries where a unary call's trailers
+// would; nil for nil.
+func StatusBytes(err error) []byte {
+	if err == nil {
+		return nil
+	}
+	b, merr := proto.Marshal(status.Convert(err).Proto())
+	if merr != nil {
+		b, _ = proto.Marshal(status.New(codes.Internal, "unencodable error").Proto())
+	}
+	return b
+}
+
+// FromStatusBytes is the error StatusBytes encoded: the status with its
+// details; bytes that do not decode, or say OK, are an Internal error.
+func FromStatusBytes(b []byte) error {
+	var sp spb.Status
+	if err := proto.Unmarshal(b, &sp); err != nil || sp.Code == int32(codes.OK) {
+		return status.Error(codes.Internal, "malformed status in a stream's answer")
+	}
+	return status.ErrorProto(&sp)
 }

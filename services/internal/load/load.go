@@ -54,6 +54,10 @@ type Options struct {
 	// RequestIDs gives every read a request_id, as the gateway and the
 	// replayer send them (exactly-once: the answer is kept with the change).
 	RequestIDs bool
+	// ReadStream sends one-page reads as messages of a read stream per
+	// session and satellite (PageService.ReadStream) instead of a ReadPage
+	// call each.
+	ReadStream bool
 }
 
 // withToken puts session's token (if any) on the outgoing metadata.
@@ -66,7 +70,7 @@ func withToken(ctx context.Context, o Options, session string) context.Context {
 
 // Result is one measurement.
 type Result struct {
-	RPC           string  `json:"rpc"` // ReadPage, ReadPages, or Health.Check (the echo baseline)
+	RPC           string  `json:"rpc"` // ReadPage, ReadStream, ReadPages, or Health.Check (the echo baseline)
 	Hops          int     `json:"hops"`
 	Workers       int     `json:"workers"`
 	Batch         int     `json:"batch"`
@@ -158,6 +162,8 @@ func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Option
 	rpc := "ReadPage"
 	if o.Batch > 1 {
 		rpc = "ReadPages"
+	} else if o.ReadStream {
+		rpc = "ReadStream"
 	}
 	return measure(o, rpc, func(w int, p *pacer) (tally, error) {
 		return ready[w].run(ctx, pool, o, len(data), p)
@@ -363,6 +369,11 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 		pages[i] = uint32(i)
 	}
 	times := make([]int64, o.Batch)
+	var streams *readStreams
+	if o.ReadStream && o.Batch == 1 {
+		streams = newReadStreams(ctx)
+		defer streams.close()
+	}
 	sent := 0
 	rid := func() string {
 		if !o.RequestIDs {
@@ -393,7 +404,14 @@ func (ss *session) run(ctx context.Context, pool peers.Dialer, o Options, dataLe
 				return t, nil
 			}
 			if len(chunk) == 1 {
-				resp, err := c.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0], RequestId: rid()})
+				req := &satpagev1.ReadPageRequest{SessionId: ss.id, Page: chunk[0], RequestId: rid()}
+				var resp *satpagev1.ReadPageResponse
+				var err error
+				if streams != nil {
+					resp, err = streams.read(pool, ss.serving, req)
+				} else {
+					resp, err = c.ReadPage(ctx, req)
+				}
 				if err != nil {
 					return t, fmt.Errorf("read page %d at %d: %w", chunk[0], ss.serving, err)
 				}

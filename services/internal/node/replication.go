@@ -332,12 +332,21 @@ func (s *satServer) RequestSync(ctx context.Context, req *satpagev1.RequestSyncR
 // an --insecure satellite refuses nothing.
 func (n *Node) GroundInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if n.ground.Load() && info.FullMethod != satpagev1.SatelliteService_SetFaults_FullMethodName &&
-			tlsconf.FromContext(ctx).Role == tlsconf.Gateway {
-			return nil, status.Errorf(codes.Unavailable, "satellite %d is cut off from the ground segment (fault injection)", n.self)
+		if err := n.groundCut(ctx, info.FullMethod); err != nil {
+			return nil, err
 		}
 		return h(ctx, req)
 	}
+}
+
+// groundCut is GroundInterceptor's refusal of a call of method (nil: none);
+// stream messages pass it one by one.
+func (n *Node) groundCut(ctx context.Context, method string) error {
+	if n.ground.Load() && method != satpagev1.SatelliteService_SetFaults_FullMethodName &&
+		tlsconf.FromContext(ctx).Role == tlsconf.Gateway {
+		return status.Errorf(codes.Unavailable, "satellite %d is cut off from the ground segment (fault injection)", n.self)
+	}
+	return nil
 }
 
 // MaxCutLinks bounds one SetFaults.

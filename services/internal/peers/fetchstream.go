@@ -7,14 +7,13 @@ import (
 	"sync"
 	"time"
 
-	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // The fetch stream (docs/services.md, "The fetch stream"): a satellite's
@@ -244,9 +243,5 @@ func answer(i uint32, m *satpagev1.FetchStreamResponse) fetchReply {
 		}
 		return fetchReply{resp: m.Response}
 	}
-	var sp spb.Status
-	if err := proto.Unmarshal(m.Status, &sp); err != nil || sp.Code == int32(codes.OK) {
-		return fetchReply{err: status.Errorf(codes.Internal, "satellite %d: fetch stream answer %d: malformed status", i, m.Id)}
-	}
-	return fetchReply{err: status.ErrorProto(&sp)}
+	return fetchReply{err: errs.FromStatusBytes(m.Status)}
 }

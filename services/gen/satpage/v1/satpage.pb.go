@@ -223,7 +223,7 @@ func (x StoreOp_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StoreOp_Kind.Descriptor instead.
 func (StoreOp_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39, 0}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41, 0}
 }
 
 // Where a satellite-to-satellite request is going and how far it has come.
@@ -2040,6 +2040,132 @@ func (x *FetchStreamResponse) GetStatus() []byte {
 	return nil
 }
 
+type ReadStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's number for the request, echoed by its response.
+	Id      uint64           `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Request *ReadPageRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	// The time the caller still waits, in nanoseconds (0: no deadline), as the
+	// unary call's grpc-timeout carries it.
+	TimeoutNs     int64 `protobuf:"varint,3,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStreamRequest) Reset() {
+	*x = ReadStreamRequest{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStreamRequest) ProtoMessage() {}
+
+func (x *ReadStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStreamRequest.ProtoReflect.Descriptor instead.
+func (*ReadStreamRequest) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReadStreamRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReadStreamRequest) GetRequest() *ReadPageRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *ReadStreamRequest) GetTimeoutNs() int64 {
+	if x != nil {
+		return x.TimeoutNs
+	}
+	return 0
+}
+
+type ReadStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Set when the read succeeded.
+	Response *ReadPageResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// Otherwise the error, a serialised google.rpc.Status (code, message and
+	// details, as the unary call's trailers carry them).
+	Status        []byte `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadStreamResponse) Reset() {
+	*x = ReadStreamResponse{}
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadStreamResponse) ProtoMessage() {}
+
+func (x *ReadStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadStreamResponse.ProtoReflect.Descriptor instead.
+func (*ReadStreamResponse) Descriptor() ([]byte, []int) {
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ReadStreamResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ReadStreamResponse) GetResponse() *ReadPageResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ReadStreamResponse) GetStatus() []byte {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
 type ReleasePagesRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Route     *Route                 `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
@@ -2053,7 +2179,7 @@ type ReleasePagesRequest struct {
 
 func (x *ReleasePagesRequest) Reset() {
 	*x = ReleasePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2191,7 @@ func (x *ReleasePagesRequest) String() string {
 func (*ReleasePagesRequest) ProtoMessage() {}
 
 func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[26]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2204,7 @@ func (x *ReleasePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesRequest.ProtoReflect.Descriptor instead.
 func (*ReleasePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{26}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReleasePagesRequest) GetRoute() *Route {
@@ -2119,7 +2245,7 @@ type ReleasePagesResponse struct {
 
 func (x *ReleasePagesResponse) Reset() {
 	*x = ReleasePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2257,7 @@ func (x *ReleasePagesResponse) String() string {
 func (*ReleasePagesResponse) ProtoMessage() {}
 
 func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[27]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2270,7 @@ func (x *ReleasePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleasePagesResponse.ProtoReflect.Descriptor instead.
 func (*ReleasePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{27}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReleasePagesResponse) GetReleased() uint32 {
@@ -2173,7 +2299,7 @@ type HandOverRequest struct {
 
 func (x *HandOverRequest) Reset() {
 	*x = HandOverRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2311,7 @@ func (x *HandOverRequest) String() string {
 func (*HandOverRequest) ProtoMessage() {}
 
 func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[28]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2324,7 @@ func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverRequest.ProtoReflect.Descriptor instead.
 func (*HandOverRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{28}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HandOverRequest) GetSessionId() string {
@@ -2234,7 +2360,7 @@ type HandOverResponse struct {
 
 func (x *HandOverResponse) Reset() {
 	*x = HandOverResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2372,7 @@ func (x *HandOverResponse) String() string {
 func (*HandOverResponse) ProtoMessage() {}
 
 func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[29]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2385,7 @@ func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverResponse.ProtoReflect.Descriptor instead.
 func (*HandOverResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{29}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HandOverResponse) GetTablePages() uint32 {
@@ -2286,7 +2412,7 @@ type TableEntry struct {
 
 func (x *TableEntry) Reset() {
 	*x = TableEntry{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2424,7 @@ func (x *TableEntry) String() string {
 func (*TableEntry) ProtoMessage() {}
 
 func (x *TableEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[30]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2437,7 @@ func (x *TableEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableEntry.ProtoReflect.Descriptor instead.
 func (*TableEntry) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{30}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TableEntry) GetPage() uint32 {
@@ -2345,7 +2471,7 @@ type AcceptTableRequest struct {
 
 func (x *AcceptTableRequest) Reset() {
 	*x = AcceptTableRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2483,7 @@ func (x *AcceptTableRequest) String() string {
 func (*AcceptTableRequest) ProtoMessage() {}
 
 func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[31]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2496,7 @@ func (x *AcceptTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTableRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{31}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AcceptTableRequest) GetRoute() *Route {
@@ -2410,7 +2536,7 @@ type AcceptTableResponse struct {
 
 func (x *AcceptTableResponse) Reset() {
 	*x = AcceptTableResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +2548,7 @@ func (x *AcceptTableResponse) String() string {
 func (*AcceptTableResponse) ProtoMessage() {}
 
 func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[32]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +2561,7 @@ func (x *AcceptTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTableResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTableResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{32}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AcceptTableResponse) GetHops() uint32 {
@@ -2462,7 +2588,7 @@ type MovePagesRequest struct {
 
 func (x *MovePagesRequest) Reset() {
 	*x = MovePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2600,7 @@ func (x *MovePagesRequest) String() string {
 func (*MovePagesRequest) ProtoMessage() {}
 
 func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[33]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2613,7 @@ func (x *MovePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesRequest.ProtoReflect.Descriptor instead.
 func (*MovePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{33}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MovePagesRequest) GetSessionId() string {
@@ -2529,7 +2655,7 @@ type MovePagesResponse struct {
 
 func (x *MovePagesResponse) Reset() {
 	*x = MovePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2541,7 +2667,7 @@ func (x *MovePagesResponse) String() string {
 func (*MovePagesResponse) ProtoMessage() {}
 
 func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[34]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2554,7 +2680,7 @@ func (x *MovePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePagesResponse.ProtoReflect.Descriptor instead.
 func (*MovePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{34}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MovePagesResponse) GetMoved() uint32 {
@@ -2583,7 +2709,7 @@ type SessionFramesRequest struct {
 
 func (x *SessionFramesRequest) Reset() {
 	*x = SessionFramesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2721,7 @@ func (x *SessionFramesRequest) String() string {
 func (*SessionFramesRequest) ProtoMessage() {}
 
 func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[35]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2734,7 @@ func (x *SessionFramesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesRequest.ProtoReflect.Descriptor instead.
 func (*SessionFramesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{35}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SessionFramesRequest) GetSessionId() string {
@@ -2637,7 +2763,7 @@ type SessionFramesResponse struct {
 
 func (x *SessionFramesResponse) Reset() {
 	*x = SessionFramesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2775,7 @@ func (x *SessionFramesResponse) String() string {
 func (*SessionFramesResponse) ProtoMessage() {}
 
 func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[36]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2788,7 @@ func (x *SessionFramesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionFramesResponse.ProtoReflect.Descriptor instead.
 func (*SessionFramesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{36}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionFramesResponse) GetFrames() uint32 {
@@ -2699,7 +2825,7 @@ type DropSessionRequest struct {
 
 func (x *DropSessionRequest) Reset() {
 	*x = DropSessionRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +2837,7 @@ func (x *DropSessionRequest) String() string {
 func (*DropSessionRequest) ProtoMessage() {}
 
 func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[37]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +2850,7 @@ func (x *DropSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionRequest.ProtoReflect.Descriptor instead.
 func (*DropSessionRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{37}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DropSessionRequest) GetRoute() *Route {
@@ -2758,7 +2884,7 @@ type DropSessionResponse struct {
 
 func (x *DropSessionResponse) Reset() {
 	*x = DropSessionResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +2896,7 @@ func (x *DropSessionResponse) String() string {
 func (*DropSessionResponse) ProtoMessage() {}
 
 func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[38]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +2909,7 @@ func (x *DropSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropSessionResponse.ProtoReflect.Descriptor instead.
 func (*DropSessionResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{38}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DropSessionResponse) GetFramesDeleted() uint32 {
@@ -2819,7 +2945,7 @@ type StoreOp struct {
 
 func (x *StoreOp) Reset() {
 	*x = StoreOp{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +2957,7 @@ func (x *StoreOp) String() string {
 func (*StoreOp) ProtoMessage() {}
 
 func (x *StoreOp) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[39]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +2970,7 @@ func (x *StoreOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreOp.ProtoReflect.Descriptor instead.
 func (*StoreOp) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{39}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StoreOp) GetKind() StoreOp_Kind {
@@ -2920,7 +3046,7 @@ type ReplicaVersion struct {
 
 func (x *ReplicaVersion) Reset() {
 	*x = ReplicaVersion{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3058,7 @@ func (x *ReplicaVersion) String() string {
 func (*ReplicaVersion) ProtoMessage() {}
 
 func (x *ReplicaVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[40]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3071,7 @@ func (x *ReplicaVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaVersion.ProtoReflect.Descriptor instead.
 func (*ReplicaVersion) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{40}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReplicaVersion) GetIncarnation() uint64 {
@@ -2984,7 +3110,7 @@ type ReplicateRequest struct {
 
 func (x *ReplicateRequest) Reset() {
 	*x = ReplicateRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3122,7 @@ func (x *ReplicateRequest) String() string {
 func (*ReplicateRequest) ProtoMessage() {}
 
 func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[41]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3135,7 @@ func (x *ReplicateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicateRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{41}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReplicateRequest) GetRoute() *Route {
@@ -3056,7 +3182,7 @@ type ReplicateResponse struct {
 
 func (x *ReplicateResponse) Reset() {
 	*x = ReplicateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3068,7 +3194,7 @@ func (x *ReplicateResponse) String() string {
 func (*ReplicateResponse) ProtoMessage() {}
 
 func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[42]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3081,7 +3207,7 @@ func (x *ReplicateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{42}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReplicateResponse) GetHops() uint32 {
@@ -3105,7 +3231,7 @@ type SessionState struct {
 
 func (x *SessionState) Reset() {
 	*x = SessionState{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3243,7 @@ func (x *SessionState) String() string {
 func (*SessionState) ProtoMessage() {}
 
 func (x *SessionState) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[43]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3256,7 @@ func (x *SessionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionState.ProtoReflect.Descriptor instead.
 func (*SessionState) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{43}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionState) GetSessionId() string {
@@ -3177,7 +3303,7 @@ type InstallSnapshotRequest struct {
 
 func (x *InstallSnapshotRequest) Reset() {
 	*x = InstallSnapshotRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3189,7 +3315,7 @@ func (x *InstallSnapshotRequest) String() string {
 func (*InstallSnapshotRequest) ProtoMessage() {}
 
 func (x *InstallSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[44]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3202,7 +3328,7 @@ func (x *InstallSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*InstallSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{44}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *InstallSnapshotRequest) GetRoute() *Route {
@@ -3263,7 +3389,7 @@ type InstallSnapshotResponse struct {
 
 func (x *InstallSnapshotResponse) Reset() {
 	*x = InstallSnapshotResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3275,7 +3401,7 @@ func (x *InstallSnapshotResponse) String() string {
 func (*InstallSnapshotResponse) ProtoMessage() {}
 
 func (x *InstallSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[45]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3288,7 +3414,7 @@ func (x *InstallSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*InstallSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{45}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *InstallSnapshotResponse) GetHops() uint32 {
@@ -3310,7 +3436,7 @@ type ReplicaStateRequest struct {
 
 func (x *ReplicaStateRequest) Reset() {
 	*x = ReplicaStateRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3322,7 +3448,7 @@ func (x *ReplicaStateRequest) String() string {
 func (*ReplicaStateRequest) ProtoMessage() {}
 
 func (x *ReplicaStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[46]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3335,7 +3461,7 @@ func (x *ReplicaStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaStateRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{46}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicaStateRequest) GetNamespace() uint32 {
@@ -3371,7 +3497,7 @@ type TakeOverRequest struct {
 
 func (x *TakeOverRequest) Reset() {
 	*x = TakeOverRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3509,7 @@ func (x *TakeOverRequest) String() string {
 func (*TakeOverRequest) ProtoMessage() {}
 
 func (x *TakeOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[47]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3522,7 @@ func (x *TakeOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeOverRequest.ProtoReflect.Descriptor instead.
 func (*TakeOverRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{47}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TakeOverRequest) GetSessionId() string {
@@ -3436,7 +3562,7 @@ type TakeOverResponse struct {
 
 func (x *TakeOverResponse) Reset() {
 	*x = TakeOverResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3574,7 @@ func (x *TakeOverResponse) String() string {
 func (*TakeOverResponse) ProtoMessage() {}
 
 func (x *TakeOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[48]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3587,7 @@ func (x *TakeOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeOverResponse.ProtoReflect.Descriptor instead.
 func (*TakeOverResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{48}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TakeOverResponse) GetTablePages() uint32 {
@@ -3502,7 +3628,7 @@ type ForgetCopyRequest struct {
 
 func (x *ForgetCopyRequest) Reset() {
 	*x = ForgetCopyRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3514,7 +3640,7 @@ func (x *ForgetCopyRequest) String() string {
 func (*ForgetCopyRequest) ProtoMessage() {}
 
 func (x *ForgetCopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[49]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3527,7 +3653,7 @@ func (x *ForgetCopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetCopyRequest.ProtoReflect.Descriptor instead.
 func (*ForgetCopyRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{49}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ForgetCopyRequest) GetNamespace() uint32 {
@@ -3556,7 +3682,7 @@ type FenceCopyRequest struct {
 
 func (x *FenceCopyRequest) Reset() {
 	*x = FenceCopyRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3568,7 +3694,7 @@ func (x *FenceCopyRequest) String() string {
 func (*FenceCopyRequest) ProtoMessage() {}
 
 func (x *FenceCopyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[50]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3581,7 +3707,7 @@ func (x *FenceCopyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceCopyRequest.ProtoReflect.Descriptor instead.
 func (*FenceCopyRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{50}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *FenceCopyRequest) GetNamespace() uint32 {
@@ -3613,7 +3739,7 @@ type FenceCopyResponse struct {
 
 func (x *FenceCopyResponse) Reset() {
 	*x = FenceCopyResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3751,7 @@ func (x *FenceCopyResponse) String() string {
 func (*FenceCopyResponse) ProtoMessage() {}
 
 func (x *FenceCopyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[51]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3764,7 @@ func (x *FenceCopyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FenceCopyResponse.ProtoReflect.Descriptor instead.
 func (*FenceCopyResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{51}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *FenceCopyResponse) GetSynced() bool {
@@ -3672,7 +3798,7 @@ type ForgetCopyResponse struct {
 
 func (x *ForgetCopyResponse) Reset() {
 	*x = ForgetCopyResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3810,7 @@ func (x *ForgetCopyResponse) String() string {
 func (*ForgetCopyResponse) ProtoMessage() {}
 
 func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[52]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3823,7 @@ func (x *ForgetCopyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetCopyResponse.ProtoReflect.Descriptor instead.
 func (*ForgetCopyResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{52}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ForgetCopyResponse) GetHeld() bool {
@@ -3726,7 +3852,7 @@ type ReplicaStateResponse struct {
 
 func (x *ReplicaStateResponse) Reset() {
 	*x = ReplicaStateResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3738,7 +3864,7 @@ func (x *ReplicaStateResponse) String() string {
 func (*ReplicaStateResponse) ProtoMessage() {}
 
 func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[53]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3751,7 +3877,7 @@ func (x *ReplicaStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStateResponse.ProtoReflect.Descriptor instead.
 func (*ReplicaStateResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{53}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReplicaStateResponse) GetSynced() bool {
@@ -3798,7 +3924,7 @@ type RequestSyncRequest struct {
 
 func (x *RequestSyncRequest) Reset() {
 	*x = RequestSyncRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3936,7 @@ func (x *RequestSyncRequest) String() string {
 func (*RequestSyncRequest) ProtoMessage() {}
 
 func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[54]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3949,7 @@ func (x *RequestSyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncRequest.ProtoReflect.Descriptor instead.
 func (*RequestSyncRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{54}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RequestSyncRequest) GetReplica() uint32 {
@@ -3841,7 +3967,7 @@ type RequestSyncResponse struct {
 
 func (x *RequestSyncResponse) Reset() {
 	*x = RequestSyncResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3853,7 +3979,7 @@ func (x *RequestSyncResponse) String() string {
 func (*RequestSyncResponse) ProtoMessage() {}
 
 func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[55]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3866,7 +3992,7 @@ func (x *RequestSyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestSyncResponse.ProtoReflect.Descriptor instead.
 func (*RequestSyncResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{55}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
 }
 
 type Link struct {
@@ -3879,7 +4005,7 @@ type Link struct {
 
 func (x *Link) Reset() {
 	*x = Link{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +4017,7 @@ func (x *Link) String() string {
 func (*Link) ProtoMessage() {}
 
 func (x *Link) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[56]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +4030,7 @@ func (x *Link) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Link.ProtoReflect.Descriptor instead.
 func (*Link) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{56}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Link) GetA() uint32 {
@@ -3934,7 +4060,7 @@ type SetFaultsRequest struct {
 
 func (x *SetFaultsRequest) Reset() {
 	*x = SetFaultsRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3946,7 +4072,7 @@ func (x *SetFaultsRequest) String() string {
 func (*SetFaultsRequest) ProtoMessage() {}
 
 func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[57]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3959,7 +4085,7 @@ func (x *SetFaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsRequest.ProtoReflect.Descriptor instead.
 func (*SetFaultsRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{57}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SetFaultsRequest) GetCut() []*Link {
@@ -3984,7 +4110,7 @@ type SetFaultsResponse struct {
 
 func (x *SetFaultsResponse) Reset() {
 	*x = SetFaultsResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3996,7 +4122,7 @@ func (x *SetFaultsResponse) String() string {
 func (*SetFaultsResponse) ProtoMessage() {}
 
 func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[58]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4009,7 +4135,7 @@ func (x *SetFaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetFaultsResponse.ProtoReflect.Descriptor instead.
 func (*SetFaultsResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{58}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{60}
 }
 
 type CopyAheadRequest struct {
@@ -4027,7 +4153,7 @@ type CopyAheadRequest struct {
 
 func (x *CopyAheadRequest) Reset() {
 	*x = CopyAheadRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4039,7 +4165,7 @@ func (x *CopyAheadRequest) String() string {
 func (*CopyAheadRequest) ProtoMessage() {}
 
 func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[59]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4052,7 +4178,7 @@ func (x *CopyAheadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadRequest.ProtoReflect.Descriptor instead.
 func (*CopyAheadRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{59}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CopyAheadRequest) GetSessionId() string {
@@ -4094,7 +4220,7 @@ type CopyAheadResponse struct {
 
 func (x *CopyAheadResponse) Reset() {
 	*x = CopyAheadResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4106,7 +4232,7 @@ func (x *CopyAheadResponse) String() string {
 func (*CopyAheadResponse) ProtoMessage() {}
 
 func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[60]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4119,7 +4245,7 @@ func (x *CopyAheadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyAheadResponse.ProtoReflect.Descriptor instead.
 func (*CopyAheadResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{60}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CopyAheadResponse) GetCopied() []uint32 {
@@ -4147,7 +4273,7 @@ type StagePagesRequest struct {
 
 func (x *StagePagesRequest) Reset() {
 	*x = StagePagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4159,7 +4285,7 @@ func (x *StagePagesRequest) String() string {
 func (*StagePagesRequest) ProtoMessage() {}
 
 func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[61]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4172,7 +4298,7 @@ func (x *StagePagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesRequest.ProtoReflect.Descriptor instead.
 func (*StagePagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{61}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *StagePagesRequest) GetRoute() *Route {
@@ -4206,7 +4332,7 @@ type StagePagesResponse struct {
 
 func (x *StagePagesResponse) Reset() {
 	*x = StagePagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4218,7 +4344,7 @@ func (x *StagePagesResponse) String() string {
 func (*StagePagesResponse) ProtoMessage() {}
 
 func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[62]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4231,7 +4357,7 @@ func (x *StagePagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePagesResponse.ProtoReflect.Descriptor instead.
 func (*StagePagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{62}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *StagePagesResponse) GetStaged() uint32 {
@@ -4261,7 +4387,7 @@ type ClaimPagesRequest struct {
 
 func (x *ClaimPagesRequest) Reset() {
 	*x = ClaimPagesRequest{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[63]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4399,7 @@ func (x *ClaimPagesRequest) String() string {
 func (*ClaimPagesRequest) ProtoMessage() {}
 
 func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[63]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4412,7 @@ func (x *ClaimPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesRequest.ProtoReflect.Descriptor instead.
 func (*ClaimPagesRequest) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{63}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ClaimPagesRequest) GetSessionId() string {
@@ -4330,7 +4456,7 @@ type ClaimPagesResponse struct {
 
 func (x *ClaimPagesResponse) Reset() {
 	*x = ClaimPagesResponse{}
-	mi := &file_satpage_v1_satpage_proto_msgTypes[64]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4342,7 +4468,7 @@ func (x *ClaimPagesResponse) String() string {
 func (*ClaimPagesResponse) ProtoMessage() {}
 
 func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_satpage_v1_satpage_proto_msgTypes[64]
+	mi := &file_satpage_v1_satpage_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4355,7 +4481,7 @@ func (x *ClaimPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimPagesResponse.ProtoReflect.Descriptor instead.
 func (*ClaimPagesResponse) Descriptor() ([]byte, []int) {
-	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{64}
+	return file_satpage_v1_satpage_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ClaimPagesResponse) GetClaimed() uint32 {
@@ -4530,6 +4656,15 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x13FetchStreamResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12:\n" +
 	"\bresponse\x18\x02 \x01(\v2\x1e.satpage.v1.FetchPagesResponseR\bresponse\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\fR\x06status\"y\n" +
+	"\x11ReadStreamRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x125\n" +
+	"\arequest\x18\x02 \x01(\v2\x1b.satpage.v1.ReadPageRequestR\arequest\x12\x1d\n" +
+	"\n" +
+	"timeout_ns\x18\x03 \x01(\x03R\ttimeoutNs\"v\n" +
+	"\x12ReadStreamResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x128\n" +
+	"\bresponse\x18\x02 \x01(\v2\x1c.satpage.v1.ReadPageResponseR\bresponse\x12\x16\n" +
 	"\x06status\x18\x03 \x01(\fR\x06status\"\x90\x01\n" +
 	"\x13ReleasePagesRequest\x12'\n" +
 	"\x05route\x18\x01 \x01(\v2\x11.satpage.v1.RouteR\x05route\x12\x1d\n" +
@@ -4725,10 +4860,12 @@ const file_satpage_v1_satpage_proto_rawDesc = "" +
 	"\x14STRATEGY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12STRATEGY_ON_DEMAND\x10\x01\x12\x16\n" +
 	"\x12STRATEGY_PROACTIVE\x10\x02\x12\x17\n" +
-	"\x13STRATEGY_PUSH_AHEAD\x10\x032\xb5\x02\n" +
+	"\x13STRATEGY_PUSH_AHEAD\x10\x032\x86\x03\n" +
 	"\vPageService\x12E\n" +
 	"\bReadPage\x12\x1b.satpage.v1.ReadPageRequest\x1a\x1c.satpage.v1.ReadPageResponse\x12H\n" +
-	"\tReadPages\x12\x1c.satpage.v1.ReadPagesRequest\x1a\x1d.satpage.v1.ReadPagesResponse\x12H\n" +
+	"\tReadPages\x12\x1c.satpage.v1.ReadPagesRequest\x1a\x1d.satpage.v1.ReadPagesResponse\x12O\n" +
+	"\n" +
+	"ReadStream\x12\x1d.satpage.v1.ReadStreamRequest\x1a\x1e.satpage.v1.ReadStreamResponse(\x010\x01\x12H\n" +
 	"\tWritePage\x12\x1c.satpage.v1.WritePageRequest\x1a\x1d.satpage.v1.WritePageResponse\x12K\n" +
 	"\n" +
 	"EndSession\x12\x1d.satpage.v1.EndSessionRequest\x1a\x1e.satpage.v1.EndSessionResponse2\xd9\x02\n" +
@@ -4776,7 +4913,7 @@ func file_satpage_v1_satpage_proto_rawDescGZIP() []byte {
 }
 
 var file_satpage_v1_satpage_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_satpage_v1_satpage_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_satpage_v1_satpage_proto_goTypes = []any{
 	(Outcome)(0),                    // 0: satpage.v1.Outcome
 	(Strategy)(0),                   // 1: satpage.v1.Strategy
@@ -4807,45 +4944,47 @@ var file_satpage_v1_satpage_proto_goTypes = []any{
 	(*FetchPagesResponse)(nil),      // 26: satpage.v1.FetchPagesResponse
 	(*FetchStreamRequest)(nil),      // 27: satpage.v1.FetchStreamRequest
 	(*FetchStreamResponse)(nil),     // 28: satpage.v1.FetchStreamResponse
-	(*ReleasePagesRequest)(nil),     // 29: satpage.v1.ReleasePagesRequest
-	(*ReleasePagesResponse)(nil),    // 30: satpage.v1.ReleasePagesResponse
-	(*HandOverRequest)(nil),         // 31: satpage.v1.HandOverRequest
-	(*HandOverResponse)(nil),        // 32: satpage.v1.HandOverResponse
-	(*TableEntry)(nil),              // 33: satpage.v1.TableEntry
-	(*AcceptTableRequest)(nil),      // 34: satpage.v1.AcceptTableRequest
-	(*AcceptTableResponse)(nil),     // 35: satpage.v1.AcceptTableResponse
-	(*MovePagesRequest)(nil),        // 36: satpage.v1.MovePagesRequest
-	(*MovePagesResponse)(nil),       // 37: satpage.v1.MovePagesResponse
-	(*SessionFramesRequest)(nil),    // 38: satpage.v1.SessionFramesRequest
-	(*SessionFramesResponse)(nil),   // 39: satpage.v1.SessionFramesResponse
-	(*DropSessionRequest)(nil),      // 40: satpage.v1.DropSessionRequest
-	(*DropSessionResponse)(nil),     // 41: satpage.v1.DropSessionResponse
-	(*StoreOp)(nil),                 // 42: satpage.v1.StoreOp
-	(*ReplicaVersion)(nil),          // 43: satpage.v1.ReplicaVersion
-	(*ReplicateRequest)(nil),        // 44: satpage.v1.ReplicateRequest
-	(*ReplicateResponse)(nil),       // 45: satpage.v1.ReplicateResponse
-	(*SessionState)(nil),            // 46: satpage.v1.SessionState
-	(*InstallSnapshotRequest)(nil),  // 47: satpage.v1.InstallSnapshotRequest
-	(*InstallSnapshotResponse)(nil), // 48: satpage.v1.InstallSnapshotResponse
-	(*ReplicaStateRequest)(nil),     // 49: satpage.v1.ReplicaStateRequest
-	(*TakeOverRequest)(nil),         // 50: satpage.v1.TakeOverRequest
-	(*TakeOverResponse)(nil),        // 51: satpage.v1.TakeOverResponse
-	(*ForgetCopyRequest)(nil),       // 52: satpage.v1.ForgetCopyRequest
-	(*FenceCopyRequest)(nil),        // 53: satpage.v1.FenceCopyRequest
-	(*FenceCopyResponse)(nil),       // 54: satpage.v1.FenceCopyResponse
-	(*ForgetCopyResponse)(nil),      // 55: satpage.v1.ForgetCopyResponse
-	(*ReplicaStateResponse)(nil),    // 56: satpage.v1.ReplicaStateResponse
-	(*RequestSyncRequest)(nil),      // 57: satpage.v1.RequestSyncRequest
-	(*RequestSyncResponse)(nil),     // 58: satpage.v1.RequestSyncResponse
-	(*Link)(nil),                    // 59: satpage.v1.Link
-	(*SetFaultsRequest)(nil),        // 60: satpage.v1.SetFaultsRequest
-	(*SetFaultsResponse)(nil),       // 61: satpage.v1.SetFaultsResponse
-	(*CopyAheadRequest)(nil),        // 62: satpage.v1.CopyAheadRequest
-	(*CopyAheadResponse)(nil),       // 63: satpage.v1.CopyAheadResponse
-	(*StagePagesRequest)(nil),       // 64: satpage.v1.StagePagesRequest
-	(*StagePagesResponse)(nil),      // 65: satpage.v1.StagePagesResponse
-	(*ClaimPagesRequest)(nil),       // 66: satpage.v1.ClaimPagesRequest
-	(*ClaimPagesResponse)(nil),      // 67: satpage.v1.ClaimPagesResponse
+	(*ReadStreamRequest)(nil),       // 29: satpage.v1.ReadStreamRequest
+	(*ReadStreamResponse)(nil),      // 30: satpage.v1.ReadStreamResponse
+	(*ReleasePagesRequest)(nil),     // 31: satpage.v1.ReleasePagesRequest
+	(*ReleasePagesResponse)(nil),    // 32: satpage.v1.ReleasePagesResponse
+	(*HandOverRequest)(nil),         // 33: satpage.v1.HandOverRequest
+	(*HandOverResponse)(nil),        // 34: satpage.v1.HandOverResponse
+	(*TableEntry)(nil),              // 35: satpage.v1.TableEntry
+	(*AcceptTableRequest)(nil),      // 36: satpage.v1.AcceptTableRequest
+	(*AcceptTableResponse)(nil),     // 37: satpage.v1.AcceptTableResponse
+	(*MovePagesRequest)(nil),        // 38: satpage.v1.MovePagesRequest
+	(*MovePagesResponse)(nil),       // 39: satpage.v1.MovePagesResponse
+	(*SessionFramesRequest)(nil),    // 40: satpage.v1.SessionFramesRequest
+	(*SessionFramesResponse)(nil),   // 41: satpage.v1.SessionFramesResponse
+	(*DropSessionRequest)(nil),      // 42: satpage.v1.DropSessionRequest
+	(*DropSessionResponse)(nil),     // 43: satpage.v1.DropSessionResponse
+	(*StoreOp)(nil),                 // 44: satpage.v1.StoreOp
+	(*ReplicaVersion)(nil),          // 45: satpage.v1.ReplicaVersion
+	(*ReplicateRequest)(nil),        // 46: satpage.v1.ReplicateRequest
+	(*ReplicateResponse)(nil),       // 47: satpage.v1.ReplicateResponse
+	(*SessionState)(nil),            // 48: satpage.v1.SessionState
+	(*InstallSnapshotRequest)(nil),  // 49: satpage.v1.InstallSnapshotRequest
+	(*InstallSnapshotResponse)(nil), // 50: satpage.v1.InstallSnapshotResponse
+	(*ReplicaStateRequest)(nil),     // 51: satpage.v1.ReplicaStateRequest
+	(*TakeOverRequest)(nil),         // 52: satpage.v1.TakeOverRequest
+	(*TakeOverResponse)(nil),        // 53: satpage.v1.TakeOverResponse
+	(*ForgetCopyRequest)(nil),       // 54: satpage.v1.ForgetCopyRequest
+	(*FenceCopyRequest)(nil),        // 55: satpage.v1.FenceCopyRequest
+	(*FenceCopyResponse)(nil),       // 56: satpage.v1.FenceCopyResponse
+	(*ForgetCopyResponse)(nil),      // 57: satpage.v1.ForgetCopyResponse
+	(*ReplicaStateResponse)(nil),    // 58: satpage.v1.ReplicaStateResponse
+	(*RequestSyncRequest)(nil),      // 59: satpage.v1.RequestSyncRequest
+	(*RequestSyncResponse)(nil),     // 60: satpage.v1.RequestSyncResponse
+	(*Link)(nil),                    // 61: satpage.v1.Link
+	(*SetFaultsRequest)(nil),        // 62: satpage.v1.SetFaultsRequest
+	(*SetFaultsResponse)(nil),       // 63: satpage.v1.SetFaultsResponse
+	(*CopyAheadRequest)(nil),        // 64: satpage.v1.CopyAheadRequest
+	(*CopyAheadResponse)(nil),       // 65: satpage.v1.CopyAheadResponse
+	(*StagePagesRequest)(nil),       // 66: satpage.v1.StagePagesRequest
+	(*StagePagesResponse)(nil),      // 67: satpage.v1.StagePagesResponse
+	(*ClaimPagesRequest)(nil),       // 68: satpage.v1.ClaimPagesRequest
+	(*ClaimPagesResponse)(nil),      // 69: satpage.v1.ClaimPagesResponse
 }
 var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	0,  // 0: satpage.v1.ReadPageResponse.outcome:type_name -> satpage.v1.Outcome
@@ -4861,90 +5000,94 @@ var file_satpage_v1_satpage_proto_depIdxs = []int32{
 	24, // 10: satpage.v1.FetchPagesResponse.pages:type_name -> satpage.v1.Page
 	25, // 11: satpage.v1.FetchStreamRequest.request:type_name -> satpage.v1.FetchPagesRequest
 	26, // 12: satpage.v1.FetchStreamResponse.response:type_name -> satpage.v1.FetchPagesResponse
-	3,  // 13: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
-	3,  // 14: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
-	33, // 15: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
-	3,  // 16: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
-	2,  // 17: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
-	24, // 18: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
-	33, // 19: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
-	24, // 20: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
-	3,  // 21: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
-	43, // 22: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
-	42, // 23: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
-	33, // 24: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
-	24, // 25: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
-	3,  // 26: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
-	43, // 27: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
-	46, // 28: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
-	43, // 29: satpage.v1.FenceCopyResponse.version:type_name -> satpage.v1.ReplicaVersion
-	46, // 30: satpage.v1.FenceCopyResponse.sessions:type_name -> satpage.v1.SessionState
-	43, // 31: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
-	46, // 32: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
-	59, // 33: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
-	3,  // 34: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
-	24, // 35: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
-	4,  // 36: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
-	6,  // 37: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
-	8,  // 38: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
-	10, // 39: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
-	13, // 40: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
-	16, // 41: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
-	18, // 42: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
-	20, // 43: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
-	22, // 44: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
-	25, // 45: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
-	27, // 46: satpage.v1.SatelliteService.FetchStream:input_type -> satpage.v1.FetchStreamRequest
-	29, // 47: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
-	31, // 48: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
-	34, // 49: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
-	36, // 50: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
-	38, // 51: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
-	40, // 52: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
-	44, // 53: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
-	47, // 54: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
-	49, // 55: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
-	57, // 56: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
-	60, // 57: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
-	62, // 58: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
-	64, // 59: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
-	66, // 60: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
-	50, // 61: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
-	52, // 62: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
-	53, // 63: satpage.v1.SatelliteService.FenceCopy:input_type -> satpage.v1.FenceCopyRequest
-	5,  // 64: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
-	7,  // 65: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
-	9,  // 66: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
-	11, // 67: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
-	15, // 68: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
-	17, // 69: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
-	19, // 70: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
-	21, // 71: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
-	23, // 72: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
-	26, // 73: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
-	28, // 74: satpage.v1.SatelliteService.FetchStream:output_type -> satpage.v1.FetchStreamResponse
-	30, // 75: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
-	32, // 76: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
-	35, // 77: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
-	37, // 78: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
-	39, // 79: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
-	41, // 80: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
-	45, // 81: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
-	48, // 82: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
-	56, // 83: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
-	58, // 84: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
-	61, // 85: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
-	63, // 86: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
-	65, // 87: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
-	67, // 88: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
-	51, // 89: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
-	55, // 90: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
-	54, // 91: satpage.v1.SatelliteService.FenceCopy:output_type -> satpage.v1.FenceCopyResponse
-	64, // [64:92] is the sub-list for method output_type
-	36, // [36:64] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	4,  // 13: satpage.v1.ReadStreamRequest.request:type_name -> satpage.v1.ReadPageRequest
+	5,  // 14: satpage.v1.ReadStreamResponse.response:type_name -> satpage.v1.ReadPageResponse
+	3,  // 15: satpage.v1.ReleasePagesRequest.route:type_name -> satpage.v1.Route
+	3,  // 16: satpage.v1.AcceptTableRequest.route:type_name -> satpage.v1.Route
+	35, // 17: satpage.v1.AcceptTableRequest.entries:type_name -> satpage.v1.TableEntry
+	3,  // 18: satpage.v1.DropSessionRequest.route:type_name -> satpage.v1.Route
+	2,  // 19: satpage.v1.StoreOp.kind:type_name -> satpage.v1.StoreOp.Kind
+	24, // 20: satpage.v1.StoreOp.frames:type_name -> satpage.v1.Page
+	35, // 21: satpage.v1.StoreOp.table:type_name -> satpage.v1.TableEntry
+	24, // 22: satpage.v1.StoreOp.answer:type_name -> satpage.v1.Page
+	3,  // 23: satpage.v1.ReplicateRequest.route:type_name -> satpage.v1.Route
+	45, // 24: satpage.v1.ReplicateRequest.version:type_name -> satpage.v1.ReplicaVersion
+	44, // 25: satpage.v1.ReplicateRequest.op:type_name -> satpage.v1.StoreOp
+	35, // 26: satpage.v1.SessionState.table:type_name -> satpage.v1.TableEntry
+	24, // 27: satpage.v1.SessionState.frames:type_name -> satpage.v1.Page
+	3,  // 28: satpage.v1.InstallSnapshotRequest.route:type_name -> satpage.v1.Route
+	45, // 29: satpage.v1.InstallSnapshotRequest.version:type_name -> satpage.v1.ReplicaVersion
+	48, // 30: satpage.v1.InstallSnapshotRequest.sessions:type_name -> satpage.v1.SessionState
+	45, // 31: satpage.v1.FenceCopyResponse.version:type_name -> satpage.v1.ReplicaVersion
+	48, // 32: satpage.v1.FenceCopyResponse.sessions:type_name -> satpage.v1.SessionState
+	45, // 33: satpage.v1.ReplicaStateResponse.version:type_name -> satpage.v1.ReplicaVersion
+	48, // 34: satpage.v1.ReplicaStateResponse.sessions:type_name -> satpage.v1.SessionState
+	61, // 35: satpage.v1.SetFaultsRequest.cut:type_name -> satpage.v1.Link
+	3,  // 36: satpage.v1.StagePagesRequest.route:type_name -> satpage.v1.Route
+	24, // 37: satpage.v1.StagePagesRequest.pages:type_name -> satpage.v1.Page
+	4,  // 38: satpage.v1.PageService.ReadPage:input_type -> satpage.v1.ReadPageRequest
+	6,  // 39: satpage.v1.PageService.ReadPages:input_type -> satpage.v1.ReadPagesRequest
+	29, // 40: satpage.v1.PageService.ReadStream:input_type -> satpage.v1.ReadStreamRequest
+	8,  // 41: satpage.v1.PageService.WritePage:input_type -> satpage.v1.WritePageRequest
+	10, // 42: satpage.v1.PageService.EndSession:input_type -> satpage.v1.EndSessionRequest
+	13, // 43: satpage.v1.GatewayService.RegisterSession:input_type -> satpage.v1.RegisterSessionRequest
+	16, // 44: satpage.v1.GatewayService.SessionStats:input_type -> satpage.v1.SessionStatsRequest
+	18, // 45: satpage.v1.GatewayService.OpenLiveSession:input_type -> satpage.v1.OpenLiveSessionRequest
+	20, // 46: satpage.v1.GatewayService.Clock:input_type -> satpage.v1.ClockRequest
+	22, // 47: satpage.v1.SatelliteService.OpenSession:input_type -> satpage.v1.OpenSessionRequest
+	25, // 48: satpage.v1.SatelliteService.FetchPages:input_type -> satpage.v1.FetchPagesRequest
+	27, // 49: satpage.v1.SatelliteService.FetchStream:input_type -> satpage.v1.FetchStreamRequest
+	31, // 50: satpage.v1.SatelliteService.ReleasePages:input_type -> satpage.v1.ReleasePagesRequest
+	33, // 51: satpage.v1.SatelliteService.HandOver:input_type -> satpage.v1.HandOverRequest
+	36, // 52: satpage.v1.SatelliteService.AcceptTable:input_type -> satpage.v1.AcceptTableRequest
+	38, // 53: satpage.v1.SatelliteService.MovePages:input_type -> satpage.v1.MovePagesRequest
+	40, // 54: satpage.v1.SatelliteService.SessionFrames:input_type -> satpage.v1.SessionFramesRequest
+	42, // 55: satpage.v1.SatelliteService.DropSession:input_type -> satpage.v1.DropSessionRequest
+	46, // 56: satpage.v1.SatelliteService.Replicate:input_type -> satpage.v1.ReplicateRequest
+	49, // 57: satpage.v1.SatelliteService.InstallSnapshot:input_type -> satpage.v1.InstallSnapshotRequest
+	51, // 58: satpage.v1.SatelliteService.ReplicaState:input_type -> satpage.v1.ReplicaStateRequest
+	59, // 59: satpage.v1.SatelliteService.RequestSync:input_type -> satpage.v1.RequestSyncRequest
+	62, // 60: satpage.v1.SatelliteService.SetFaults:input_type -> satpage.v1.SetFaultsRequest
+	64, // 61: satpage.v1.SatelliteService.CopyAhead:input_type -> satpage.v1.CopyAheadRequest
+	66, // 62: satpage.v1.SatelliteService.StagePages:input_type -> satpage.v1.StagePagesRequest
+	68, // 63: satpage.v1.SatelliteService.ClaimPages:input_type -> satpage.v1.ClaimPagesRequest
+	52, // 64: satpage.v1.SatelliteService.TakeOver:input_type -> satpage.v1.TakeOverRequest
+	54, // 65: satpage.v1.SatelliteService.ForgetCopy:input_type -> satpage.v1.ForgetCopyRequest
+	55, // 66: satpage.v1.SatelliteService.FenceCopy:input_type -> satpage.v1.FenceCopyRequest
+	5,  // 67: satpage.v1.PageService.ReadPage:output_type -> satpage.v1.ReadPageResponse
+	7,  // 68: satpage.v1.PageService.ReadPages:output_type -> satpage.v1.ReadPagesResponse
+	30, // 69: satpage.v1.PageService.ReadStream:output_type -> satpage.v1.ReadStreamResponse
+	9,  // 70: satpage.v1.PageService.WritePage:output_type -> satpage.v1.WritePageResponse
+	11, // 71: satpage.v1.PageService.EndSession:output_type -> satpage.v1.EndSessionResponse
+	15, // 72: satpage.v1.GatewayService.RegisterSession:output_type -> satpage.v1.RegisterSessionResponse
+	17, // 73: satpage.v1.GatewayService.SessionStats:output_type -> satpage.v1.SessionStatsResponse
+	19, // 74: satpage.v1.GatewayService.OpenLiveSession:output_type -> satpage.v1.OpenLiveSessionResponse
+	21, // 75: satpage.v1.GatewayService.Clock:output_type -> satpage.v1.ClockResponse
+	23, // 76: satpage.v1.SatelliteService.OpenSession:output_type -> satpage.v1.OpenSessionResponse
+	26, // 77: satpage.v1.SatelliteService.FetchPages:output_type -> satpage.v1.FetchPagesResponse
+	28, // 78: satpage.v1.SatelliteService.FetchStream:output_type -> satpage.v1.FetchStreamResponse
+	32, // 79: satpage.v1.SatelliteService.ReleasePages:output_type -> satpage.v1.ReleasePagesResponse
+	34, // 80: satpage.v1.SatelliteService.HandOver:output_type -> satpage.v1.HandOverResponse
+	37, // 81: satpage.v1.SatelliteService.AcceptTable:output_type -> satpage.v1.AcceptTableResponse
+	39, // 82: satpage.v1.SatelliteService.MovePages:output_type -> satpage.v1.MovePagesResponse
+	41, // 83: satpage.v1.SatelliteService.SessionFrames:output_type -> satpage.v1.SessionFramesResponse
+	43, // 84: satpage.v1.SatelliteService.DropSession:output_type -> satpage.v1.DropSessionResponse
+	47, // 85: satpage.v1.SatelliteService.Replicate:output_type -> satpage.v1.ReplicateResponse
+	50, // 86: satpage.v1.SatelliteService.InstallSnapshot:output_type -> satpage.v1.InstallSnapshotResponse
+	58, // 87: satpage.v1.SatelliteService.ReplicaState:output_type -> satpage.v1.ReplicaStateResponse
+	60, // 88: satpage.v1.SatelliteService.RequestSync:output_type -> satpage.v1.RequestSyncResponse
+	63, // 89: satpage.v1.SatelliteService.SetFaults:output_type -> satpage.v1.SetFaultsResponse
+	65, // 90: satpage.v1.SatelliteService.CopyAhead:output_type -> satpage.v1.CopyAheadResponse
+	67, // 91: satpage.v1.SatelliteService.StagePages:output_type -> satpage.v1.StagePagesResponse
+	69, // 92: satpage.v1.SatelliteService.ClaimPages:output_type -> satpage.v1.ClaimPagesResponse
+	53, // 93: satpage.v1.SatelliteService.TakeOver:output_type -> satpage.v1.TakeOverResponse
+	57, // 94: satpage.v1.SatelliteService.ForgetCopy:output_type -> satpage.v1.ForgetCopyResponse
+	56, // 95: satpage.v1.SatelliteService.FenceCopy:output_type -> satpage.v1.FenceCopyResponse
+	67, // [67:96] is the sub-list for method output_type
+	38, // [38:67] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_satpage_v1_satpage_proto_init() }
@@ -4953,14 +5096,14 @@ func file_satpage_v1_satpage_proto_init() {
 		return
 	}
 	file_satpage_v1_satpage_proto_msgTypes[22].OneofWrappers = []any{}
-	file_satpage_v1_satpage_proto_msgTypes[35].OneofWrappers = []any{}
+	file_satpage_v1_satpage_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_satpage_v1_satpage_proto_rawDesc), len(file_satpage_v1_satpage_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -34,6 +34,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	PageService_ReadPage_FullMethodName   = "/satpage.v1.PageService/ReadPage"
 	PageService_ReadPages_FullMethodName  = "/satpage.v1.PageService/ReadPages"
+	PageService_ReadStream_FullMethodName = "/satpage.v1.PageService/ReadStream"
 	PageService_WritePage_FullMethodName  = "/satpage.v1.PageService/WritePage"
 	PageService_EndSession_FullMethodName = "/satpage.v1.PageService/EndSession"
 )
@@ -52,6 +53,11 @@ type PageServiceClient interface {
 	// Read many pages of one session in order; the same as that many ReadPage
 	// calls (handovers included at the gateway), in one round trip.
 	ReadPages(ctx context.Context, in *ReadPagesRequest, opts ...grpc.CallOption) (*ReadPagesResponse, error)
+	// A client's reads on one open stream to its serving satellite: each
+	// message is one ReadPage, admitted (session token in the stream's
+	// metadata) and handled as the unary call is, answered in order (docs/
+	// services.md, "The read stream"). Served by satellites only.
+	ReadStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadStreamRequest, ReadStreamResponse], error)
 	// Write a page of a session (moving it here first when it is owned elsewhere).
 	WritePage(ctx context.Context, in *WritePageRequest, opts ...grpc.CallOption) (*WritePageResponse, error)
 	// End a session: every frame it has on any satellite, and its page table, are deleted.
@@ -85,6 +91,19 @@ func (c *pageServiceClient) ReadPages(ctx context.Context, in *ReadPagesRequest,
 	}
 	return out, nil
 }
+
+func (c *pageServiceClient) ReadStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ReadStreamRequest, ReadStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PageService_ServiceDesc.Streams[0], PageService_ReadStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadStreamRequest, ReadStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PageService_ReadStreamClient = grpc.BidiStreamingClient[ReadStreamRequest, ReadStreamResponse]
 
 func (c *pageServiceClient) WritePage(ctx context.Context, in *WritePageRequest, opts ...grpc.CallOption) (*WritePageResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -120,6 +139,11 @@ type PageServiceServer interface {
 	// Read many pages of one session in order; the same as that many ReadPage
 	// calls (handovers included at the gateway), in one round trip.
 	ReadPages(context.Context, *ReadPagesRequest) (*ReadPagesResponse, error)
+	// A client's reads on one open stream to its serving satellite: each
+	// message is one ReadPage, admitted (session token in the stream's
+	// metadata) and handled as the unary call is, answered in order (docs/
+	// services.md, "The read stream"). Served by satellites only.
+	ReadStream(grpc.BidiStreamingServer[ReadStreamRequest, ReadStreamResponse]) error
 	// Write a page of a session (moving it here first when it is owned elsewhere).
 	WritePage(context.Context, *WritePageRequest) (*WritePageResponse, error)
 	// End a session: every frame it has on any satellite, and its page table, are deleted.
@@ -139,6 +163,9 @@ func (UnimplementedPageServiceServer) ReadPage(context.Context, *ReadPageRequest
 }
 func (UnimplementedPageServiceServer) ReadPages(context.Context, *ReadPagesRequest) (*ReadPagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadPages not implemented")
+}
+func (UnimplementedPageServiceServer) ReadStream(grpc.BidiStreamingServer[ReadStreamRequest, ReadStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method ReadStream not implemented")
 }
 func (UnimplementedPageServiceServer) WritePage(context.Context, *WritePageRequest) (*WritePageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method WritePage not implemented")
@@ -203,6 +230,13 @@ func _PageService_ReadPages_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PageService_ReadStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PageServiceServer).ReadStream(&grpc.GenericServerStream[ReadStreamRequest, ReadStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PageService_ReadStreamServer = grpc.BidiStreamingServer[ReadStreamRequest, ReadStreamResponse]
+
 func _PageService_WritePage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(WritePageRequest)
 	if err := dec(in); err != nil {
@@ -263,7 +297,14 @@ var PageService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _PageService_EndSession_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ReadStream",
+			Handler:       _PageService_ReadStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "satpage/v1/satpage.proto",
 }
 

@@ -1,0 +1,160 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/errs"
+)
+
+// readOver reads over a read stream as a unary ReadPage would (an answer's
+// error decoded as the call's status).
+func readOver(t *testing.T, st satpagev1.PageService_ReadStreamClient, id uint64, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	t.Helper()
+	if err := st.Send(&satpagev1.ReadStreamRequest{Id: id, Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Id != id {
+		t.Fatalf("answer %d to message %d", m.Id, id)
+	}
+	if len(m.Status) > 0 {
+		return nil, errs.FromStatusBytes(m.Status)
+	}
+	return m.Response, nil
+}
+
+// Two sessions take the same tour (8 pages written at 0, handed to 1, 3 and
+// 17, every page read at each), one reading with ReadPage and one over read
+// streams: every read reports the same outcome, hops, previous owner and data.
+func TestReadsOverAReadStreamAreTheReadsOfReadPage(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{FetchStreams: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tour := func(session string, stream bool) []string {
+		p, s := c.Satellite(t, 0)
+		if _, err := s.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
+			t.Fatal(err)
+		}
+		for pg := range uint32(8) {
+			if _, err := p.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: session, Page: pg, Data: []byte(fmt.Sprint(session, " page ", pg))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out []string
+		at := 0
+		for _, next := range []int{1, 3, 17} {
+			_, s := c.Satellite(t, at)
+			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: uint32(next)}); err != nil {
+				t.Fatal(err)
+			}
+			at = next
+			p, _ := c.Satellite(t, at)
+			var st satpagev1.PageService_ReadStreamClient
+			if stream {
+				var err error
+				if st, err = p.ReadStream(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for pg := range uint32(8) {
+				req := &satpagev1.ReadPageRequest{SessionId: session, Page: pg}
+				var r *satpagev1.ReadPageResponse
+				var err error
+				if stream {
+					r, err = readOver(t, st, uint64(pg)+1, req)
+				} else {
+					r, err = p.ReadPage(ctx, req)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, fmt.Sprintf("%s at %d: %v, %d hops from %d",
+					r.Data[len(session):], r.Satellite, r.Outcome, r.Hops, r.PreviousOwner))
+			}
+			if stream {
+				_ = st.CloseSend()
+			}
+		}
+		return out
+	}
+	unary, streamed := tour("unary", false), tour("streamed", true)
+	if !slices.Equal(unary, streamed) {
+		t.Errorf("reads over ReadPage:\n%v\nover read streams:\n%v", unary, streamed)
+	}
+	if !slices.ContainsFunc(unary, func(s string) bool { return strings.Contains(s, "OUTCOME_MOVED, 1 hops") }) {
+		t.Errorf("the tour moved nothing: %v", unary)
+	}
+}
+
+// A read the satellite refuses is answered with the unary call's code and
+// reason, and the stream goes on with the next read.
+func TestAReadStreamAnswersAnErrorAsReadPageAndGoesOn(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	placePage(t, c, "s", 0, 2, []byte("payload"))
+	p0, _ := c.Satellite(t, 0) // no longer serving "s"
+	req := &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}
+	_, called := p0.ReadPage(ctx, req)
+	if called == nil {
+		t.Fatal("a read at a satellite that no longer serves the session succeeded")
+	}
+	st, err := p0.ReadStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, streamed := readOver(t, st, 1, req)
+	if status.Code(streamed) != status.Code(called) || errs.Reason(streamed) != errs.Reason(called) {
+		t.Errorf("over a read stream: %v (reason %q); ReadPage: %v (reason %q)",
+			streamed, errs.Reason(streamed), called, errs.Reason(called))
+	}
+	p2, _ := c.Satellite(t, 2)
+	st2, err := p2.ReadStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readOver(t, st2, 1, &satpagev1.ReadPageRequest{SessionId: "nobody", Page: 0}); errs.Reason(err) != errs.ReasonUnknownSession {
+		t.Fatalf("a read of an unknown session: got %v, want reason %s", err, errs.ReasonUnknownSession)
+	}
+	r, err := readOver(t, st2, 2, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	if err != nil || string(r.Data) != "payload" || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
+		t.Fatalf("the next read on the stream: got %v, %v, want the page moved here", r, err)
+	}
+	if _, err := readOver(t, st2, 3, nil); status.Code(err) != status.Code(errs.Status(errs.ErrInvalid)) {
+		t.Fatalf("a message without a request: got %v, want InvalidArgument", err)
+	}
+}
+
+// Drain ends a node's read streams too, after the read in hand.
+func TestDrainEndsTheReadStreamsANodeServes(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	placePage(t, c, "s", 0, 0, []byte("payload"))
+	p, _ := c.Satellite(t, 0)
+	st, err := p.ReadStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := readOver(t, st, 1, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); err != nil || string(r.Data) != "payload" {
+		t.Fatalf("got %v, %v, want the page", r, err)
+	}
+	c.Nodes[0].Drain()
+	if m, err := st.Recv(); err == nil {
+		t.Fatalf("after Drain: got answer %v, want the stream ended", m)
+	} else if ctx.Err() != nil {
+		t.Fatal("the stream outlived Drain until the deadline")
+	}
+}
