@@ -15,6 +15,7 @@ import (
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/clustertest"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/store"
 	"github.com/satpage/satpage/services/internal/tlsconf"
 	"github.com/satpage/satpage/services/internal/tlsconf/tlstest"
@@ -66,13 +67,17 @@ func secureCluster(b *testing.B, spec string, satellites int, streams bool) (fun
 // between two neighbours, one ReadPage each, every read a one-hop fault
 // (FetchPages a unary call). The handover after each 64 reads is left out of
 // the CPU per read.
-func BenchmarkOneHopFaultInProcess(b *testing.B) { benchOneHopFault(b, false) }
+func BenchmarkOneHopFaultInProcess(b *testing.B) { benchOneHopFault(b, false, false) }
 
 // BenchmarkOneHopFaultOverStreamInProcess: the same with the fetches on a
 // fetch stream per neighbour, as a satnode without link emulation sends them.
-func BenchmarkOneHopFaultOverStreamInProcess(b *testing.B) { benchOneHopFault(b, true) }
+func BenchmarkOneHopFaultOverStreamInProcess(b *testing.B) { benchOneHopFault(b, true, false) }
 
-func benchOneHopFault(b *testing.B, streams bool) {
+// BenchmarkOneHopFaultOverReadStreamInProcess: the same with the reads too
+// on a stream (PageService.ReadStream, one per satellite).
+func BenchmarkOneHopFaultOverReadStreamInProcess(b *testing.B) { benchOneHopFault(b, true, true) }
+
+func benchOneHopFault(b *testing.B, streams, readStream bool) {
 	const pages = 64
 	dial, iss := secureCluster(b, benchSpec, 30, streams)
 	tok, _ := iss.Issue("s", pages)
@@ -103,10 +108,35 @@ func benchOneHopFault(b *testing.B, streams bool) {
 	}
 	handOver()
 	handovers = 0
+	var rs [2]satpagev1.PageService_ReadStreamClient
+	if readStream {
+		for i := range 2 {
+			var err error
+			if rs[i], err = pc[i].ReadStream(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	readPage := func(req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+		if !readStream {
+			return pc[at].ReadPage(ctx, req)
+		}
+		if err := rs[at].Send(&satpagev1.ReadStreamRequest{Id: 1, Request: req}); err != nil {
+			return nil, err
+		}
+		m, err := rs[at].Recv()
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Status) > 0 {
+			return nil, errs.FromStatusBytes(m.Status)
+		}
+		return m.Response, nil
+	}
 	read := 0
 	t0 := cpuTime(b)
 	for b.Loop() {
-		r, err := pc[at].ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(read % pages)})
+		r, err := readPage(&satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(read % pages)})
 		if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 || len(r.Data) != 4096 {
 			b.Fatalf("read %d: got %v, %v, want a one-hop move of 4096 bytes", read, r, err)
 		}
