@@ -15,8 +15,10 @@ format, so no googleapis package is needed.
 
 from __future__ import annotations
 
+import grpc
+
 __all__ = ["DOMAIN", "UNKNOWN_SESSION", "PAGE_NOT_FOUND", "STALE_EPOCH", "SATELLITE_SILENT", "NO_ROUTE",
-           "NOT_SERVING", "NO_FAILOVER", "reason"]
+           "NOT_SERVING", "NO_FAILOVER", "reason", "StreamError"]
 
 DOMAIN = "satpage"
 UNKNOWN_SESSION = "UNKNOWN_SESSION"  # no page table (satellite) or no registration (gateway)
@@ -81,3 +83,48 @@ def reason(exc) -> str:
         except (IndexError, ValueError, UnicodeDecodeError):
             return ""
     return ""
+
+
+def _code_message(buf: bytes) -> tuple[int, str]:
+    """A google.rpc.Status's code (field 1, varint) and message (field 2)."""
+    code, message, i = 0, "", 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+            if number == 1:
+                code = value
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            if number == 2:
+                message = buf[i:i + n].decode()
+            i += n
+        else:
+            raise ValueError(f"wire type {wire} of field {number} is not supported")
+    return code, message
+
+
+class StreamError(grpc.RpcError):
+    """The error in a stream's answer (``PageService.ReadStream``: the ``status`` field, a serialised
+    google.rpc.Status) as the ``grpc.RpcError`` the unary call raises: ``code()``, ``details()``, and
+    the status as its details trailer, so that ``reason`` reads it. Bytes that do not decode, or say
+    OK, are INTERNAL (as the Go services read them)."""
+
+    def __init__(self, status: bytes):
+        try:
+            number, message = _code_message(status)
+            code = next(c for c in grpc.StatusCode if c.value[0] == number and number != 0)
+        except (IndexError, ValueError, UnicodeDecodeError, StopIteration):
+            code, message, status = grpc.StatusCode.INTERNAL, "malformed status in a stream's answer", b""
+        super().__init__(f"{code.name}: {message}")
+        self._code, self._message, self._status = code, message, status
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._message
+
+    def trailing_metadata(self):
+        return ((_DETAILS_KEY, self._status),) if self._status else ()

@@ -45,3 +45,15 @@ def test_an_error_without_a_satpage_reason_has_none(error_details):
     other = _Error(grpc.StatusCode.NOT_FOUND, "x", error_details(5, "m", "UNKNOWN_SESSION", domain="other.example"))
     assert errinfo.reason(other) == ""
     assert errinfo.reason(_Error(grpc.StatusCode.NOT_FOUND, "x", b"\xff\xff")) == ""
+
+
+def test_a_stream_answers_error_is_the_unary_calls(error_details):
+    status = error_details(grpc.StatusCode.NOT_FOUND.value[0], "session 'x': unknown session", "UNKNOWN_SESSION")
+    exc = errinfo.StreamError(status)
+    assert isinstance(exc, grpc.RpcError)
+    assert exc.code() == grpc.StatusCode.NOT_FOUND and exc.details() == "session 'x': unknown session"
+    assert errinfo.reason(exc) == "UNKNOWN_SESSION"
+    assert type(_translate(exc, "read")) is SessionExpired
+    for bad in (b"\xff\xff", b"", error_details(0, "ok", "UNKNOWN_SESSION")):
+        exc = errinfo.StreamError(bad)
+        assert exc.code() == grpc.StatusCode.INTERNAL and errinfo.reason(exc) == ""

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 
 from satpage.cluster import load_state
 from satpage.cluster.driver import _free_port_base
+from satpage_client import errinfo
 from satpage_client.channel import TOKEN_METADATA_KEY, secure_channel
 from satpage_client.rpc import satpage_pb2 as pb
 from satpage_client.rpc import satpage_pb2_grpc as pbg
@@ -111,6 +112,8 @@ RPCS = [  # (target, service, method, request(session), expectations)
         ("ReadPages", lambda s: pb.ReadPagesRequest(session_id=s, pages=[0, 1], scenario_time_ns=[0, 0])),
         ("WritePage", lambda s: pb.WritePageRequest(session_id=s, page=0, data=b"overwritten")),
         ("EndSession", lambda s: pb.EndSessionRequest(session_id=s)))],
+    # A ReadPage as the one message of a read stream (satnodes only): ReadPage's answers.
+    ("0", "PageService", "ReadStream", lambda s: pb.ReadPageRequest(session_id=s, page=0), SESSION),
     ("gateway", "GatewayService", "RegisterSession",
      lambda s: pb.RegisterSessionRequest(session_id=s + "-reg", visits=[pb.Visit(satellite=2)]), REGISTER),
     ("gateway", "GatewayService", "SessionStats", lambda s: pb.SessionStatsRequest(session_id=s), SESSION),
@@ -133,6 +136,15 @@ RPCS = [  # (target, service, method, request(session), expectations)
     ("0", "SatelliteService", "DropSession",
      lambda s: pb.DropSessionRequest(route=ROUTE, session_id=s), PEER_OR_GATEWAY),
 ]
+
+
+def read_stream(stub, request, **kw):
+    """request as the one message of a read stream; an answer's error raised as the unary call's."""
+    for m in stub.ReadStream(iter([pb.ReadStreamRequest(id=1, request=request)]), **kw):
+        if m.status:
+            raise errinfo.StreamError(m.status)
+        return m.response
+    raise AssertionError("a read stream ended without an answer")
 
 
 def test_every_rpc_against_every_kind_of_caller_on_real_processes(cluster):
@@ -158,7 +170,10 @@ def test_every_rpc_against_every_kind_of_caller_on_real_processes(cluster):
             md = ((TOKEN_METADATA_KEY, token),) if token else ()
             stub = getattr(pbg, f"{service}Stub")(chans[target, who])
             try:
-                getattr(stub, method)(request(session), timeout=5, metadata=md)
+                if method == "ReadStream":
+                    read_stream(stub, request(session), timeout=5, metadata=md)
+                else:
+                    getattr(stub, method)(request(session), timeout=5, metadata=md)
                 got, detail = grpc.StatusCode.OK, None
             except grpc.RpcError as exc:
                 got, detail = exc.code(), exc.details() or ""
