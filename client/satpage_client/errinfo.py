@@ -44,25 +44,34 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: bytes) -> dict[int, list[bytes]]:
-    """The length-delimited fields of one message, by number (others skipped)."""
-    out: dict[int, list[bytes]] = {}
+def _scan(buf: bytes):
+    """(number, wire type, value) of each field of one message: an int for a varint, the bytes of a
+    length-delimited field; fixed-width fields are skipped."""
     i = 0
     while i < len(buf):
         key, i = _varint(buf, i)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            _, i = _varint(buf, i)
+            value, i = _varint(buf, i)
+            yield number, wire, value
         elif wire == 1:
             i += 8
         elif wire == 5:
             i += 4
         elif wire == 2:
             n, i = _varint(buf, i)
-            out.setdefault(number, []).append(buf[i:i + n])
+            yield number, wire, buf[i:i + n]
             i += n
         else:
             raise ValueError(f"wire type {wire} of field {number} is not supported")
+
+
+def _fields(buf: bytes) -> dict[int, list[bytes]]:
+    """The length-delimited fields of one message, by number (others skipped)."""
+    out: dict[int, list[bytes]] = {}
+    for number, wire, value in _scan(buf):
+        if wire == 2:
+            out.setdefault(number, []).append(value)
     return out
 
 
@@ -87,21 +96,12 @@ def reason(exc) -> str:
 
 def _code_message(buf: bytes) -> tuple[int, str]:
     """A google.rpc.Status's code (field 1, varint) and message (field 2)."""
-    code, message, i = 0, "", 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(buf, i)
-            if number == 1:
-                code = value
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            if number == 2:
-                message = buf[i:i + n].decode()
-            i += n
-        else:
-            raise ValueError(f"wire type {wire} of field {number} is not supported")
+    code, message = 0, ""
+    for number, wire, value in _scan(buf):
+        if (number, wire) == (1, 0):
+            code = value
+        elif (number, wire) == (2, 2):
+            message = value.decode()
     return code, message
 
 

@@ -42,6 +42,15 @@ func unaryFetches(n *atomic.Int64) func(int) grpc.UnaryServerInterceptor {
 // one by one and as one ReadPages; it returns what every read reported.
 func tour(t *testing.T, c *clustertest.Cluster, session string) []string {
 	t.Helper()
+	return tourReading(t, c, session, func(_ int, p satpagev1.PageServiceClient, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+		return p.ReadPage(context.Background(), req)
+	})
+}
+
+// tourReading is tour with its one-by-one reads at satellite i made by read.
+func tourReading(t *testing.T, c *clustertest.Cluster, session string,
+	read func(i int, p satpagev1.PageServiceClient, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error)) []string {
+	t.Helper()
 	ctx := context.Background()
 	p, s := c.Satellite(t, 0)
 	if _, err := s.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
@@ -76,7 +85,7 @@ func tour(t *testing.T, c *clustertest.Cluster, session string) []string {
 			continue
 		}
 		for pg := range uint32(8) {
-			r, err := p.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: pg})
+			r, err := read(at, p, &satpagev1.ReadPageRequest{SessionId: session, Page: pg})
 			if err != nil {
 				t.Fatal(err)
 			}

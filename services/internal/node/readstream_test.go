@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -35,66 +34,32 @@ func readOver(t *testing.T, st satpagev1.PageService_ReadStreamClient, id uint64
 	return m.Response, nil
 }
 
-// Two sessions take the same tour (8 pages written at 0, handed to 1, 3 and
-// 17, every page read at each), one reading with ReadPage and one over read
-// streams: every read reports the same outcome, hops, previous owner and data.
+// Two sessions take the same tour (fetchstream_test.go), one reading with
+// ReadPage and one over a read stream per satellite: every read reports the
+// same outcome, hops, previous owner and data.
 func TestReadsOverAReadStreamAreTheReadsOfReadPage(t *testing.T) {
 	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{FetchStreams: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	tour := func(session string, stream bool) []string {
-		p, s := c.Satellite(t, 0)
-		if _, err := s.OpenSession(ctx, &satpagev1.OpenSessionRequest{SessionId: session}); err != nil {
-			t.Fatal(err)
+	streams := map[int]satpagev1.PageService_ReadStreamClient{}
+	next := uint64(0)
+	streamed := tourReading(t, c, "streamed", func(i int, p satpagev1.PageServiceClient, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+		if streams[i] == nil {
+			st, err := p.ReadStream(ctx)
+			if err != nil {
+				return nil, err
+			}
+			streams[i] = st
 		}
-		for pg := range uint32(8) {
-			if _, err := p.WritePage(ctx, &satpagev1.WritePageRequest{SessionId: session, Page: pg, Data: []byte(fmt.Sprint(session, " page ", pg))}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var out []string
-		at := 0
-		for _, next := range []int{1, 3, 17} {
-			_, s := c.Satellite(t, at)
-			if _, err := s.HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: uint32(next)}); err != nil {
-				t.Fatal(err)
-			}
-			at = next
-			p, _ := c.Satellite(t, at)
-			var st satpagev1.PageService_ReadStreamClient
-			if stream {
-				var err error
-				if st, err = p.ReadStream(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for pg := range uint32(8) {
-				req := &satpagev1.ReadPageRequest{SessionId: session, Page: pg}
-				var r *satpagev1.ReadPageResponse
-				var err error
-				if stream {
-					r, err = readOver(t, st, uint64(pg)+1, req)
-				} else {
-					r, err = p.ReadPage(ctx, req)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, fmt.Sprintf("%s at %d: %v, %d hops from %d",
-					r.Data[len(session):], r.Satellite, r.Outcome, r.Hops, r.PreviousOwner))
-			}
-			if stream {
-				_ = st.CloseSend()
-			}
-		}
-		return out
-	}
-	unary, streamed := tour("unary", false), tour("streamed", true)
+		next++
+		return readOver(t, streams[i], next, req)
+	})
+	unary := tour(t, c, "unary")
 	if !slices.Equal(unary, streamed) {
 		t.Errorf("reads over ReadPage:\n%v\nover read streams:\n%v", unary, streamed)
 	}
-	if !slices.ContainsFunc(unary, func(s string) bool { return strings.Contains(s, "OUTCOME_MOVED, 1 hops") }) {
-		t.Errorf("the tour moved nothing: %v", unary)
+	if len(streams) != 2 || !slices.ContainsFunc(unary, func(s string) bool { return strings.Contains(s, "OUTCOME_MOVED, 1 hops") }) {
+		t.Errorf("the tour read at %d satellites over streams, moved %v", len(streams), unary)
 	}
 }
 
