@@ -107,10 +107,8 @@ func run() error {
 	}
 	log.Info("starting", "constellation", cfg.Constellation, "store", cfg.Store, "redis", cfg.RedisAddr,
 		"neighbors", grid.Neighbors(uint32(cfg.Index), 0))
-	// after the access policy, which knows the caller: where a calling
-	// satellite is, for the pool (peers.Pool.Heard), and SetFaults' ground cut
-	serverOpts := append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(pool.HeardUnary(), n.GroundInterceptor()),
-		grpc.ChainStreamInterceptor(pool.HeardStream()))
+	// after the access policy, which knows the caller: SetFaults' ground cut
+	serverOpts := append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(n.GroundInterceptor()))
 	var wg sync.WaitGroup // the substrate measurement
 	defer wg.Wait()
 	if links != nil {

@@ -242,7 +242,7 @@ func (c *Cluster) start(t TB, i int) {
 	}
 	pool.OnUnavailable(func(ctx context.Context, j uint32) { n.Faults().Suspect(ctx, j) })
 	pool.OnAnswer(n.Faults().MarkAlive)
-	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i)), pool.HeardUnary(), n.GroundInterceptor()}
+	chain := []grpc.UnaryServerInterceptor{c.partitioned(uint32(i)), n.GroundInterceptor()}
 	if c.o.FetchStreams {
 		pool.StreamFetches()
 	}
@@ -255,8 +255,7 @@ func (c *Cluster) start(t TB, i int) {
 			chain = append(chain, ic)
 		}
 	}
-	srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...),
-		grpc.ChainStreamInterceptor(pool.HeardStream()))...)
+	srv := grpc.NewServer(append(sec.ServerOptions(), grpc.ChainUnaryInterceptor(chain...))...)
 	n.Register(srv)
 	// The standard health service, as the daemon serves it: the failure
 	// detector's probes then pass the interceptors (a partitioned or frozen

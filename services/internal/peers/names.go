@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"sync"
 	"time"
 
@@ -59,17 +58,8 @@ type names struct {
 	// dialTCP connects to one address (net.Dialer.DialContext; tests fake it).
 	dialTCP func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	mu sync.Mutex // guards m, heard and every entry's fields
+	mu sync.Mutex // guards m and every entry's fields
 	m  map[string]*nameEntry
-	// heard: the address each dialled host:port's satellite last called from
-	// (hear), until it expires or a connection to it fails.
-	heard map[string]heardAddr
-}
-
-// heardAddr is an address a satellite's certificate proved (hear).
-type heardAddr struct {
-	ip    string
-	until time.Time
 }
 
 type nameEntry struct {
@@ -87,90 +77,7 @@ type nameEntry struct {
 // after first while they have never resolved.
 func newNames(r hostResolver, ttl time.Duration, bo, first retry.Backoff) *names {
 	var d net.Dialer
-	return &names{r: r, ttl: ttl, bo: bo, first: first, now: time.Now, dialTCP: d.DialContext,
-		m: map[string]*nameEntry{}, heard: map[string]heardAddr{}}
-}
-
-// hear records that the satellite dialled at addr (host:port, host a name)
-// called this one from ip, over a connection whose certificate names it
-// (Pool.Heard): for the next NameTTL, connections to addr dial ip too, with
-// the kept answer of host if it has one, and without looking host up. A
-// satellite back in a new pod calls its peers (its restore, its RequestSync)
-// before the cluster DNS gives its name, and the snapshot its primary sends
-// back at once failed on "no such host": the negative answer is cached for
-// seconds, and the failure detector held the satellite dead until a re-probe
-// after that (make e2e-k8s: a handover to it failed 8 s after the pod's
-// deletion, the new pod Ready 4.5 s after it). Hearing asks
-// DNS nothing. The name counts as seen (the peer has appeared). It reports
-// whether ip is new: neither the address heard before nor one of the kept
-// answer's.
-func (c *names) hear(addr, ip string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || net.ParseIP(host) != nil {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	h, had := c.heard[addr]
-	isNew := !(had && h.ip == ip && now.Before(h.until))
-	c.heard[addr] = heardAddr{ip: ip, until: now.Add(c.ttl)}
-	e := c.m[host]
-	if e == nil {
-		e = &nameEntry{}
-		c.m[host] = e
-	}
-	e.seen = true
-	if isNew && e.err == nil && now.Before(e.until) && slices.Contains(e.addrs, ip) {
-		isNew = false
-	}
-	return isNew
-}
-
-// heardAt is the address heard from the satellite dialled at addr, "" when
-// none or expired (c.mu held).
-func (c *names) heardAt(addr string) string {
-	h, ok := c.heard[addr]
-	if !ok {
-		return ""
-	}
-	if !c.now().Before(h.until) {
-		delete(c.heard, addr)
-		return ""
-	}
-	return h.ip
-}
-
-// forgetHeard drops ip, heard from the satellite at addr, after a connection
-// to it failed (it is no longer there, or not reachable from here): the
-// name's answer decides again.
-func (c *names) forgetHeard(addr, ip string) {
-	c.mu.Lock()
-	if h, ok := c.heard[addr]; ok && h.ip == ip {
-		delete(c.heard, addr)
-	}
-	c.mu.Unlock()
-}
-
-// withHeard is the addresses to dial for addr: the one heard from its
-// satellite first, then host's kept answer while it holds one (no lookup).
-// "" and nil when nothing was heard.
-func (c *names) withHeard(addr, host string) (string, []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ip := c.heardAt(addr)
-	if ip == "" {
-		return "", nil
-	}
-	out := []string{ip}
-	if e := c.m[host]; e != nil && e.err == nil && e.lookup == nil && c.now().Before(e.until) {
-		for _, a := range e.addrs {
-			if a != ip {
-				out = append(out, a)
-			}
-		}
-	}
-	return ip, out
+	return &names{r: r, ttl: ttl, bo: bo, first: first, now: time.Now, dialTCP: d.DialContext, m: map[string]*nameEntry{}}
 }
 
 // errNoAddress: a lookup answered with no address.
@@ -274,8 +181,8 @@ func (c *names) failed(host string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[host]
-	if e == nil || e.err != nil || e.addrs == nil {
-		return // a failed lookup already backs off; no answer kept (only a heard address)
+	if e == nil || e.err != nil {
+		return // a failed lookup already backs off
 	}
 	again := e.asked
 	if e.fails > 0 {
@@ -319,20 +226,14 @@ func (c *names) refresh(host string) {
 // mark of a peer gone from it (a deleted pod's or a killed task's), and its
 // attempt ends with its deadline, so only the next attempt can use the new
 // answer.
-//
-// An address heard from the satellite itself (hear) is dialled first, with the
-// kept answer, and the name is not looked up meanwhile; when the dial fails it
-// is forgotten and the name decides, as above.
 func (c *names) dial(ctx context.Context, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	heard, addrs := c.withHeard(addr, host)
-	if heard == "" {
-		if addrs, err = c.addrs(ctx, host); err != nil {
-			return nil, err
-		}
+	addrs, err := c.addrs(ctx, host)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := c.dialAny(ctx, addrs, port)
 	if err == nil {
@@ -341,9 +242,6 @@ func (c *names) dial(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	if net.ParseIP(host) != nil {
 		return nil, err
-	}
-	if heard != "" {
-		c.forgetHeard(addr, heard)
 	}
 	c.failed(host)
 	if ctx.Err() != nil {

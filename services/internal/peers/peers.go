@@ -56,7 +56,7 @@ type Pool struct {
 	per  func(uint32) []grpc.DialOption // options for satellite i only (its TLS server name)
 	nc   *names                         // the name cache its connections dial through
 
-	mu            sync.Mutex // guards conns, onUnavailable, onAnswer, intercept, unanswered and heard
+	mu            sync.Mutex // guards conns, onUnavailable, onAnswer, intercept and unanswered
 	conns         map[uint32]*grpc.ClientConn
 	onUnavailable func(ctx context.Context, i uint32)
 	onAnswer      func(i uint32)
@@ -67,9 +67,6 @@ type Pool struct {
 	streamOn   bool                    // StreamFetches
 	streams    map[uint32]*fetchStream // the open fetch streams (nil once closed)
 	readers    sync.WaitGroup          // the fetch streams' readers
-
-	// heard: the address each satellite last called this one from (Heard).
-	heard map[uint32]heardAt
 }
 
 // connectGiveUp is how long a connection attempt to an address that answers
@@ -310,9 +307,7 @@ func (p *Pool) NotReady(i uint32) bool {
 // is then reached by the call that follows. Without it, the re-probe of a
 // satellite back as a new task failed at once on its connection's last
 // failure, and the reconnections dialled the address it had left (make
-// e2e-swarm: held dead ~30 s after its return). A satellite that called
-// within NameTTL is dialled first where it called from (Heard), and a
-// connection replaced meanwhile is followed. The wait is no call, so a
+// e2e-swarm: held dead ~30 s after its return). The wait is no call, so a
 // satellite that is still gone is not counted as Unanswered by it.
 //
 // A satellite that has never appeared (NeverSeen) has no address to be back
@@ -335,13 +330,6 @@ func (p *Pool) Reconnect(ctx context.Context, i uint32) error {
 	c.ResetConnectBackoff()
 	for st := c.GetState(); st != connectivity.Ready; st = c.GetState() {
 		if st == connectivity.Shutdown {
-			p.mu.Lock()
-			next := p.conns[i]
-			p.mu.Unlock()
-			if next != nil && next != c { // replaced (Heard: the satellite called from a new address)
-				c = next
-				continue
-			}
 			return fmt.Errorf("satellite %d: connection closed: %w", i, errs.ErrUnavailable)
 		}
 		c.Connect() // from Idle; a no-op otherwise

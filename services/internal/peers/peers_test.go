@@ -249,7 +249,16 @@ func TestASatelliteThatHasNotAppearedCostsNoBackgroundReconnection(t *testing.T)
 	free.Close()
 	p := NewPool(func(uint32) string { return "sat-3.test:" + port })
 	t.Cleanup(func() { p.Close() })
-	check := func() error { return checkHealth(p, 3) }
+	check := func() error {
+		h, err := p.Health(3)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err = h.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	}
 	conn := func() *grpc.ClientConn {
 		p.mu.Lock()
 		defer p.mu.Unlock()
