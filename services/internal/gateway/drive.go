@@ -40,7 +40,8 @@ func (g *Gateway) machineIdle(ctx context.Context, s *session, located bool, idl
 		s.recent = map[uint32]struct{}{} // shared with the machine
 	}
 	cfg := fsm.Config{ID: s.id, Visits: fsmVisits(sched), Strategy: fsmStrategies[s.strategy], Plane: g.plane(),
-		Idle: idle, FencedRetry: fencedRetry, ForwardRetries: forwardRetries, Relocatable: s.live == nil && ctx.Value(stayKey{}) == nil}
+		Idle: idle, FencedRetry: fencedRetry, ForwardRetries: forwardRetries,
+		HandOverRetries: handOverRetries, Relocatable: s.live == nil && ctx.Value(stayKey{}) == nil}
 	return fsm.Resume(cfg, fsm.State{Visits: fsmVisits(s.visits), Cur: s.cur, Epoch: s.epoch, Left: s.left,
 		MoveDue: s.moveDue, Recent: s.recent, Tables: s.tables, Used: s.used, Located: located})
 }

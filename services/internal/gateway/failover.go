@@ -62,6 +62,16 @@ const fencedRetry = 250 * time.Millisecond
 // killed satellite's return, when one try was all they had).
 const forwardRetries = 4
 
+// handOverRetries: a handover the serving satellite refused because its
+// detector holds the next satellite dead, while the gateway's holds it alive,
+// is sent again after waits of 0.25, 0.5, 1, 2, 2 and 2 s (7.75 s in all):
+// a satellite back in a new pod is reached by the serving one once its
+// re-probe (every 2 s) finds the new pod's name, which the cluster DNS may
+// answer "no such host" for its negative-cache time (5 s) after the pod's
+// first calls (make e2e-k8s: a handover 8 s after a forced pod deletion,
+// refused "satellite 14 is down: no ISL route", failed the replay).
+const handOverRetries = 6
+
 // standIn makes satellite at serve visit v of s in place of the scheduled one.
 func (s *session) standIn(v int, at uint32) {
 	s.visits = slices.Clone(s.visits) // the registered schedule may be shared

@@ -70,6 +70,13 @@ type Config struct {
 	// a new address, or restoring), after waits of FencedRetry doubling up to
 	// 8 x FencedRetry. 0: only a fenced one, once.
 	ForwardRetries int
+	// HandOverRetries is how many times a handover is sent again when the
+	// serving satellite refused it as to a dead next satellite that the
+	// gateway's failure detector holds alive (the two detectors disagree for
+	// a moment: the next one is back at a new address the serving one has
+	// not reached yet), after the same waits. 0: the refusal is the request's
+	// error at once.
+	HandOverRetries int
 	// Unlocated: the session is rebuilt (from its ticket): where it is comes
 	// from asking the satellites, on its first request. Otherwise it was just
 	// opened at its first visit's satellite.
@@ -612,7 +619,14 @@ func (m *Machine) verdict(v Verdict) []Action {
 		}
 		m.pend = none
 		if !v.Dead {
-			return m.reply(m.cause) // slow, not dead: never replaced
+			// Slow, not dead: never replaced. Handed over again after a wait
+			// (the serving satellite's detector catching up), else the error.
+			if m.waits < m.cfg.HandOverRetries {
+				d := retry.Backoff{First: m.cfg.FencedRetry, Max: 8 * m.cfg.FencedRetry}.Delay(m.waits) // no jitter: the driver's
+				m.waits++
+				return m.ask(pWait, Wait{D: d})
+			}
+			return m.reply(m.cause)
 		}
 		m.j = 1
 		return m.nextStandIn()

@@ -125,6 +125,40 @@ func TestANextSatelliteIsReplacedOnlyAfterTheDetectorsVerdict(t *testing.T) {
 	}
 }
 
+// A handover the serving satellite refused as to a dead next satellite that
+// the gateway's detector holds alive is sent again after waits, at most
+// HandOverRetries times; then the refusal is the request's error.
+func TestAHandoverToANextSatelliteOnlyTheServingOneHoldsDeadIsSentAgain(t *testing.T) {
+	cfg := fsm.Config{FencedRetry: 250 * time.Millisecond, HandOverRetries: 2}
+	refused := []step{
+		{fsm.Result{Err: errDead}, []fsm.Action{fsm.CallTakeOver{Failed: 1, At: 0}}},
+		{fsm.Result{Err: errNoFailover}, []fsm.Action{fsm.CheckAlive{Satellite: 5}}},
+	}
+	handOver := fsm.CallHandOver{From: 1, To: 5, AtNs: 10, Visit: 1}
+	caught := newMachine(t, cfg)
+	run(t, caught, t0, append(append([]step{{fsm.Request{TNs: 12}, []fsm.Action{handOver}}}, refused...),
+		step{fsm.Verdict{Satellite: 5, Dead: false}, []fsm.Action{fsm.Wait{D: 250 * time.Millisecond}}},
+		step{fsm.Result{}, []fsm.Action{handOver}},
+		step{fsm.Result{TablePages: 2}, []fsm.Action{fsm.Forward{Satellite: 5}}},
+		step{fsm.Result{}, []fsm.Action{fsm.Reply{Satellite: 5}}}))
+	if s, v := caught.Serving(); s != 5 || v != 1 || caught.Epoch() != 1 {
+		t.Errorf("serving %d (visit %d, epoch %d), want 5 at visit 1, epoch 1", s, v, caught.Epoch())
+	}
+	never := newMachine(t, cfg)
+	steps := []step{{fsm.Request{TNs: 12}, []fsm.Action{handOver}}}
+	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond} {
+		steps = append(append(steps, refused...),
+			step{fsm.Verdict{Satellite: 5, Dead: false}, []fsm.Action{fsm.Wait{D: d}}},
+			step{fsm.Result{}, []fsm.Action{handOver}})
+	}
+	steps = append(append(steps, refused...),
+		step{fsm.Verdict{Satellite: 5, Dead: false}, []fsm.Action{fsm.Reply{Satellite: 1, Err: errMarker}}})
+	run(t, never, t0, steps)
+	if v := never.Visits(); v[1].Satellite != 5 || never.Busy() {
+		t.Errorf("visits %v, busy %v: want 5 kept and the request answered", v, never.Busy())
+	}
+}
+
 // The stand-in of a dead next satellite may be the serving one: it keeps the session.
 func TestTheServingSatelliteStandsInForTheDeadNextOneBehindIt(t *testing.T) {
 	m := newMachine(t, fsm.Config{Visits: []fsm.Visit{{Satellite: 4, StartNs: 0}, {Satellite: 5, StartNs: 10}}})
@@ -306,7 +340,7 @@ func TestInvariantsHoldUnderRandomEvents(t *testing.T) {
 		}
 		strategy := fsm.Strategy(rng.IntN(3))
 		m, err := fsm.New(fsm.Config{ID: "r", Visits: visits, Strategy: strategy, Plane: plane, Idle: time.Minute,
-			FencedRetry: time.Millisecond, ForwardRetries: rng.IntN(3), Unlocated: rng.IntN(2) == 0, Relocatable: rng.IntN(2) == 0, Now: t0})
+			FencedRetry: time.Millisecond, ForwardRetries: rng.IntN(3), HandOverRetries: rng.IntN(3), Unlocated: rng.IntN(2) == 0, Relocatable: rng.IntN(2) == 0, Now: t0})
 		if err != nil {
 			t.Fatal(err)
 		}
