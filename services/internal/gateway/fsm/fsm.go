@@ -591,10 +591,8 @@ func (m *Machine) takeOverFailed() []Action {
 			// No satellite behind took the session over: theirs hold it alive
 			// (back at a new address, or restoring). Ask it again after a wait,
 			// and take it over then if it has died meanwhile.
-			d := retry.Backoff{First: m.cfg.FencedRetry, Max: 8 * m.cfg.FencedRetry}.Delay(m.waits) // no jitter: the driver's
-			m.waits++
 			m.retried = false
-			return m.ask(pWait, Wait{D: d})
+			return m.waitAgain()
 		}
 		if m.waits == 0 && errs.Has(m.cause, errs.ErrStaleEpoch) {
 			// Fenced, and no satellite behind it took the session over: the
@@ -611,6 +609,14 @@ func (m *Machine) takeOverFailed() []Action {
 		m.cfg.ID, m.visits[m.cur].Satellite, m.cause))
 }
 
+// waitAgain asks for the next of the request's waits (FencedRetry doubling
+// up to 8x) before it is tried again.
+func (m *Machine) waitAgain() []Action {
+	d := retry.Backoff{First: m.cfg.FencedRetry, Max: 8 * m.cfg.FencedRetry}.Delay(m.waits) // no jitter: the driver's
+	m.waits++
+	return m.ask(pWait, Wait{D: d})
+}
+
 func (m *Machine) verdict(v Verdict) []Action {
 	switch m.pend {
 	case pNextAlive:
@@ -622,9 +628,7 @@ func (m *Machine) verdict(v Verdict) []Action {
 			// Slow, not dead: never replaced. Handed over again after a wait
 			// (the serving satellite's detector catching up), else the error.
 			if m.waits < m.cfg.HandOverRetries {
-				d := retry.Backoff{First: m.cfg.FencedRetry, Max: 8 * m.cfg.FencedRetry}.Delay(m.waits) // no jitter: the driver's
-				m.waits++
-				return m.ask(pWait, Wait{D: d})
+				return m.waitAgain()
 			}
 			return m.reply(m.cause)
 		}
