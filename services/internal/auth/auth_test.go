@@ -202,10 +202,8 @@ func readStream() rpc {
 		if m.Id != 1 {
 			return fmt.Errorf("answer to %d, want 1", m.Id)
 		}
-		if len(m.Status) > 0 {
-			return errs.FromStatusBytes(m.Status)
-		}
-		return nil
+		_, err = errs.Answer(m.Response, m.Status)
+		return err
 	}, nil}
 }
 

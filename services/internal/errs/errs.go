@@ -254,3 +254,16 @@ func FromStatusBytes(b []byte) error {
 	}
 	return status.ErrorProto(&sp)
 }
+
+// Answer is a stream's answer as its unary call would have returned: the
+// error its status carries (FromStatusBytes), else its response; an answer
+// with neither is an Internal error.
+func Answer[R any](resp *R, st []byte) (*R, error) {
+	if len(st) > 0 {
+		return nil, FromStatusBytes(st)
+	}
+	if resp == nil {
+		return nil, status.Error(codes.Internal, "a stream's answer carries neither a response nor an error")
+	}
+	return resp, nil
+}

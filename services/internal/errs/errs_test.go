@@ -40,3 +40,19 @@ func TestOnlyTransientUnavailableFailuresAreRetryable(t *testing.T) {
 		t.Errorf("code of no route: got %v, want Unavailable (unchanged on the wire)", c)
 	}
 }
+
+func TestAStreamAnswerIsWhatItsUnaryCallWouldReturn(t *testing.T) {
+	sent := errs.Status(fmt.Errorf("session s: %w", errs.ErrUnknownSession))
+	if resp, err := errs.Answer[int](nil, errs.StatusBytes(sent)); resp != nil || status.Code(err) != codes.NotFound || errs.Reason(err) != errs.ReasonUnknownSession {
+		t.Errorf("an error's answer: %v, %v; want NotFound with reason %s", resp, err, errs.ReasonUnknownSession)
+	}
+	one := 1
+	if resp, err := errs.Answer(&one, nil); resp != &one || err != nil {
+		t.Errorf("a response's answer: %v, %v", resp, err)
+	}
+	for _, st := range [][]byte{nil, {0xff, 0xff}, errs.StatusBytes(nil)} {
+		if _, err := errs.Answer[int](nil, st); status.Code(err) != codes.Internal {
+			t.Errorf("status %x without a response: %v, want Internal", st, err)
+		}
+	}
+}

@@ -49,15 +49,10 @@ func (r *readStreams) read(pool peers.Dialer, sat uint32, req *satpagev1.ReadPag
 		delete(r.streams, sat)
 		return nil, err
 	}
-	switch {
-	case m.Id != r.next:
+	if m.Id != r.next {
 		return nil, fmt.Errorf("read stream to satellite %d: answer %d to message %d", sat, m.Id, r.next)
-	case len(m.Status) > 0:
-		return nil, errs.FromStatusBytes(m.Status)
-	case m.Response == nil:
-		return nil, fmt.Errorf("read stream to satellite %d: answer %d carries neither a page nor an error", sat, m.Id)
 	}
-	return m.Response, nil
+	return errs.Answer(m.Response, m.Status)
 }
 
 // close ends the streams.

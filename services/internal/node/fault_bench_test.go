@@ -128,10 +128,7 @@ func benchOneHopFault(b *testing.B, streams, readStream bool) {
 		if err != nil {
 			return nil, err
 		}
-		if len(m.Status) > 0 {
-			return nil, errs.FromStatusBytes(m.Status)
-		}
-		return m.Response, nil
+		return errs.Answer(m.Response, m.Status)
 	}
 	read := 0
 	t0 := cpuTime(b)

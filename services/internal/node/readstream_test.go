@@ -28,10 +28,7 @@ func readOver(t *testing.T, st satpagev1.PageService_ReadStreamClient, id uint64
 	if m.Id != id {
 		t.Fatalf("answer %d to message %d", m.Id, id)
 	}
-	if len(m.Status) > 0 {
-		return nil, errs.FromStatusBytes(m.Status)
-	}
-	return m.Response, nil
+	return errs.Answer(m.Response, m.Status)
 }
 
 // Two sessions take the same tour (fetchstream_test.go), one reading with

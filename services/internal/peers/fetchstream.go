@@ -207,7 +207,7 @@ func (f *fetchStream) read() {
 		delete(f.waiting, m.Id)
 		f.mu.Unlock()
 		if ok { // else its caller gave up
-			ch <- answer(f.i, m)
+			ch <- answer(m)
 		}
 	}
 }
@@ -236,12 +236,7 @@ func (f *fetchStream) end(err error) {
 }
 
 // answer is a response message as the unary call would have returned it.
-func answer(i uint32, m *satpagev1.FetchStreamResponse) fetchReply {
-	if len(m.Status) == 0 {
-		if m.Response == nil {
-			return fetchReply{err: status.Errorf(codes.Internal, "satellite %d: fetch stream answer %d carries neither pages nor an error", i, m.Id)}
-		}
-		return fetchReply{resp: m.Response}
-	}
-	return fetchReply{err: errs.FromStatusBytes(m.Status)}
+func answer(m *satpagev1.FetchStreamResponse) fetchReply {
+	resp, err := errs.Answer(m.Response, m.Status)
+	return fetchReply{resp: resp, err: err}
 }
