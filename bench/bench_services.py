@@ -15,10 +15,15 @@ except the pair below that measures what emulation costs.
   16 or 64 per request (ReadPages, whose faults travel as one FetchPages per old
   owner), in page accesses per second and as a ratio to redis-benchmark GET;
   and one page per message of a read stream per session and satellite
-  (PageService.ReadStream, docs/services.md "The read stream").
+  (PageService.ReadStream, docs/services.md "The read stream"). Then rounds
+  (three, or ``--rounds``) of the bare round trip and one-hop faults at one page
+  per request (read streams, then ReadPage calls), seconds apart: the ratio of
+  one page per request to the bare round trip is the median of the rounds'.
 - Latency: one page per request at a light offered load (open loop, 100
-  requests/s), p50 to p99.9; the p99 added per relayed hop is the least-squares
-  slope of p99 over 1 to 8 hops, beside the bare gRPC round trip's p99.
+  requests/s), p50 to p99.9; the hop counts are measured at once (satload
+  --interleave: each at 100/N requests/s for N times as long), so a stall of the
+  machine falls on all of them alike; the p99 added per relayed hop is the
+  least-squares slope of p99 over 1 to 8 hops, beside the bare gRPC round trip's p99.
 
 Targets (issue 8, this 2-core machine): >= 10,000 one-hop page faults/s aggregate,
 and < 1 ms of p99 latency added per relayed hop on loopback. Exit 1 when a
@@ -100,14 +105,18 @@ BATCHES = (1, 16, 64)
 
 def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers: int, duration: float,
             batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000,
-            tls_dir: str | None = None, request_ids: bool = False, read_stream: bool = False) -> list[dict]:
+            tls_dir: str | None = None, request_ids: bool = False, read_stream: bool = False,
+            interleave: bool = False) -> list[dict]:
     """One bin/satload run (bounded in time and count): one JSON object per hop count;
     over mutual TLS with tls_dir's gateway certificate and token key, else plain text;
     request_ids: every read carries a request_id (exactly-once, as the gateway's do);
-    read_stream: one-page reads as messages of a read stream (PageService.ReadStream)."""
+    read_stream: one-page reads as messages of a read stream (PageService.ReadStream);
+    interleave (open loop, several hop counts): the hop counts at once, each at
+    rate over their number for that many times duration (satload --interleave)."""
     security = ["--tls-dir", tls_dir] if tls_dir else ["--insecure"]
     ids = ["--request-ids"] if request_ids else []
     ids += ["--read-stream"] if read_stream else []
+    ids += ["--interleave"] if interleave else []
     out = subprocess.run(
         [str(find_binary("satload")), "--constellation", constellation,
          "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(base + 2),
@@ -155,7 +164,8 @@ def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, l
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
             print("insecure cluster: throughput batch 64, hop 1; latency", file=sys.stderr)
             tp = satload(base, args.constellation, pid_file, "1", workers=args.workers, duration=dur, batch=64)[0]
-            lat = satload(base, args.constellation, pid_file, hops, workers=4, duration=lat_s, rate=args.rate)
+            lat = satload(base, args.constellation, pid_file, hops, workers=4, duration=lat_s, rate=args.rate,
+                          interleave=True)
         finally:
             cluster_down(Path(tmp))
     return tp, lat
@@ -254,60 +264,81 @@ SINGLE_PAGE_HOPS = "1,2,3,4"
 
 def compare_single_page(constellation: str, workers: int, dur: float, rounds: int,
                         rate: float, lat_s: float) -> list[dict]:
-    """Rounds on one cluster: the bare gRPC round trip, then one-hop faults at
-    one page per request (closed loop) over read streams and as ReadPage
-    calls, then the latency series over
-    SINGLE_PAGE_HOPS at rate requests/s (open loop, 4 sessions, lat_s each);
-    one dict per round."""
-    out = []
+    """single_page_rounds on a cluster of its own (mutual TLS, no link emulation)."""
     with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp:
         base = _free_port_base(constellation)
         st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False)
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            for i in range(rounds):
-                print(f"single page: pair {i + 1}/{rounds}: bare round trip, one-hop faults", file=sys.stderr)
-                bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur,
-                               tls_dir=st.tls_dir)[0]
-                fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
-                                tls_dir=st.tls_dir, read_stream=True)[0]
-                unary = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
-                                tls_dir=st.tls_dir)[0]
-                lat = satload(base, constellation, pid_file, SINGLE_PAGE_HOPS, workers=4, duration=lat_s,
-                              rate=rate, tls_dir=st.tls_dir)
-                out.append({"bare": bare, "fault": fault, "fault_unary": unary, "latency": lat,
-                            "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
-                            "unary_rate_ratio": unary["accesses_per_s"] / bare["accesses_per_s"],
-                            "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"],
-                            "per_hop_p99_ms": slope([r["hops"] for r in lat], [r["p99_ms"] for r in lat]),
-                            "per_hop_p50_ms": slope([r["hops"] for r in lat], [r["p50_ms"] for r in lat])})
+            return single_page_rounds(st, base, constellation, pid_file, workers=workers, dur=dur, rounds=rounds,
+                                      rate=rate, lat_s=lat_s, hops=SINGLE_PAGE_HOPS)
         finally:
             cluster_down(Path(tmp))
+
+
+def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, workers: int, dur: float,
+                       rounds: int, rate: float = 0.0, lat_s: float = 0.0, hops: str | None = None) -> list[dict]:
+    """Rounds on a running cluster: the bare gRPC round trip, then one-hop
+    faults at one page per request (closed loop) over read streams and as
+    ReadPage calls, then (hops given) the latency series over hops at rate
+    requests/s (open loop, 4 sessions, lat_s each); one dict per round. Each
+    ratio pairs runs seconds apart, so a drift of the machine over a long run
+    hits both of its sides."""
+    out = []
+    for i in range(rounds):
+        print(f"single page: round {i + 1}/{rounds}: bare round trip, one-hop faults"
+              + (f", latency over hops {hops}" if hops else ""), file=sys.stderr)
+        bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
+        fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
+                        tls_dir=st.tls_dir, read_stream=True)[0]
+        unary = satload(base, constellation, pid_file, "1", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
+        r = {"bare": bare, "fault": fault, "fault_unary": unary,
+             "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
+             "unary_rate_ratio": unary["accesses_per_s"] / bare["accesses_per_s"],
+             "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"]}
+        if hops:
+            lat = satload(base, constellation, pid_file, hops, workers=4, duration=lat_s, rate=rate,
+                          tls_dir=st.tls_dir, interleave=True)
+            r |= {"latency": lat, "per_hop_p99_ms": slope([x["hops"] for x in lat], [x["p99_ms"] for x in lat]),
+                  "per_hop_p50_ms": slope([x["hops"] for x in lat], [x["p50_ms"] for x in lat])}
+        out.append(r)
     return out
 
 
+def single_page_ok(pairs: list[dict]) -> bool:
+    """Every round's faults and latency series had the expected outcomes and hop counts."""
+    return all(hops_ok(r) for p in pairs for r in (p["fault"], p["fault_unary"], *p.get("latency", [])))
+
+
 def print_single_page(pairs: list[dict]) -> dict:
-    """The pairs' table; returns the medians and ranges of both ratios."""
+    """The rounds' table; returns the medians and ranges of both ratios and,
+    when the rounds have latency series, the p99 and p50 added per hop."""
     print("\none page per request (issue 33): the bare gRPC round trip and one-hop faults alternately, one cluster;")
     print("faults over read streams (stream) and as ReadPage calls (unary)")
     print(f"{'pair':>4} {'bare/s':>7} {'CPU us':>6} {'stream/s':>8} {'CPU us':>6} {'ratio':>6} "
           f"{'CPU x':>5} {'unary/s':>7} {'ratio':>6} {'hops ok':>7}")
     for i, p in enumerate(pairs):
         b, f, u = p["bare"], p["fault"], p["fault_unary"]
-        ok = hops_ok(f) and hops_ok(u) and all(hops_ok(r) for r in p['latency'])
         print(f"{i + 1:>4} {b['accesses_per_s']:>7,.0f} {b['cpu_us_per_access']:>6.0f} {f['accesses_per_s']:>8,.0f} "
               f"{f['cpu_us_per_access']:>6.0f} {p['rate_ratio']:>6.3f} {p['cpu_in_bare_round_trips']:>5.2f} "
-              f"{u['accesses_per_s']:>7,.0f} {p['unary_rate_ratio']:>6.3f} {str(ok):>7}")
+              f"{u['accesses_per_s']:>7,.0f} {p['unary_rate_ratio']:>6.3f} {str(single_page_ok([p])):>7}")
     rates = sorted(p["rate_ratio"] for p in pairs)
     unary = sorted(p["unary_rate_ratio"] for p in pairs)
     cpus = sorted(p["cpu_in_bare_round_trips"] for p in pairs)
-    p99s = sorted(p["per_hop_p99_ms"] for p in pairs)
     summary = {"single_page_vs_bare": statistics.median(rates), "single_page_vs_bare_range": [rates[0], rates[-1]],
                "single_page_unary_vs_bare": statistics.median(unary),
                "single_page_unary_vs_bare_range": [unary[0], unary[-1]],
-               "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]],
-               "per_hop_p99_ms_rounds": [p["per_hop_p99_ms"] for p in pairs]}
+               "cpu_in_bare_round_trips": statistics.median(cpus), "cpu_range": [cpus[0], cpus[-1]]}
+    print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} over read streams (median of {len(pairs)} "
+          f"pairs, {rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); as ReadPage calls "
+          f"{summary['single_page_unary_vs_bare']:.3f} ({unary[0]:.3f} to {unary[-1]:.3f}); CPU per fault "
+          f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    if "latency" not in pairs[0]:
+        return summary
+    p99s = sorted(p["per_hop_p99_ms"] for p in pairs)
+    summary["per_hop_p99_ms_rounds"] = [p["per_hop_p99_ms"] for p in pairs]
     # Other work on the machine only adds latency, and a stall that falls in one hop
     # count's run tilts that round's slope either way: the p99 of each hop count is
     # its lowest over the rounds (the least disturbed), and the slope is over those.
@@ -315,14 +346,9 @@ def print_single_page(pairs: list[dict]) -> dict:
     low = {q: [min(p["latency"][i][q] for p in pairs) for i in range(len(hops))] for q in ("p99_ms", "p50_ms")}
     summary |= {"per_hop_p99_ms": slope(hops, low["p99_ms"]), "per_hop_p50_ms": slope(hops, low["p50_ms"]),
                 "lowest_p99_ms": dict(zip(map(str, hops), low["p99_ms"], strict=True))}
-    print(f"latency rounds (hops {SINGLE_PAGE_HOPS}, one page per request, open loop, 4 sessions): p99 added per hop "
-          + ", ".join(f"{v:.3f}" for v in (p["per_hop_p99_ms"] for p in pairs)) + " ms; p50 "
+    print(f"latency rounds (hops {','.join(map(str, hops))}, one page per request, open loop, 4 sessions): "
+          "p99 added per hop " + ", ".join(f"{v:.3f}" for v in (p["per_hop_p99_ms"] for p in pairs)) + " ms; p50 "
           + ", ".join(f"{v:.3f}" for v in (p["per_hop_p50_ms"] for p in pairs)) + " ms")
-    print(f"  single_page_vs_bare {summary['single_page_vs_bare']:.3f} over read streams (median of {len(pairs)} "
-          f"pairs, {rates[0]:.3f} to {rates[-1]:.3f}; target >= 0.45); as ReadPage calls "
-          f"{summary['single_page_unary_vs_bare']:.3f} ({unary[0]:.3f} to {unary[-1]:.3f}); CPU per fault "
-          f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
-          f"load average {os.getloadavg()[0]:.1f}")
     print(f"  per_hop_p99_ms {summary['per_hop_p99_ms']:.3f} (slope of each hop count's lowest p99 over the "
           f"{len(pairs)} rounds: " + ", ".join(f"{h} hops {v:.3f}" for h, v in summary["lowest_p99_ms"].items())
           + f" ms; single rounds {p99s[0]:.3f} to {p99s[-1]:.3f}; target < 0.5), per_hop_p50_ms "
@@ -359,7 +385,8 @@ def main() -> int:
                     help="only one-hop faults at one page per request against the bare round trip, alternately, "
                          "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
     ap.add_argument("--rounds", type=int, default=None,
-                    help="pairs of runs (1 to 50): --only-single-page (default 5), link emulation off/on (default 2)")
+                    help="rounds (1 to 50): of the one-page ratio (default 3; --only-single-page: 5), "
+                         "of link emulation off/on (default 2)")
     args = ap.parse_args()
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
@@ -374,7 +401,7 @@ def main() -> int:
         summary = print_single_page(pairs)
         print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
                           "load_average": os.getloadavg()}))
-        return 0 if all(hops_ok(r) for p in pairs for r in (p["fault"], p["fault_unary"], *p["latency"])) else 1
+        return 0 if single_page_ok(pairs) else 1
     if args.only_replicas:
         rep = compare_replicas(args, dur)
         share = print_replicas(rep)
@@ -435,8 +462,12 @@ def main() -> int:
             # The bare round trip again after the throughput runs: the ratio of one page
             # per request to it uses the mean of both (a shared machine drifts).
             echo_after = run("echo", workers=args.workers, duration=dur)[0]
+            # Issue 33's ratio: rounds of the bare round trip and one-hop faults, each
+            # pair seconds apart (the table's runs are a minute apart).
+            single = single_page_rounds(st, base, args.constellation, pid_file, workers=args.workers, dur=dur,
+                                        rounds=args.rounds or 3)
             print(f"latency: {args.rate:g} requests/s, hops {hops}", file=sys.stderr)
-            latency = run(hops, workers=4, duration=lat_s, rate=args.rate)
+            latency = run(hops, workers=4, duration=lat_s, rate=args.rate, interleave=True)
         finally:
             cluster_down(Path(tmp))
 
@@ -478,10 +509,7 @@ def main() -> int:
     per_hop_p50 = slope([r["hops"] for r in remote], [r["p50_ms"] for r in remote])
     one = {b: throughput[b][HOPS.index(1)]["accesses_per_s"] for b in BATCHES}
     best = max(BATCHES, key=lambda b: one[b])
-    # Issue 33: one page per request against the bare round trip, both from this run.
-    bare = (echo_tp["accesses_per_s"] + echo_after["accesses_per_s"]) / 2
-    one_streamed = streamed[HOPS.index(1)]["accesses_per_s"]
-    single_vs_bare, single_unary_vs_bare = one_streamed / bare, one[1] / bare
+    single_summary = print_single_page(single)
     print("\ntargets (issue 8, this 2-core machine):")
     print("  one-hop page faults/s >= 10,000: " + ", ".join(f"batch {b}: {one[b]:,.0f} (ratio {one[b] / 10_000:.2f})"
                                                             for b in BATCHES))
@@ -490,8 +518,8 @@ def main() -> int:
           f"{per_hop_p50:.3f} ms; {vs_local:.3f} ms counting the 8-hop p99 from the local read's); "
           f"{per_hop_p99 / echo_lat['p99_ms']:.2f} x the p99 of a bare gRPC round trip")
     print(f"  one-hop page faults at one page per request vs the bare gRPC round trip (issue 33, target >= 0.45): "
-          f"over read streams {one_streamed:,.0f}/s / {bare:,.0f}/s (the round trip before and after) = "
-          f"{single_vs_bare:.3f}; as ReadPage calls {one[1]:,.0f}/s: {single_unary_vs_bare:.3f}; "
+          f"over read streams {single_summary['single_page_vs_bare']:.3f}, as ReadPage calls "
+          f"{single_summary['single_page_unary_vs_bare']:.3f} (medians of {len(single)} rounds); "
           f"per_hop_p99_ms {per_hop_p99:.3f} (target < 0.5); load average {os.getloadavg()[0]:.1f}")
     sec_out = {}
     if insecure is not None:
@@ -514,8 +542,8 @@ def main() -> int:
     print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "throughput_after": echo_after, "latency": echo_lat},
                       "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
-                      "read_stream": streamed, "single_page_vs_bare": single_vs_bare,
-                      "single_page_unary_vs_bare": single_unary_vs_bare, "load_average": os.getloadavg(),
+                      "read_stream": streamed, "single_page": single, **single_summary,
+                      "load_average": os.getloadavg(),
                       "per_hop_p99_vs_local_ms": vs_local,
                       "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}))
     share = print_replicas(rep)
@@ -523,7 +551,7 @@ def main() -> int:
     emu_ratio = print_emulation(emu)
     print(json.dumps({"emulation": emu, "emulation_on_vs_off": emu_ratio}))
     ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
-          and all(hops_ok(r) for r in streamed)
+          and all(hops_ok(r) for r in streamed) and single_page_ok(single)
           and all(hops_ok(r) for rs in emu.values() for r in rs))
     return 0 if ok and share >= 0.5 else 1
 

@@ -313,6 +313,8 @@ def main() -> int:
     ap.add_argument("--syscalls", action="store_true",
                     help="also count the satnodes' and redis-servers' system calls per request (perf stat)")
     ap.add_argument("--out", type=Path, help="keep the profiles here (default: a temporary directory)")
+    ap.add_argument("--read-stream", action="store_true",
+                    help="the faults as messages of read streams (PageService.ReadStream), not ReadPage calls")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     if args.seconds < 2 or args.seconds > 60:
@@ -390,7 +392,7 @@ def main() -> int:
                 t.start()
             s3, t3 = switches(st.processes), time.monotonic()
             fault = satload(base, args.constellation, pid_file, "1", tls_dir=st.tls_dir, workers=args.workers,
-                            duration=args.seconds + SETUP_S + 2, batch=1)[0]
+                            duration=args.seconds + SETUP_S + 2, batch=1, read_stream=args.read_stream)[0]
             s4, t4 = switches(st.processes), time.monotonic()
             for t in side:
                 t.join()
@@ -404,7 +406,7 @@ def main() -> int:
             # gateway and the replayer send), not profiled.
             s5, t5 = switches(st.processes), time.monotonic()
             with_ids = satload(base, args.constellation, pid_file, "1", tls_dir=st.tls_dir, workers=args.workers,
-                               duration=args.seconds, batch=1, request_ids=True)[0]
+                               duration=args.seconds, batch=1, request_ids=True, read_stream=args.read_stream)[0]
             s6, t6 = switches(st.processes), time.monotonic()
             calls_ids = redis_calls(Path(tmp) / "redis", n) - calls1
             # The bare round trip again: the ratios use the mean of before and

@@ -43,6 +43,7 @@ func main() {
 	batch := fs.Int("batch", 1, "pages per request (1: ReadPage, more: ReadPages)")
 	rate := fs.Float64("rate", 0, "open-loop aggregate requests per second (0: closed loop, as fast as replies come)")
 	requestIDs := fs.Bool("request-ids", false, "give every read a request_id (exactly-once, as the gateway sends them)")
+	interleave := fs.Bool("interleave", false, "with --rate and several hop counts: measure them at once, each at rate/N requests/s for N x --duration (as many requests per hop count; a stall of the machine falls on all alike); CPU not metered")
 	readStream := fs.Bool("read-stream", false, "with --batch 1: each read a message of a read stream per session and satellite (PageService.ReadStream), not a ReadPage call")
 	pidsFile := fs.String("cpu-pids", "", "file of cluster pids (one per line) whose CPU time to meter")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "TLS material of a secure cluster: satload acts with the gateway's certificate and token signing key (docs/security.md)")
@@ -106,6 +107,11 @@ func main() {
 	}
 	defer pool.Close()
 	enc := json.NewEncoder(os.Stdout)
+	if *interleave {
+		os.Exit(runInterleaved(ctx, g, pool, *hops, load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes,
+			Duration: *duration, MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, Token: tok,
+			RequestIDs: *requestIDs, ReadStream: *readStream}, enc))
+	}
 	for _, h := range strings.Split(*hops, ",") {
 		o := load.Options{Workers: *workers, Pages: *pages, PageBytes: *pageBytes, Duration: *duration,
 			MaxFaults: *maxFaults, Batch: *batch, RatePerS: *rate, Seed: 1, CPUPids: pids, Token: tok,
@@ -125,6 +131,39 @@ func main() {
 		}
 		_ = enc.Encode(res)
 	}
+}
+
+// runInterleaved measures the hop counts of hops at once (load.Interleaved),
+// each at o's rate over their number for that many times o's duration, and
+// prints one JSON object per hop count.
+func runInterleaved(ctx context.Context, g *constellation.Grid, pool *peers.Pool, hops string, o load.Options, enc *json.Encoder) int {
+	fields := strings.Split(hops, ",")
+	if o.RatePerS <= 0 || len(fields) < 2 {
+		fmt.Fprintf(os.Stderr, "satload: --interleave wants --rate > 0 and two or more hop counts (--rate %g, --hops %q)\n", o.RatePerS, hops)
+		return 2
+	}
+	runs := make([]load.Options, len(fields))
+	for i, h := range fields {
+		h = strings.TrimSpace(h)
+		n, err := strconv.Atoi(h)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "satload: --interleave: hop count %q is not an integer\n", h)
+			return 2
+		}
+		runs[i] = o
+		runs[i].Hops = n
+		runs[i].RatePerS = o.RatePerS / float64(len(fields))
+		runs[i].Duration = o.Duration * time.Duration(len(fields))
+	}
+	res, err := load.Interleaved(ctx, g, pool, runs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "satload:", err)
+		return 1
+	}
+	for _, r := range res {
+		_ = enc.Encode(r)
+	}
+	return 0
 }
 
 // runGateway loads the gateway at addr as a client would (its certificate from

@@ -123,51 +123,111 @@ func check(o Options) error {
 
 // Run measures o.Hops-hop page faults against satellites reached through pool.
 func Run(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (Result, error) {
-	if err := check(o); err != nil {
+	p, err := prepare(ctx, g, pool, o)
+	defer p.end(pool)
+	if err != nil {
 		return Result{}, err
+	}
+	return p.measure(ctx, pool)
+}
+
+// Interleaved measures the page faults of all runs at once (one
+// latency series over hop counts whose runs overlap: a stall of the machine
+// falls on all of them alike, where one after the other it would fall on one
+// hop count and tilt a slope over them). Every session of every run is
+// set up before any clock starts; CPU is not metered (the runs share it).
+func Interleaved(ctx context.Context, g *constellation.Grid, pool peers.Dialer, runs []Options) ([]Result, error) {
+	ps := make([]*prepared, len(runs))
+	defer func() {
+		for _, p := range ps {
+			p.end(pool)
+		}
+	}()
+	for i, o := range runs {
+		o.CPUPids = nil
+		var err error
+		if ps[i], err = prepare(ctx, g, pool, o); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Result, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() {
+			out[i], errs[i] = p.measure(ctx, pool)
+			out[i].CPUMicrosPerAccess = 0
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// prepared is one measurement's sessions, set up (opened, every page written).
+type prepared struct {
+	o     Options
+	ready []*session
+	data  []byte
+}
+
+func prepare(ctx context.Context, g *constellation.Grid, pool peers.Dialer, o Options) (*prepared, error) {
+	if err := check(o); err != nil {
+		return nil, err
 	}
 	r := rand.New(rand.NewPCG(o.Seed, uint64(o.Hops)))
 	ps, err := pairs(g, o.Hops, o.Workers, r)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	data := make([]byte, o.PageBytes)
-	for i := range data {
-		data[i] = byte(r.IntN(256))
+	p := &prepared{o: o, ready: make([]*session, o.Workers), data: make([]byte, o.PageBytes)}
+	for i := range p.data {
+		p.data[i] = byte(r.IntN(256))
 	}
 	tag := fmt.Sprintf("load-%d-%d", time.Now().UnixNano(), o.Hops)
-	// Sessions are set up first (open, write every page); the clock and the CPU
-	// meter start once all are ready.
-	ready := make([]*session, o.Workers)
 	errs := make([]error, o.Workers)
 	var setup sync.WaitGroup
 	for w := range o.Workers {
 		setup.Go(func() {
-			ready[w], errs[w] = open(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, data)
+			p.ready[w], errs[w] = open(ctx, pool, fmt.Sprintf("%s-%d", tag, w), ps[w], o, p.data)
 		})
 	}
 	setup.Wait()
-	defer func() {
-		for _, ss := range ready {
-			if ss != nil {
-				ss.end(pool)
-			}
-		}
-	}()
 	for _, err := range errs {
 		if err != nil {
-			return Result{}, err
+			return p, err
 		}
 	}
+	return p, nil
+}
+
+// measure starts the clock and the CPU meter and runs the sessions.
+func (p *prepared) measure(ctx context.Context, pool peers.Dialer) (Result, error) {
 	rpc := "ReadPage"
-	if o.Batch > 1 {
+	if p.o.Batch > 1 {
 		rpc = "ReadPages"
-	} else if o.ReadStream {
+	} else if p.o.ReadStream {
 		rpc = "ReadStream"
 	}
-	return measure(o, rpc, func(w int, p *pacer) (tally, error) {
-		return ready[w].run(ctx, pool, o, len(data), p)
+	return measure(p.o, rpc, func(w int, pc *pacer) (tally, error) {
+		return p.ready[w].run(ctx, pool, p.o, len(p.data), pc)
 	})
+}
+
+// end ends the sessions that were opened (nil-safe).
+func (p *prepared) end(pool peers.Dialer) {
+	if p == nil {
+		return
+	}
+	for _, ss := range p.ready {
+		if ss != nil {
+			ss.end(pool)
+		}
+	}
 }
 
 // Echo measures gRPC health Checks to satellites 0..Workers-1 (worker w asks

@@ -29,3 +29,32 @@ func TestOneHopLoadOverReadStreamsCountsAsReadPage(t *testing.T) {
 		}
 	}
 }
+
+// Two hop counts measured at once: each run's reads travel its own hop count
+// exactly (the sessions of one are not the other's), and a hop count no pair
+// of satellites spans fails the whole measurement before any clock starts.
+func TestInterleavedHopCountsEachCountTheirOwnHops(t *testing.T) {
+	c := clustertest.New(t, "walker-star:30/2/1:500:87", clustertest.Options{FetchStreams: true})
+	pool := c.Pool()
+	t.Cleanup(func() { pool.Close() })
+	run := func(hops int) load.Options {
+		return load.Options{Hops: hops, Workers: 2, Pages: 8, PageBytes: 64, Duration: 10 * time.Second,
+			MaxFaults: 40, Batch: 1, RatePerS: 400, Seed: 1, CPUPids: []int{1}}
+	}
+	res, err := load.Interleaved(context.Background(), c.Grid, pool, []load.Options{run(1), run(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, hops := range []int{1, 2} {
+		r := res[i]
+		if r.Hops != hops || r.Accesses != 40 || r.UnexpectedOut != 0 || r.MeasuredHops != uint64(40*hops) ||
+			r.Requests != 40 || r.CPUMicrosPerAccess != 0 {
+			t.Errorf("run %d: %d hops, %d accesses, %d unexpected, %d hops measured, %d requests, %g us CPU; "+
+				"want %d, 40, 0, %d, 40, 0", i, r.Hops, r.Accesses, r.UnexpectedOut, r.MeasuredHops, r.Requests,
+				r.CPUMicrosPerAccess, hops, 40*hops)
+		}
+	}
+	if _, err := load.Interleaved(context.Background(), c.Grid, pool, []load.Options{run(1), run(99)}); err == nil {
+		t.Error("a hop count of 99 on 30 satellites was measured")
+	}
+}
