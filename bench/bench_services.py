@@ -55,7 +55,8 @@ starts a small cluster (SINGLE_PAGE_CONSTELLATION, mutual TLS, no link
 emulation) and runs, alternately on it, the bare round trip and one-hop faults
 at one page per request (closed loop; over read streams, then as ReadPage
 calls), then a latency series over 1 to 4 hops
-(one page per request, 100 requests/s, 4 sessions, 5 s per hop count),
+(one page per request, 4 sessions per hop count, the hop counts at once at
+25 requests/s each for 20 s),
 ``--rounds`` rounds. Each round gives a ratio of rates, one of CPU per request
 (all cluster processes and the load generator) and a latency series; the
 medians of the ratios are printed with their range, and the p99 added per hop
