@@ -58,10 +58,14 @@ cleanup() {
 	if ((rc != 0)) && command -v kubectl >/dev/null; then
 		kubectl -n "$NS" get pods -o wide >"$OUT/pods-at-failure.txt" 2>&1
 		kubectl -n "$NS" get events --sort-by=.lastTimestamp >"$OUT/events-at-failure.txt" 2>&1
+		# The cluster's own services (DNS, the API's ClusterIP) as well: satellites
+		# that cannot resolve or reach the signer wait on them.
+		kubectl get pods,services,endpointslices -A -o wide >"$OUT/cluster-at-failure.txt" 2>&1
 		rm -rf "$OUT/logs" && mkdir -p "$OUT/logs"
+		kubectl -n kube-system logs -l k8s-app=kube-dns --all-containers --timestamps --tail=500 >"$OUT/logs/coredns.log" 2>&1
 		kubectl -n "$NS" get pods -o name 2>/dev/null | sed 's|^pod/||' |
 			xargs -r -P 8 -I{} sh -c 'kubectl -n "$1" logs "$2" --all-containers --timestamps >"$3/$2.log" 2>&1' _ "$NS" {} "$OUT/logs"
-		log "pods and events at failure: $OUT/pods-at-failure.txt, $OUT/events-at-failure.txt; logs: $OUT/logs/"
+		log "pods and events at failure: $OUT/pods-at-failure.txt, $OUT/events-at-failure.txt, $OUT/cluster-at-failure.txt; logs: $OUT/logs/"
 	fi
 	if command -v helm >/dev/null && helm -n "$NS" status "$REL" >/dev/null 2>&1; then
 		log "helm uninstall $REL"
