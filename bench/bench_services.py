@@ -463,9 +463,6 @@ def main() -> int:
                 throughput[b] = run(hops, workers=args.workers, duration=dur, batch=b)
             print(f"throughput: one page per message of a read stream, hops {hops}", file=sys.stderr)
             streamed = run(hops, workers=args.workers, duration=dur, read_stream=True)
-            # The bare round trip again after the throughput runs: the ratio of one page
-            # per request to it uses the mean of both (a shared machine drifts).
-            echo_after = run("echo", workers=args.workers, duration=dur)[0]
             # Issue 33's ratio: rounds of the bare round trip and one-hop faults, each
             # pair seconds apart (the table's runs are a minute apart).
             single = single_page_rounds(st, base, args.constellation, pid_file, workers=args.workers, dur=dur,
@@ -543,7 +540,7 @@ def main() -> int:
                    "insecure_per_hop_p99_ms": ins_slope}
     print(f"\nlive mode (issue 17): live / replay through the gateway = {gw_ratio:.3f} (target >= 0.80): "
           + ", ".join(f"{m} {v:,.0f}/s" for m, v in gw_rate.items()))
-    print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "throughput_after": echo_after, "latency": echo_lat},
+    print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
                       "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                       "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
                       "read_stream": streamed, "single_page": single, **single_summary,
