@@ -119,17 +119,16 @@ if [[ -z ${KUBECONFIG:-} ]]; then
 	# image imported: grep stops at the first line and ctr dies of SIGPIPE (141;
 	# 2 of 20 tries here). Without DNS no satellite resolves the signer and none
 	# becomes Ready: start the cluster again, twice at most.
-	for try in 2 3; do
-		[[ ${SATPAGE_K8S_DNS:-1} == 1 ]] || break
-		kubectl -n kube-system get deployment coredns >/dev/null 2>&1 && break
-		log "up.sh started no CoreDNS ($(grep -c 'skipping DNS' "$OUT/up.log") 'skipping DNS' in up.log): starting the cluster again (start $try)"
-		bash "$RECIPE/down.sh" >"$OUT/down-before-start-$try.log" 2>&1 || true
-		t=$(now)
-		bash "$RECIPE/up.sh" >"$OUT/up.log" 2>&1 || die "up.sh failed: $OUT/up.log"
-		log "cluster up in $(since "$t") s"
-	done
-	if [[ ${SATPAGE_K8S_DNS:-1} == 1 ]] && ! kubectl -n kube-system get deployment coredns >/dev/null 2>&1; then
-		die "no CoreDNS after three starts of the cluster: $OUT/up.log"
+	if [[ ${SATPAGE_K8S_DNS:-1} == 1 ]]; then
+		for try in 2 3; do
+			kubectl -n kube-system get deployment coredns >/dev/null 2>&1 && break
+			log "up.sh started no CoreDNS ($(grep -c 'skipping DNS' "$OUT/up.log") 'skipping DNS' in up.log): starting the cluster again (start $try)"
+			bash "$RECIPE/down.sh" >"$OUT/down-before-start-$try.log" 2>&1 || true
+			t=$(now)
+			bash "$RECIPE/up.sh" >"$OUT/up.log" 2>&1 || die "up.sh failed: $OUT/up.log"
+			log "cluster up in $(since "$t") s"
+		done
+		kubectl -n kube-system get deployment coredns >/dev/null 2>&1 || die "no CoreDNS after three starts of the cluster: $OUT/up.log"
 	fi
 fi
 command -v kubectl >/dev/null && command -v helm >/dev/null || die "kubectl and helm must be on PATH"
