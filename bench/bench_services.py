@@ -373,7 +373,8 @@ def print_replicas(rep: dict[int, list[dict]]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
+    ap.add_argument("--constellation", default=None,
+                    help=f"Walker spec (default {DEFAULT_CONSTELLATION}; --only-single-page: {SINGLE_PAGE_CONSTELLATION})")
     ap.add_argument("--duration-s", type=float, default=3.0, help="throughput: per hop count and batch")
     ap.add_argument("--latency-s", type=float, default=20.0, help="latency: per hop count")
     ap.add_argument("--workers", type=int, default=32, help="throughput: concurrent sessions (closed loop)")
@@ -392,14 +393,15 @@ def main() -> int:
                     help="rounds (1 to 50): of the one-page ratio (default 3; --only-single-page: 5), "
                          "of R = 1 / R = 2 and of link emulation off/on (default 2)")
     args = ap.parse_args()
+    if args.constellation is None and not args.only_single_page:
+        args.constellation = DEFAULT_CONSTELLATION
     dur, lat_s = (1.5, 4.0) if args.quick else (args.duration_s, args.latency_s)
     hops = ",".join(str(h) for h in HOPS)
     if args.rounds is not None and not 1 <= args.rounds <= 50:
         print(f"error: --rounds {args.rounds} outside [1, 50]", file=sys.stderr)
         return 2
     if args.only_single_page:
-        constellation = (SINGLE_PAGE_CONSTELLATION if args.constellation == DEFAULT_CONSTELLATION
-                         else args.constellation)
+        constellation = args.constellation or SINGLE_PAGE_CONSTELLATION
         pairs = compare_single_page(constellation, args.workers, dur, args.rounds or 5, args.rate,
                                     2.0 if args.quick else 5.0)
         summary = print_single_page(pairs)
