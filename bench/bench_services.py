@@ -265,11 +265,12 @@ SINGLE_PAGE_HOPS = "1,2,3,4"
 
 
 def compare_single_page(constellation: str, workers: int, dur: float, rounds: int,
-                        rate: float, lat_s: float) -> list[dict]:
-    """single_page_rounds on a cluster of its own (mutual TLS, no link emulation)."""
+                        rate: float, lat_s: float, store: str = "redis") -> list[dict]:
+    """single_page_rounds on a cluster of its own (mutual TLS, no link emulation;
+    store "memory": satnodes without Redis, what the write-through costs)."""
     with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp:
         base = _free_port_base(constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False, store=store)
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
@@ -389,6 +390,8 @@ def main() -> int:
     ap.add_argument("--only-single-page", action="store_true",
                     help="only one-hop faults at one page per request against the bare round trip, alternately, "
                          "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
+    ap.add_argument("--store", choices=("redis", "memory"), default="redis",
+                    help="--only-single-page: the satnodes' page store (memory: no Redis write-through)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds (1 to 50): of the one-page ratio (default 3; --only-single-page: 5), "
                          "of R = 1 / R = 2 and of link emulation off/on (default 2)")
@@ -400,13 +403,17 @@ def main() -> int:
     if args.rounds is not None and not 1 <= args.rounds <= 50:
         print(f"error: --rounds {args.rounds} outside [1, 50]", file=sys.stderr)
         return 2
+    if args.store != "redis" and not args.only_single_page:
+        print(f"error: --store {args.store} is for --only-single-page (the full run measures Redis too)",
+              file=sys.stderr)
+        return 2
     if args.only_single_page:
         constellation = args.constellation or SINGLE_PAGE_CONSTELLATION
         pairs = compare_single_page(constellation, args.workers, dur, args.rounds or 5, args.rate,
-                                    2.0 if args.quick else 5.0)
+                                    2.0 if args.quick else 5.0, store=args.store)
         summary = print_single_page(pairs)
         print(json.dumps({"single_page": pairs, **summary, "constellation": constellation,
-                          "load_average": os.getloadavg()}))
+                          "store": args.store, "load_average": os.getloadavg()}))
         return 0 if single_page_ok(pairs) else 1
     if args.only_replicas:
         rep = compare_replicas(args, dur, args.rounds or 2)
