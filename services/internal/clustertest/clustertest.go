@@ -42,6 +42,9 @@ type Cluster struct {
 	Nodes   []*node.Node
 	Stores  []store.PageStore
 	Metrics []*metrics.Node
+	// Pools are the satellites' pools to their peers (a test waits on
+	// Pool.NotReady for a connection's state).
+	Pools   []*peers.Pool
 	Gateway satpagev1.PageServiceClient
 	Control satpagev1.GatewayServiceClient
 	// GatewayImpl is the gateway behind Gateway and Control (live-mode tests drive its ticks).
@@ -136,6 +139,7 @@ func New(t TB, spec string, o Options) *Cluster {
 	c.Nodes = make([]*node.Node, s.Satellites)
 	c.Stores = make([]store.PageStore, s.Satellites)
 	c.Metrics = make([]*metrics.Node, s.Satellites)
+	c.Pools = make([]*peers.Pool, s.Satellites)
 	c.ctxs = make([]context.Context, s.Satellites)
 	c.cancels = make([]context.CancelFunc, s.Satellites)
 	for i := range s.Satellites {
@@ -269,7 +273,7 @@ func (c *Cluster) start(t TB, i int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.ctxs[i], c.cancels[i] = ctx, cancel
 	t.Cleanup(func() { cancel(); srv.Stop(); pool.Close(); st.Close() })
-	c.Nodes[i], c.Stores[i], c.Metrics[i] = n, st, m
+	c.Nodes[i], c.Stores[i], c.Metrics[i], c.Pools[i] = n, st, m, pool
 }
 
 // Kill stops satellite i at once, its memory with it (its store and the

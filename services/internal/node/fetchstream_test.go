@@ -149,6 +149,15 @@ func TestABatchAboveTheStreamBoundIsAUnaryCall(t *testing.T) {
 		}
 	}
 	read(0) // the connection to satellite 0 comes up (a unary call)
+	// That call returns once the connection's picker is ready, but grpc-go
+	// turns the connection's state Ready just after (ccBalancerWrapper.UpdateState
+	// updates the picker first), and until then a fetch is a unary call by
+	// design: wait for the state the pool decides on (seen in CI under -race).
+	for deadline := time.Now().Add(5 * time.Second); c.Pools[1].NotReady(0); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("satellite 1's connection to satellite 0 not ready 5 s after a call over it")
+		}
+	}
 	unary.Store(0)
 	at := func(from, n uint32) []uint32 {
 		out := make([]uint32, n)
