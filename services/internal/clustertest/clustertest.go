@@ -42,8 +42,8 @@ type Cluster struct {
 	Nodes   []*node.Node
 	Stores  []store.PageStore
 	Metrics []*metrics.Node
-	// Pools are the satellites' pools to their peers (a test waits on
-	// Pool.NotReady for a connection's state).
+	// Pools are the satellites' pools to their peers (a test waits with
+	// Pool.Reconnect for a connection to be ready).
 	Pools   []*peers.Pool
 	Gateway satpagev1.PageServiceClient
 	Control satpagev1.GatewayServiceClient

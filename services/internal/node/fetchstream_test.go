@@ -153,10 +153,10 @@ func TestABatchAboveTheStreamBoundIsAUnaryCall(t *testing.T) {
 	// turns the connection's state Ready just after (ccBalancerWrapper.UpdateState
 	// updates the picker first), and until then a fetch is a unary call by
 	// design: wait for the state the pool decides on (seen in CI under -race).
-	for deadline := time.Now().Add(5 * time.Second); c.Pools[1].NotReady(0); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("satellite 1's connection to satellite 0 not ready 5 s after a call over it")
-		}
+	ready, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Pools[1].Reconnect(ready, 0); err != nil {
+		t.Fatalf("satellite 1's connection to satellite 0 not ready 5 s after a call over it: %v", err)
 	}
 	unary.Store(0)
 	at := func(from, n uint32) []uint32 {
