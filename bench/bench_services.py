@@ -70,6 +70,7 @@ full run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -267,27 +268,47 @@ SINGLE_PAGE_HOPS = "1,2,3,4"
 def compare_single_page(constellation: str, workers: int, dur: float, rounds: int,
                         rate: float, lat_s: float, store: str = "redis") -> list[dict]:
     """single_page_rounds on a cluster of its own (mutual TLS, no link emulation;
-    store "memory": satnodes without Redis, what the write-through costs)."""
-    with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp:
+    store "memory": satnodes without Redis, what the write-through costs), with
+    the floor's cluster beside it."""
+    with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp, floor_cluster(constellation) as floor:
         base = _free_port_base(constellation)
         st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False, store=store)
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
             return single_page_rounds(st, base, constellation, pid_file, workers=workers, dur=dur, rounds=rounds,
-                                      rate=rate, lat_s=lat_s, hops=SINGLE_PAGE_HOPS)
+                                      rate=rate, lat_s=lat_s, hops=SINGLE_PAGE_HOPS, floor=floor)
+        finally:
+            cluster_down(Path(tmp))
+
+
+@contextlib.contextmanager
+def floor_cluster(constellation: str):
+    """A cluster of floornodes (the floor under a page fault: a satnode's transport
+    and security without its page logic; docs/services.md, "The floor, measured as
+    the fault is"), mutual TLS, no link emulation: yields (state, port base, pid file)."""
+    with tempfile.TemporaryDirectory(prefix="satpage-bench-floor-") as tmp:
+        base = _free_port_base(constellation)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False, store="memory",
+                        daemon="floornode")
+        try:
+            pid_file = Path(tmp) / "pids.txt"
+            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+            yield st, base, pid_file
         finally:
             cluster_down(Path(tmp))
 
 
 def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, workers: int, dur: float,
-                       rounds: int, rate: float = 0.0, lat_s: float = 0.0, hops: str | None = None) -> list[dict]:
+                       rounds: int, rate: float = 0.0, lat_s: float = 0.0, hops: str | None = None,
+                       floor: tuple | None = None) -> list[dict]:
     """Rounds on a running cluster: the bare gRPC round trip, then one-hop
     faults at one page per request (closed loop) over read streams and as
-    ReadPage calls, then (hops given) the latency series over hops at rate
-    requests/s (open loop, 4 sessions, lat_s each); one dict per round. Each
-    ratio pairs runs seconds apart, so a drift of the machine over a long run
-    hits both of its sides."""
+    ReadPage calls, then (floor given: floor_cluster's) the bare round trip and
+    the same faults over read streams on the floor's cluster, then (hops given)
+    the latency series over hops at rate requests/s (open loop, 4 sessions,
+    lat_s each); one dict per round. Each ratio pairs runs seconds apart, so a
+    drift of the machine over a long run hits both of its sides."""
     out = []
     for i in range(rounds):
         print(f"single page: round {i + 1}/{rounds}: bare round trip, one-hop faults"
@@ -300,6 +321,15 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
              "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
              "unary_rate_ratio": unary["accesses_per_s"] / bare["accesses_per_s"],
              "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"]}
+        if floor is not None:
+            fst, fbase, fpids = floor
+            fbare = satload(fbase, constellation, fpids, "echo", workers=workers, duration=dur, tls_dir=fst.tls_dir)[0]
+            ffault = satload(fbase, constellation, fpids, "1", workers=workers, duration=dur,
+                             tls_dir=fst.tls_dir, read_stream=True)[0]
+            r |= {"floor_bare": fbare, "floor_fault": ffault,
+                  "floor_vs_bare": ffault["accesses_per_s"] / fbare["accesses_per_s"],
+                  "vs_floor": fault["accesses_per_s"] / ffault["accesses_per_s"],
+                  "floor_cpu_in_bare_round_trips": ffault["cpu_us_per_access"] / fbare["cpu_us_per_access"]}
         if hops:
             lat = satload(base, constellation, pid_file, hops, workers=4, duration=lat_s, rate=rate,
                           tls_dir=st.tls_dir, interleave=True)
@@ -311,7 +341,8 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
 
 def single_page_ok(pairs: list[dict]) -> bool:
     """Every round's faults and latency series had the expected outcomes and hop counts."""
-    return all(hops_ok(r) for p in pairs for r in (p["fault"], p["fault_unary"], *p.get("latency", [])))
+    return all(hops_ok(r) for p in pairs
+               for r in (p["fault"], p["fault_unary"], *p.get("latency", []), *([p["floor_fault"]] if "floor_fault" in p else [])))
 
 
 def print_single_page(pairs: list[dict]) -> dict:
@@ -338,6 +369,8 @@ def print_single_page(pairs: list[dict]) -> dict:
           f"{summary['single_page_unary_vs_bare']:.3f} ({unary[0]:.3f} to {unary[-1]:.3f}); CPU per fault "
           f"{summary['cpu_in_bare_round_trips']:.2f} bare round trips ({cpus[0]:.2f} to {cpus[-1]:.2f}); "
           f"load average {os.getloadavg()[0]:.1f}")
+    if "floor_fault" in pairs[0]:
+        summary |= print_floor(pairs)
     if "latency" not in pairs[0]:
         return summary
     p99s = sorted(p["per_hop_p99_ms"] for p in pairs)
@@ -357,6 +390,26 @@ def print_single_page(pairs: list[dict]) -> dict:
           + f" ms; single rounds {p99s[0]:.3f} to {p99s[-1]:.3f}; target < 0.5), per_hop_p50_ms "
           f"{summary['per_hop_p50_ms']:.3f}")
     return summary
+
+
+def print_floor(pairs: list[dict]) -> dict:
+    """The floor's rows (floor_cluster, seconds after each round's faults);
+    returns the medians and ranges of floor_vs_bare and single_page_vs_floor."""
+    print("the floor (floornodes: no page logic), same rounds: bare round trip and one-hop reads over read streams")
+    print(f"{'pair':>4} {'bare/s':>7} {'CPU us':>6} {'floor/s':>8} {'CPU us':>6} {'ratio':>6} {'CPU x':>5} "
+          f"{'fault/floor':>11}")
+    for i, p in enumerate(pairs):
+        b, f = p["floor_bare"], p["floor_fault"]
+        print(f"{i + 1:>4} {b['accesses_per_s']:>7,.0f} {b['cpu_us_per_access']:>6.0f} {f['accesses_per_s']:>8,.0f} "
+              f"{f['cpu_us_per_access']:>6.0f} {p['floor_vs_bare']:>6.3f} {p['floor_cpu_in_bare_round_trips']:>5.2f} "
+              f"{p['vs_floor']:>11.3f}")
+    fl = sorted(p["floor_vs_bare"] for p in pairs)
+    vs = sorted(p["vs_floor"] for p in pairs)
+    out = {"floor_vs_bare": statistics.median(fl), "floor_vs_bare_range": [fl[0], fl[-1]],
+           "single_page_vs_floor": statistics.median(vs), "single_page_vs_floor_range": [vs[0], vs[-1]]}
+    print(f"  floor_vs_bare {out['floor_vs_bare']:.3f} ({fl[0]:.3f} to {fl[-1]:.3f}); single_page_vs_floor "
+          f"{out['single_page_vs_floor']:.3f} ({vs[0]:.3f} to {vs[-1]:.3f}): the fault's rate over the floor's")
+    return out
 
 
 def print_replicas(rep: dict[int, list[dict]]) -> float:
@@ -474,8 +527,9 @@ def main() -> int:
             streamed = run(hops, workers=args.workers, duration=dur, read_stream=True)
             # Issue 33's ratio: rounds of the bare round trip and one-hop faults, each
             # pair seconds apart (the table's runs are a minute apart).
-            single = single_page_rounds(st, base, args.constellation, pid_file, workers=args.workers, dur=dur,
-                                        rounds=args.rounds or 3)
+            with floor_cluster(args.constellation) as floor:
+                single = single_page_rounds(st, base, args.constellation, pid_file, workers=args.workers, dur=dur,
+                                            rounds=args.rounds or 3, floor=floor)
             print(f"latency: {args.rate:g} requests/s, hops {hops}", file=sys.stderr)
             latency = run(hops, workers=4, duration=lat_s, rate=args.rate, interleave=True)
         finally:

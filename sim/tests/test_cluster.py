@@ -178,6 +178,42 @@ def test_up_with_a_bad_store_is_refused_naming_it(tmp_path):
     assert out.exit_code == 2 and "'disk'" in out.stderr
 
 
+def test_up_with_a_bad_daemon_or_a_floor_on_redis_is_refused_naming_it(tmp_path):
+    from satpage.cluster import cluster_up
+
+    with pytest.raises(ValueError, match="'pagenode'"):
+        cluster_up("walker-star:4/2/0:500:87", state_dir=tmp_path, daemon="pagenode")
+    with pytest.raises(ValueError, match="store must be memory, got 'redis'"):
+        cluster_up("walker-star:4/2/0:500:87", state_dir=tmp_path, daemon="floornode")
+    assert not (tmp_path / "cluster.json").exists()
+
+
+def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, cluster_binaries):
+    """floornode (the floor under a page fault, bench_services.py): satload's one-hop
+    reads over read streams and as ReadPage calls come back moved, one hop each, as
+    the relays counted them, over mutual TLS."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from bench_services import hops_ok, satload
+
+    from satpage.cluster import cluster_down, cluster_up
+
+    spec = "walker-star:6/2/1:500:87"
+    base = free_port_base(6)
+    st = cluster_up(spec, state_dir=tmp_path, port_base=base, emulate_links=False, store="memory",
+                    daemon="floornode")
+    try:
+        assert {p.role for p in st.processes} == {"satnode", "gateway"}
+        assert all(Path(p.argv[0]).name == "floornode" for p in st.processes if p.role == "satnode")
+        pids = tmp_path / "pids.txt"
+        pids.write_text("\n".join(str(p.pid) for p in st.processes))
+        for stream in (True, False):
+            r = satload(base, spec, pids, "1", workers=2, duration=1.0, max_accesses=400, tls_dir=st.tls_dir,
+                        read_stream=stream)[0]
+            assert r["accesses"] > 0 and hops_ok(r), r
+    finally:
+        cluster_down(tmp_path)
+
+
 @pytest.mark.skipif(os.environ.get("SATPAGE_CLUSTER_DIR") is not None,
                     reason="a cluster directory is set in the environment")
 def test_paper_without_a_target_starts_and_stops_a_cluster_of_its_own(tmp_path, cluster_binaries):

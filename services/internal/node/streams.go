@@ -2,16 +2,13 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"sync"
-	"time"
 
 	"google.golang.org/grpc"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
 	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/streams"
 )
 
 // Streams of unary requests (docs/services.md, "The fetch stream" and "The
@@ -23,7 +20,7 @@ import (
 // each message is a FetchPages, handled concurrently (a fetch relayed far
 // holds up no other) and answered by id, in any order.
 func (s *satServer) FetchStream(st grpc.BidiStreamingServer[satpagev1.FetchStreamRequest, satpagev1.FetchStreamResponse]) error {
-	return serveMessages(st, s.n.draining, true, func(ctx context.Context, m *satpagev1.FetchStreamRequest) *satpagev1.FetchStreamResponse {
+	return streams.Serve(st, s.n.draining, true, func(ctx context.Context, m *satpagev1.FetchStreamRequest) *satpagev1.FetchStreamResponse {
 		resp, err := handleMessage(ctx, s.n, satpagev1.SatelliteService_FetchPages_FullMethodName, m, m.Request, m.Id, m.TimeoutNs, s.FetchPages)
 		return &satpagev1.FetchStreamResponse{Id: m.Id, Response: resp, Status: errs.StatusBytes(err)}
 	})
@@ -33,89 +30,10 @@ func (s *satServer) FetchStream(st grpc.BidiStreamingServer[satpagev1.FetchStrea
 // the session whose token the stream's metadata carries, handled one at a
 // time, in order (a session's reads are the client's sequence).
 func (s *pageServer) ReadStream(st grpc.BidiStreamingServer[satpagev1.ReadStreamRequest, satpagev1.ReadStreamResponse]) error {
-	return serveMessages(st, s.n.draining, false, func(ctx context.Context, m *satpagev1.ReadStreamRequest) *satpagev1.ReadStreamResponse {
+	return streams.Serve(st, s.n.draining, false, func(ctx context.Context, m *satpagev1.ReadStreamRequest) *satpagev1.ReadStreamResponse {
 		resp, err := handleMessage(ctx, s.n, satpagev1.PageService_ReadPage_FullMethodName, m, m.Request, m.Id, m.TimeoutNs, s.ReadPage)
 		return &satpagev1.ReadStreamResponse{Id: m.Id, Response: resp, Status: errs.StatusBytes(err)}
 	})
-}
-
-// serveMessages receives st's messages and sends answer's answer to each:
-// concurrently, each in a goroutine of its own, or one at a time in order.
-// It returns when the caller ends the stream, or when the node drains (the
-// daemon's stop: a stream would otherwise hold a graceful stop until its
-// timeout), once what it received is answered.
-func serveMessages[Req, Resp any](st grpc.BidiStreamingServer[Req, Resp], draining <-chan struct{}, concurrent bool,
-	answer func(context.Context, *Req) *Resp) error {
-	ctx := st.Context()
-	var h streamHandlers
-	defer h.stop()
-	var sendMu sync.Mutex // a gRPC stream takes one sender at a time
-	ended := make(chan error, 1)
-	// The receiver ends with the stream: on the caller's close, or on this
-	// handler's return, which cancels ctx.
-	go func() {
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				ended <- err
-				return
-			}
-			handle := func() {
-				out := answer(ctx, m)
-				sendMu.Lock()
-				_ = st.Send(out) // a broken stream: its caller fails the call (Unavailable)
-				sendMu.Unlock()
-			}
-			if !h.run(handle, concurrent) {
-				ended <- nil
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-ended:
-		if err == nil || errors.Is(err, io.EOF) {
-			return nil
-		}
-		return err
-	case <-draining:
-		return nil
-	}
-}
-
-// streamHandlers runs a stream's messages until stop, which waits for those
-// running.
-type streamHandlers struct {
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
-}
-
-// run runs f in a goroutine of its own (concurrent) or before it returns;
-// false, without running it, once stopped.
-func (h *streamHandlers) run(f func(), concurrent bool) bool {
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
-		return false
-	}
-	if concurrent {
-		h.wg.Go(f)
-		h.mu.Unlock()
-		return true
-	}
-	h.wg.Add(1)
-	h.mu.Unlock()
-	defer h.wg.Done()
-	f()
-	return true
-}
-
-func (h *streamHandlers) stop() {
-	h.mu.Lock()
-	h.stopped = true
-	h.mu.Unlock()
-	h.wg.Wait()
 }
 
 // handleMessage is one message's request as its unary call: with the
@@ -123,11 +41,8 @@ func (h *streamHandlers) stop() {
 // refused while cut off from the ground as the unary interceptor would.
 func handleMessage[Req, Resp any](ctx context.Context, n *Node, method string, wire any, req *Req, id uint64, timeoutNs int64,
 	h func(context.Context, *Req) (*Resp, error)) (*Resp, error) {
-	if timeoutNs > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutNs))
-		defer cancel()
-	}
+	ctx, cancel := streams.WithTimeout(ctx, timeoutNs)
+	defer cancel()
 	if n.admit != nil {
 		var err error
 		if ctx, err = n.admit(ctx, method, wire, req); err != nil {

@@ -431,7 +431,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
                replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
                link_epoch: str | None = None, link_hours: float = 24.0,
                isl_capacity_gbps: float = 100.0, per_hop_processing_ms: float = 0.1,
-               pprof: bool = False, gateways: int = 1) -> ClusterState:
+               pprof: bool = False, gateways: int = 1, daemon: str = "satnode") -> ClusterState:
     """Start the cluster and return its state once every process answers. With
     isl_schedule (a satpage-isl-schedule/1 file) the satnodes route on its
     time-varying +Grid; the daemons check the file and name it when it is wrong.
@@ -451,6 +451,11 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     pprof serves the Go profiler on every satnode's metrics port (``--pprof``;
     bench/profile_fault.py reads it).
 
+    daemon "floornode" starts, in each satnode's place, the floor under a page
+    fault (the satnode's transport and security without its page logic; store
+    "memory" only: it keeps nothing), which bench/bench_services.py measures
+    beside the satnodes (docs/services.md, "The floor, measured as the fault is").
+
     gateways starts that many gateway replicas (``ClusterState.gateway_addrs``): each
     serves every session, one registered at another included (docs/faults.md, "Lost
     gateways").
@@ -469,6 +474,10 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
+    if daemon not in ("satnode", "floornode"):
+        raise ValueError(f"daemon must be satnode or floornode, got {daemon!r}")
+    if daemon == "floornode" and store != "memory":
+        raise ValueError(f"daemon floornode keeps no page: store must be memory, got {store!r}")
     from orbit_model import parse_walker_spec
 
     per_plane = n // parse_walker_spec(constellation)[2]
@@ -488,7 +497,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     if taken:
         raise OSError(f"ports {taken[:5]}{'...' if len(taken) > 5 else ''} on 127.0.0.1 are in use: "
                       "pick another --port-base")
-    satnode, gateway = find_binary("satnode"), find_binary("gateway")
+    satnode, gateway = find_binary(daemon), find_binary("gateway")
     redis_bin = find_binary("redis-server") if store == "redis" else None
     log_dir, redis_dir = sdir / "logs", sdir / "redis"
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,166 @@
+package floor
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
+	"github.com/satpage/satpage/services/internal/peers"
+)
+
+// floors starts a floor server for every satellite of spec on loopback, each
+// dialling the others through a pool of its own with fetch streams on, and
+// counts the unary FetchPages they serve.
+func floors(t *testing.T, spec string, pageBytes int) (*constellation.Grid, []string, []*peers.Pool, *atomic.Int64) {
+	t.Helper()
+	s, err := constellation.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := constellation.NewGrid(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := g.Satellites()
+	lis := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lis {
+		if lis[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = lis[i].Addr().String()
+	}
+	var unary atomic.Int64
+	count := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == satpagev1.SatelliteService_FetchPages_FullMethodName {
+			unary.Add(1)
+		}
+		return h(ctx, req)
+	}
+	pools := make([]*peers.Pool, n)
+	for i := range n {
+		pools[i] = peers.NewPool(func(j uint32) string { return addrs[j] }, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		pools[i].StreamFetches()
+		f, err := New(uint32(i), g, pools[i], pageBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer(append(peers.ServerOptions(), grpc.ChainUnaryInterceptor(count))...)
+		f.Register(srv)
+		go func() { _ = srv.Serve(lis[i]) }()
+		t.Cleanup(func() { f.Drain(); srv.Stop(); _ = pools[i].Close() })
+	}
+	return g, addrs, pools, &unary
+}
+
+func dial(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func TestAFloorReadIsOneHopFromTheFirstNeighbourOverItsFetchStream(t *testing.T) {
+	const pageBytes = 4096
+	g, addrs, pools, unary := floors(t, "walker-star:6/2/1:500:87", pageBytes)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for s := range uint32(g.Satellites()) {
+		owner := g.Neighbors(s, 0)[0]
+		if h, err := g.Hops(s, owner, 0); err != nil || h != 1 {
+			t.Fatalf("satellite %d's first neighbour %d is %d hops away (%v), want 1", s, owner, h, err)
+		}
+		page := satpagev1.NewPageServiceClient(dial(t, addrs[s]))
+		check := func(how string, r *satpagev1.ReadPageResponse) {
+			t.Helper()
+			if r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 || r.PreviousOwner != owner ||
+				r.Satellite != s || len(r.Data) != pageBytes {
+				t.Fatalf("%s at satellite %d: outcome %v, %d hops, from %d at %d, %d bytes; want moved 1 hop from %d at %d, %d bytes",
+					how, s, r.Outcome, r.Hops, r.PreviousOwner, r.Satellite, len(r.Data), owner, s, pageBytes)
+			}
+		}
+		r, err := page.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "s", Page: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("ReadPage", r)
+		// The first fetch may go unary while the connection turns Ready (peers.Pool).
+		if err := pools[s].Reconnect(ctx, owner); err != nil {
+			t.Fatal(err)
+		}
+		unary.Store(0)
+		st, err := page.ReadStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := uint64(1); id <= 5; id++ {
+			if err := st.Send(&satpagev1.ReadStreamRequest{Id: id, Request: &satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(id)},
+				TimeoutNs: int64(time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := st.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Id != id {
+				t.Fatalf("answer %d to message %d", m.Id, id)
+			}
+			resp, err := errs.Answer(m.Response, m.Status)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("read stream", resp)
+		}
+		if n := unary.Load(); n != 0 {
+			t.Fatalf("satellite %d's stream reads made %d unary FetchPages, want every fetch on its fetch stream", s, n)
+		}
+		_ = st.CloseSend()
+	}
+}
+
+func TestAFloorStreamMessageWithoutARequestIsInvalidAndTheStreamGoesOn(t *testing.T) {
+	_, addrs, _, _ := floors(t, "walker-star:6/2/1:500:87", 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := satpagev1.NewPageServiceClient(dial(t, addrs[0])).ReadStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, req := range []*satpagev1.ReadPageRequest{nil, {SessionId: "s", Page: 1}} {
+		if err := st.Send(&satpagev1.ReadStreamRequest{Id: uint64(id + 1), Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = errs.Answer(m.Response, m.Status)
+		if want := map[bool]codes.Code{true: codes.InvalidArgument, false: codes.OK}[req == nil]; status.Code(err) != want {
+			t.Fatalf("message %d (request %v): %v, want %v", id+1, req, err, want)
+		}
+	}
+}
+
+func TestANewFloorRefusesASatelliteOutsideTheGridAndAnEmptyPage(t *testing.T) {
+	s, _ := constellation.ParseSpec("walker-star:6/2/1:500:87")
+	g, _ := constellation.NewGrid(s)
+	if _, err := New(6, g, nil, 4096); err == nil {
+		t.Fatal("New(6) of a 6-satellite grid: no error")
+	}
+	if _, err := New(0, g, nil, 0); err == nil {
+		t.Fatal("New with pages of 0 bytes: no error")
+	}
+}
