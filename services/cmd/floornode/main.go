@@ -9,9 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,15 +20,7 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 )
 
-func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "floornode:", err)
-		os.Exit(2)
-	}
-}
+func main() { daemon.Main("floornode", run) }
 
 func run() error {
 	host, _ := os.Hostname()

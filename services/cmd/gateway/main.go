@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,15 +29,7 @@ import (
 	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
-func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(2)
-	}
-}
+func main() { daemon.Main("gateway", run) }
 
 func run() error {
 	host, _ := os.Hostname()

@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -31,15 +29,7 @@ import (
 	"github.com/satpage/satpage/services/internal/tlsconf"
 )
 
-func main() {
-	if err := run(); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "satnode:", err)
-		os.Exit(2)
-	}
-}
+func main() { daemon.Main("satnode", run) }
 
 func run() error {
 	host, _ := os.Hostname()

@@ -27,6 +27,7 @@ import (
 	"github.com/satpage/satpage/services/internal/auth"
 	"github.com/satpage/satpage/services/internal/config"
 	"github.com/satpage/satpage/services/internal/constellation"
+	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/gateway"
 	"github.com/satpage/satpage/services/internal/linkemu"
 	"github.com/satpage/satpage/services/internal/metrics"
@@ -437,4 +438,21 @@ func (c *Cluster) Partition(i uint32, down bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.down[i] = down
+}
+
+// ReadOver reads over a read stream as a unary ReadPage would (an answer's
+// error decoded as the call's status).
+func ReadOver(t testing.TB, st satpagev1.PageService_ReadStreamClient, id uint64, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
+	t.Helper()
+	if err := st.Send(&satpagev1.ReadStreamRequest{Id: id, Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Id != id {
+		t.Fatalf("answer %d to message %d", m.Id, id)
+	}
+	return errs.Answer(m.Response, m.Status)
 }

@@ -7,10 +7,12 @@ package daemon
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +24,18 @@ import (
 	"github.com/satpage/satpage/services/internal/metrics"
 	"github.com/satpage/satpage/services/internal/peers"
 )
+
+// Main runs a daemon's run and exits: with 0 when it returns nil or the help
+// was asked for (flag.ErrHelp), else with 2 after the error on stderr, named.
+func Main(name string, run func() error) {
+	if err := run(); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(2)
+	}
+}
 
 // Options describe one daemon.
 type Options struct {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	satpagev1 "github.com/satpage/satpage/services/gen/satpage/v1"
+	"github.com/satpage/satpage/services/internal/clustertest"
 	"github.com/satpage/satpage/services/internal/constellation"
 	"github.com/satpage/satpage/services/internal/errs"
 	"github.com/satpage/satpage/services/internal/peers"
@@ -107,18 +108,7 @@ func TestAFloorReadIsOneHopFromTheFirstNeighbourOverItsFetchStream(t *testing.T)
 			t.Fatal(err)
 		}
 		for id := uint64(1); id <= 5; id++ {
-			if err := st.Send(&satpagev1.ReadStreamRequest{Id: id, Request: &satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(id)},
-				TimeoutNs: int64(time.Second)}); err != nil {
-				t.Fatal(err)
-			}
-			m, err := st.Recv()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Id != id {
-				t.Fatalf("answer %d to message %d", m.Id, id)
-			}
-			resp, err := errs.Answer(m.Response, m.Status)
+			resp, err := clustertest.ReadOver(t, st, id, &satpagev1.ReadPageRequest{SessionId: "s", Page: uint32(id)})
 			if err != nil {
 				t.Fatal(err)
 			}

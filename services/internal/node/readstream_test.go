@@ -14,23 +14,6 @@ import (
 	"github.com/satpage/satpage/services/internal/errs"
 )
 
-// readOver reads over a read stream as a unary ReadPage would (an answer's
-// error decoded as the call's status).
-func readOver(t *testing.T, st satpagev1.PageService_ReadStreamClient, id uint64, req *satpagev1.ReadPageRequest) (*satpagev1.ReadPageResponse, error) {
-	t.Helper()
-	if err := st.Send(&satpagev1.ReadStreamRequest{Id: id, Request: req}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := st.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Id != id {
-		t.Fatalf("answer %d to message %d", m.Id, id)
-	}
-	return errs.Answer(m.Response, m.Status)
-}
-
 // Two sessions take the same tour (fetchstream_test.go), one reading with
 // ReadPage and one over a read stream per satellite: every read reports the
 // same outcome, hops, previous owner and data.
@@ -49,7 +32,7 @@ func TestReadsOverAReadStreamAreTheReadsOfReadPage(t *testing.T) {
 			streams[i] = st
 		}
 		next++
-		return readOver(t, streams[i], next, req)
+		return clustertest.ReadOver(t, streams[i], next, req)
 	})
 	unary := tour(t, c, "unary")
 	if !slices.Equal(unary, streamed) {
@@ -77,7 +60,7 @@ func TestAReadStreamAnswersAnErrorAsReadPageAndGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, streamed := readOver(t, st, 1, req)
+	_, streamed := clustertest.ReadOver(t, st, 1, req)
 	if status.Code(streamed) != status.Code(called) || errs.Reason(streamed) != errs.Reason(called) {
 		t.Errorf("over a read stream: %v (reason %q); ReadPage: %v (reason %q)",
 			streamed, errs.Reason(streamed), called, errs.Reason(called))
@@ -87,14 +70,14 @@ func TestAReadStreamAnswersAnErrorAsReadPageAndGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readOver(t, st2, 1, &satpagev1.ReadPageRequest{SessionId: "nobody", Page: 0}); errs.Reason(err) != errs.ReasonUnknownSession {
+	if _, err := clustertest.ReadOver(t, st2, 1, &satpagev1.ReadPageRequest{SessionId: "nobody", Page: 0}); errs.Reason(err) != errs.ReasonUnknownSession {
 		t.Fatalf("a read of an unknown session: got %v, want reason %s", err, errs.ReasonUnknownSession)
 	}
-	r, err := readOver(t, st2, 2, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
+	r, err := clustertest.ReadOver(t, st2, 2, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7})
 	if err != nil || string(r.Data) != "payload" || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED {
 		t.Fatalf("the next read on the stream: got %v, %v, want the page moved here", r, err)
 	}
-	if _, err := readOver(t, st2, 3, nil); status.Code(err) != status.Code(errs.Status(errs.ErrInvalid)) {
+	if _, err := clustertest.ReadOver(t, st2, 3, nil); status.Code(err) != status.Code(errs.Status(errs.ErrInvalid)) {
 		t.Fatalf("a message without a request: got %v, want InvalidArgument", err)
 	}
 }
@@ -110,7 +93,7 @@ func TestDrainEndsTheReadStreamsANodeServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := readOver(t, st, 1, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); err != nil || string(r.Data) != "payload" {
+	if r, err := clustertest.ReadOver(t, st, 1, &satpagev1.ReadPageRequest{SessionId: "s", Page: 7}); err != nil || string(r.Data) != "payload" {
 		t.Fatalf("got %v, %v, want the page", r, err)
 	}
 	c.Nodes[0].Drain()
