@@ -1,6 +1,7 @@
 """Where the CPU of a one-page, one-hop page fault goes (docs/services.md, "Speed").
 
-    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--switches] [--syscalls] [--out DIR] [--json]
+    .venv/bin/python bench/profile_fault.py [--seconds 5] [--perf] [--switches] [--syscalls] [--floor]
+        [--read-stream] [--out DIR] [--json]
 
 Starts the default local cluster (150 satellites, mutual TLS) with the Go
 profiler on every satnode, and in the same run:
@@ -33,7 +34,15 @@ profiler on every satnode, and in the same run:
   groups the satnodes' by what the thread that slept was doing (SWITCHES).
   Recording every switch costs CPU itself: take rates from a run without it.
 
-Not a make target (about two minutes). perf needs the `linux-perf` package; on a VM
+- with --floor, after the satnodes' cluster, starts the floor's (floornodes: a
+  satnode's transport and security without its page logic; docs/services.md,
+  "The floor, measured as the fault is") and measures the same bare round trips
+  and one-hop reads there, profiled over the same window; both profiles' CPU
+  per read is grouped by the goroutine each sample ran on (ROLES: the read
+  stream's handler at S, the fetch stream's at O, their readers and writers,
+  unary calls, background releases, the scheduler).
+
+Not a make target (about two minutes; three with --floor). perf needs the `linux-perf` package; on a VM
 without hardware counters it samples the cpu-clock.
 """
 
@@ -112,6 +121,21 @@ SWITCHES = [
 
 
 SETUP_S = 4  # seconds the profiles wait for the load generator's set-up
+
+# --floor: a pprof sample -> the goroutine it ran on, by the first of these
+# whose patterns its stack holds (satnodes and floornodes alike).
+ROLES = [
+    ("S: read stream handler (the read, its fetch sent)", ["ReadStream.func1"]),
+    ("O: fetch stream handler (the fetch answered)", ["FetchStream.func1"]),
+    ("S: fetch stream reader (the answer to the read)", ["peers.(*fetchStream).read"]),
+    ("unary calls (handovers, tables, releases)", ["wrapUnaryHandler"]),
+    ("background releases and held adopts", ["releaseInBackground", "heldWaitPassed"]),
+    ("stream message loops (receive, dispatch)", ["streams.Serve"]),
+    ("gRPC transport: reading", ["http2Server).HandleStreams", "http2Client).reader"]),
+    ("gRPC transport: writing (loopy writer)", ["loopyWriter"]),
+    ("garbage collector", ["gcBgMarkWorker", "bgsweep", "bgscavenge", "gcAssistAlloc"]),
+    ("runtime: scheduler, idle, netpoll", ["runtime.mcall", "runtime.mstart", "runtime.morestack"]),
+]
 
 
 def redis_calls(redis_dir: Path, n: int) -> collections.Counter:
@@ -283,6 +307,39 @@ def perf_comms(perf_data: Path) -> dict[str, float]:
 PPROF_TOP = 300
 
 
+def pprof_traces(profile: Path) -> list[tuple[float, list[str]]]:
+    """The samples of a profile as (seconds, frames from the leaf to the root),
+    from `go tool pprof -traces` (one block per stack, the leaf first)."""
+    out = subprocess.run(["go", "tool", "pprof", "-traces", str(profile)], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1] / "services").stdout
+    return parse_traces(out)
+
+
+def parse_traces(text: str) -> list[tuple[float, list[str]]]:
+    """The samples of `go tool pprof -traces` output (blocks between dashed lines:
+    the sample's time and its leaf frame, then the callers' frames)."""
+    samples = []
+    for block in re.split(r"^-+\+-+$", text, flags=re.M):
+        lines = [ln.strip() for ln in block.strip().splitlines() if ln.strip()]
+        if not lines:
+            continue
+        m = re.match(r"^([\d.]+)(ms|s|us|µs)\s+(\S.*)$", lines[0])
+        if not m:
+            continue
+        scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}[m.group(2)]
+        samples.append((float(m.group(1)) * scale, [m.group(3), *lines[1:]]))
+    return samples
+
+
+def roles_us(samples: list[tuple[float, list[str]]], requests: float) -> dict[str, float]:
+    """Microseconds of samples per request by ROLES (the rest: "other"), in ROLES' order."""
+    out = dict.fromkeys([r for r, _ in ROLES] + ["other"], 0.0)
+    for secs, frames in samples:
+        role = next((r for r, pats in ROLES if any(p in f for p in pats for f in frames)), "other")
+        out[role] += secs / requests * 1e6
+    return out
+
+
 def pprof_cum_share(profile: Path) -> dict[str, float]:
     """The share of the satnodes' pprof samples under each of the PPROF_TOP functions
     with the most cumulative samples (`go tool pprof -top -cum`), in % of all."""
@@ -302,6 +359,53 @@ def cum_shares(top: str) -> dict[str, float]:
     return share
 
 
+def merge_profiles(profiles: list[Path], merged: Path) -> None:
+    """`go tool pprof -proto` of profiles into merged."""
+    with merged.open("wb") as f:
+        subprocess.run(["go", "tool", "pprof", "-proto", *map(str, profiles)], stdout=f,
+                       stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
+
+
+def measure_floor(args, out: Path) -> dict:
+    """--floor: on a cluster of floornodes of the same size, the bare round trip
+    (before and after) and one-hop reads as the satnodes' faults were made,
+    profiled over the same window of the run; CPU per read by ROLES."""
+    with tempfile.TemporaryDirectory(prefix="satpage-profile-floor-") as tmp:
+        base = _free_port_base(args.constellation)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, pprof=True, emulate_links=False,
+                        store="memory", daemon="floornode")
+        try:
+            pid_file = Path(tmp) / "pids.txt"
+            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
+            run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
+                                          workers=args.workers, **{"duration": args.seconds, **kw})[0]
+            echo = run("echo")
+            (out / "floor").mkdir(exist_ok=True)
+            profiles: list[Path] = []
+
+            def profile() -> None:
+                time.sleep(SETUP_S)
+                profiles.extend(fetch_profiles(st, st.satellites, args.seconds, out / "floor"))
+
+            side = threading.Thread(target=profile)
+            side.start()
+            reads = run("1", duration=args.seconds + SETUP_S + 2, read_stream=args.read_stream)
+            side.join()
+            echo_after = run("echo")
+        finally:
+            cluster_down(Path(tmp))
+    merged = out / "pprof-floornodes.pb.gz"
+    merge_profiles(profiles, merged)
+    bare_rate = (echo["accesses_per_s"] + echo_after["accesses_per_s"]) / 2
+    bare_cpu = (echo["cpu_us_per_access"] + echo_after["cpu_us_per_access"]) / 2
+    return {"bare_round_trips_per_s": bare_rate, "bare_cpu_us": bare_cpu, "reads_per_s": reads["accesses_per_s"],
+            "read_cpu_us": reads["cpu_us_per_access"], "vs_bare": reads["accesses_per_s"] / bare_rate,
+            "cpu_in_bare_round_trips": reads["cpu_us_per_access"] / bare_cpu,
+            "hops_ok": reads["measured_hops_sum"] == reads["accesses"] and reads["unexpected_outcomes"] == 0,
+            "pprof": str(merged),
+            "roles_us_per_read": roles_us(pprof_traces(merged), reads["accesses_per_s"] * args.seconds)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
@@ -315,6 +419,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="keep the profiles here (default: a temporary directory)")
     ap.add_argument("--read-stream", action="store_true",
                     help="the faults as messages of read streams (PageService.ReadStream), not ReadPage calls")
+    ap.add_argument("--floor", action="store_true",
+                    help="also the floor (floornodes, no page logic; docs/services.md, \"The floor, measured as the "
+                         "fault is\"): its cluster after the satnodes', the same runs and profiles, and both "
+                         "profiles' CPU per read by goroutine role")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     if args.seconds < 2 or args.seconds > 60:
@@ -447,11 +555,14 @@ def main() -> int:
     }
     if profiles and shutil.which("go"):
         merged = out / "pprof-satnodes.pb.gz"
-        with merged.open("wb") as f:
-            subprocess.run(["go", "tool", "pprof", "-proto", *map(str, profiles)], stdout=f,
-                           stderr=subprocess.DEVNULL, check=False, cwd=Path(__file__).resolve().parents[1] / "services")
+        merge_profiles(profiles, merged)
         result["pprof"] = str(merged)
         result["pprof_cum_share"] = pprof_cum_share(merged)
+        if args.floor:
+            result["roles_us_per_fault"] = roles_us(pprof_traces(merged), fault["accesses_per_s"] * window)
+    if args.floor:
+        fl = result["floor"] = measure_floor(args, out)
+        fl["fault_vs_floor"] = fault["accesses_per_s"] / fl["reads_per_s"]
     if args.syscalls:
         # Requests in a window: each run's rate times the window (set-ups are outside
         # both). Not the redis-servers' replies: a read fault's adopt is stored with
@@ -529,6 +640,19 @@ def main() -> int:
               "that slept was doing:")
         for k, v in result["switches_satnode"].items():
             print(f"  {v:6.1%}  {k}")
+    if args.floor:
+        fl = result["floor"]
+        print(f"the floor (floornodes, no page logic): bare {fl['bare_round_trips_per_s']:,.0f}/s; one-hop reads "
+              f"{fl['reads_per_s']:,.0f}/s ({fl['read_cpu_us']:.0f} us CPU each): ratio {fl['vs_bare']:.3f}, CPU "
+              f"{fl['cpu_in_bare_round_trips']:.2f} bare round trips; hops ok {fl['hops_ok']}; the fault's rate "
+              f"over the floor's {fl['fault_vs_floor']:.3f}")
+        if "roles_us_per_fault" in result:
+            sat, flo = result["roles_us_per_fault"], fl["roles_us_per_read"]
+            print("CPU per read in the profiles, us, by goroutine (pprof: the daemons' own threads)")
+            print(f"{'':<52} {'satnodes':>8} {'floor':>8}")
+            for role in sat:
+                print(f"{role:<52} {sat[role]:>8.1f} {flo[role]:>8.1f}")
+            print(f"{'all':<52} {sum(sat.values()):>8.1f} {sum(flo.values()):>8.1f}")
     print(f"profiles in {out}" + (f" (go tool pprof -top {result['pprof']})" if "pprof" in result else ""))
     return 0
 

@@ -15,7 +15,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from profile_fault import commandstats, cum_shares, proc_stat, split_calls  # noqa: E402
+from profile_fault import (  # noqa: E402
+    ROLES,
+    commandstats,
+    cum_shares,
+    parse_traces,
+    proc_stat,
+    roles_us,
+    split_calls,
+)
 
 TOP = """File: satnode
 Type: cpu
@@ -34,6 +42,46 @@ def test_every_row_gives_its_cumulative_share_and_the_header_none():
         "google.golang.org/grpc.(*ClientConn).Invoke": 9.11,
         "slices.Clone[go.shape.[]uint8,go.shape.uint8]": 2.04,
     }
+
+
+TRACES = """File: floornode
+Type: cpu
+Duration: 1200.78s, Total samples = 6.88s ( 0.57%)
+-----------+-------------------------------------------------------
+      10ms   runtime.memmove
+             github.com/satpage/satpage/services/internal/floor.pageServer.ReadStream.func1
+             github.com/satpage/satpage/services/internal/streams.Serve[go.shape.int,go.shape.int].func1
+-----------+-------------------------------------------------------
+     1.50s   internal/runtime/syscall/linux.Syscall6
+             internal/runtime/syscall/linux.EpollWait
+             runtime.netpoll
+             runtime.findRunnable
+             runtime.schedule
+             runtime.park_m
+             runtime.mcall
+-----------+-------------------------------------------------------
+     250us   crypto/tls.(*Conn).Write
+             google.golang.org/grpc/internal/transport.(*loopyWriter).run
+-----------+-------------------------------------------------------
+      20ms   github.com/satpage/satpage/services/internal/streams.Serve[go.shape.int,go.shape.int].func1
+-----------+-------------------------------------------------------
+      30ms   main.somethingElse
+"""
+
+
+def test_traces_give_each_sample_its_time_and_frames_and_roles_sum_them_per_request():
+    samples = parse_traces(TRACES)
+    assert [round(t, 6) for t, _ in samples] == [0.01, 1.5, 0.00025, 0.02, 0.03]
+    assert samples[0][1][0] == "runtime.memmove" and len(samples[1][1]) == 7
+    # The read stream's handler wins over the message loop it runs in (ROLES' order).
+    got = roles_us(samples, requests=1000)
+    want = dict.fromkeys([r for r, _ in ROLES] + ["other"], 0.0)
+    want["S: read stream handler (the read, its fetch sent)"] = 10.0
+    want["runtime: scheduler, idle, netpoll"] = 1500.0
+    want["gRPC transport: writing (loopy writer)"] = 0.25
+    want["stream message loops (receive, dispatch)"] = 20.0
+    want["other"] = 30.0
+    assert list(got) == list(want) and got == pytest.approx(want)
 
 
 @pytest.mark.integration
