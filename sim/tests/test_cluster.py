@@ -311,3 +311,44 @@ def test_port_bases_handed_to_concurrent_processes_never_overlap(tmp_path):
         for b in bases[i + 1:]:
             assert a + n <= b or b + n <= a, (a, b)
     assert len(json.loads((tmp_path / "satpage-port-ranges.json").read_text())) == 20
+
+
+def test_a_killed_process_has_exited_only_when_its_last_thread_has():
+    """A process whose leader thread is a zombie while another of its threads still
+    runs holds its descriptors (a satnode's listening socket): _wait_exited waits
+    for that thread too."""
+    from satpage.cluster.local import _wait_exited
+
+    code = ("import threading, time, ctypes; threading.Thread(target=time.sleep, args=(1.0,)).start(); "
+            "ctypes.CDLL(None).pthread_exit(None)")
+    p = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{p.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the leader thread never exited"
+            time.sleep(0.01)
+        assert len(list(Path(f"/proc/{p.pid}/task").iterdir())) == 2
+        _wait_exited(p.pid)
+        assert len(list(Path(f"/proc/{p.pid}/task").iterdir())) <= 1
+    finally:
+        p.wait(timeout=10)
+
+
+def test_a_restarted_satellite_waits_for_its_port(tmp_path, cluster_binaries):
+    """LocalCluster.restart starts the satnode once its ports are free: held by another
+    socket for a second after the kill, the satellite still comes back SERVING."""
+    import socket
+    import threading
+
+    from satpage.cluster.local import LocalCluster
+
+    with LocalCluster.up("walker-star:4/2/0:500:87", state_dir=tmp_path, store="memory", emulate_links=False) as cl:
+        cl.kill(1)
+        holder = socket.socket()
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", int(cl.state.satellite_addr(1).rpartition(":")[2])))
+        holder.listen(1)
+        threading.Timer(1.0, holder.close).start()
+        took = cl.restart(1, timeout_s=30.0)
+        assert took >= 0.9, took
+        assert cluster_status(tmp_path)["running"]

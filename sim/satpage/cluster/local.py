@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -698,14 +699,17 @@ def cluster_down(state_dir: Path | None = None, *, timeout_s: float = 10.0) -> i
 
 
 def _wait_exited(pid: int, timeout_s: float = 10.0) -> None:
-    """Wait until pid has exited (gone, or a zombie: its ports and sockets are closed)."""
+    """Wait until pid has exited: gone, or a zombie with no other thread left. A
+    killed multi-threaded process's leader turns zombie before its other threads
+    have exited, and their shared descriptors (its listening sockets) close with the
+    last of them: a satnode started again at once found its port in use."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout_s:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat.rpartition(")")[2].split()[0] == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1:
+                return
         except OSError:
-            return
-        if stat.rpartition(")")[2].split()[0] == "Z":
             return
         time.sleep(0.01)
     raise OSError(f"process {pid} did not exit {timeout_s:.0f} s after SIGKILL")
@@ -873,6 +877,13 @@ class LocalCluster:
                 if time.monotonic() - t0 > timeout_s:
                     raise OSError(f"redis-server of satellite {i} did not come back")
                 time.sleep(0.02)
+        # Its ports, free once the killed process has closed them: a bind before fails.
+        ports = [int(a.rpartition(":")[2]) for flag, a in itertools.pairwise(old["satnode"].argv)
+                 if flag in ("--listen", "--metrics-listen")]
+        while not all(_port_free(p) for p in ports):
+            if time.monotonic() - t0 > timeout_s:
+                raise OSError(f"satellite {i}: ports {ports} still in use {timeout_s:.0f} s after its kill")
+            time.sleep(0.02)
         new.append(_spawn("satnode", i, old["satnode"].argv, log_dir, _daemon_env()))
         self._replace(list(old.values()), new)
         addr = st.satellite_addr(i)
