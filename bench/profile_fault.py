@@ -40,7 +40,8 @@ profiler on every satnode, and in the same run:
   and one-hop reads there, profiled over the same window; both profiles' CPU
   per read is grouped by the goroutine each sample ran on (ROLES: the read
   stream's handler at S, the fetch stream's at O, their readers and writers,
-  unary calls, background releases, the scheduler).
+  unary calls, background releases, the scheduler). Read it with --read-stream:
+  without, the reads themselves are unary calls. It needs `go` (pprof) on PATH.
 
 Not a make target (about two minutes; three with --floor). perf needs the `linux-perf` package; on a VM
 without hardware counters it samples the cpu-clock.
@@ -427,6 +428,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.seconds < 2 or args.seconds > 60:
         print(f"error: --seconds {args.seconds} outside [2, 60]", file=sys.stderr)
+        return 2
+    if args.floor and not shutil.which("go"):
+        print("error: --floor: go not found on PATH (its profiles are read with go tool pprof)", file=sys.stderr)
         return 2
     if (args.perf or args.switches or args.syscalls) and not shutil.which("perf"):
         print("error: --perf/--switches/--syscalls: perf not found (apt-get install linux-perf)", file=sys.stderr)
