@@ -3,9 +3,9 @@
 // docs/services.md, "The floor, measured as the fault is").
 //
 // A read is relayed over the fetch stream to the satellite's first ISL
-// neighbour, whose FetchPages answers with a page of zero bytes from memory;
-// nothing is stored, moved, counted or admitted beyond the access policy's
-// interceptors on each call and stream. The load generator (bin/satload)
+// neighbour, whose FetchPages answers with a page of zeros (--page-bytes
+// long) from memory; nothing is stored, moved, counted or admitted beyond the
+// access policy's interceptors on each call and stream. The load generator (bin/satload)
 // drives it exactly as it drives satnodes: the same sessions, handovers, read
 // streams and outcome checks. What a fault costs above this floor is what
 // satpage's page tables, durability, access policy per message and metrics
