@@ -155,21 +155,30 @@ def satload_gateway(st, mode: str, *, workers: int, duration: float, batch: int 
     return json.loads(out.stdout)
 
 
-def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, list[dict]]:
-    """One-hop throughput at 64 pages per request, and the latency series, on a
-    cluster started --insecure (plain text, no tokens)."""
-    with tempfile.TemporaryDirectory(prefix="satpage-bench-insecure-") as tmp:
-        base = _free_port_base(args.constellation)
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, insecure=True, emulate_links=False)
+@contextlib.contextmanager
+def bench_cluster(constellation: str, name: str, **kw):
+    """A local cluster of its own for one measurement (cluster_up's kw), in a
+    temporary state directory, stopped on the way out: yields (state, port base,
+    the file of its pids that satload's --cpu-pids meters)."""
+    with tempfile.TemporaryDirectory(prefix=f"satpage-bench-{name}-") as tmp:
+        base = _free_port_base(constellation)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, **kw)
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            print("insecure cluster: throughput batch 64, hop 1; latency", file=sys.stderr)
-            tp = satload(base, args.constellation, pid_file, "1", workers=args.workers, duration=dur, batch=64)[0]
-            lat = satload(base, args.constellation, pid_file, hops, workers=4, duration=lat_s, rate=args.rate,
-                          interleave=True)
+            yield st, base, pid_file
         finally:
             cluster_down(Path(tmp))
+
+
+def compare_insecure(args, dur: float, lat_s: float, hops: str) -> tuple[dict, list[dict]]:
+    """One-hop throughput at 64 pages per request, and the latency series, on a
+    cluster started --insecure (plain text, no tokens)."""
+    with bench_cluster(args.constellation, "insecure", insecure=True, emulate_links=False) as (_, base, pid_file):
+        print("insecure cluster: throughput batch 64, hop 1; latency", file=sys.stderr)
+        tp = satload(base, args.constellation, pid_file, "1", workers=args.workers, duration=dur, batch=64)[0]
+        lat = satload(base, args.constellation, pid_file, hops, workers=4, duration=lat_s, rate=args.rate,
+                      interleave=True)
     return tp, lat
 
 
@@ -180,17 +189,10 @@ def compare_replicas(args, dur: float, rounds: int = 2) -> dict[int, list[dict]]
     behind before it acknowledges; target: R = 2 keeps >= 50 % of R = 1's rate)."""
     out: dict[int, list[dict]] = {1: [], 2: []}
     for r in (1, 2) * rounds:
-        with tempfile.TemporaryDirectory(prefix=f"satpage-bench-r{r}-") as tmp:
-            base = _free_port_base(args.constellation)
-            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, replicas=r, emulate_links=False)
-            try:
-                pid_file = Path(tmp) / "pids.txt"
-                pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-                print(f"replicas {r}: throughput hop 1, batch 64", file=sys.stderr)
-                out[r] += satload(base, args.constellation, pid_file, "1", workers=args.workers,
-                                  duration=dur, batch=64, tls_dir=st.tls_dir)
-            finally:
-                cluster_down(Path(tmp))
+        with bench_cluster(args.constellation, f"r{r}", replicas=r, emulate_links=False) as (st, base, pid_file):
+            print(f"replicas {r}: throughput hop 1, batch 64", file=sys.stderr)
+            out[r] += satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                              duration=dur, batch=64, tls_dir=st.tls_dir)
     return out
 
 
@@ -208,31 +210,24 @@ def compare_emulation(args, dur: float, rounds: int = 2) -> dict[str, list[dict]
     (`perf stat` over the satload run: where the CPU goes)."""
     out: dict[str, list[dict]] = {"off": [], "on": []}
     for mode in ("off", "on") * rounds:
-        with tempfile.TemporaryDirectory(prefix=f"satpage-bench-links-{mode}-") as tmp:
-            base = _free_port_base(args.constellation)
-            st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, emulate_links=mode == "on")
-            try:
-                pid_file = Path(tmp) / "pids.txt"
-                pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-                print(f"link emulation {mode}: throughput hop 1, batch 64", file=sys.stderr)
-                perf = None
-                if getattr(args, "syscalls", False):
-                    sats = ",".join(str(p.pid) for p in st.processes if p.role == "satnode")
-                    perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(EMULATION_EVENTS), "-p", sats],
-                                            stderr=subprocess.PIPE, text=True)
-                r = satload(base, args.constellation, pid_file, "1", workers=args.workers,
-                            duration=dur, batch=64, tls_dir=st.tls_dir)
-                if perf is not None:
-                    perf.send_signal(2)  # SIGINT: perf prints its counts and ends
-                    counts = {}
-                    for line in perf.communicate(timeout=60)[1].splitlines():
-                        f = line.split(",")
-                        if len(f) > 2 and f[0].strip().isdigit():
-                            counts[f[2].split(":")[-1].removeprefix("sys_enter_")] = int(f[0]) / r[0]["requests"]
-                    r[0]["satnodes_per_request"] = counts
-                out[mode] += r
-            finally:
-                cluster_down(Path(tmp))
+        with bench_cluster(args.constellation, f"links-{mode}", emulate_links=mode == "on") as (st, base, pid_file):
+            print(f"link emulation {mode}: throughput hop 1, batch 64", file=sys.stderr)
+            perf = None
+            if getattr(args, "syscalls", False):
+                sats = ",".join(str(p.pid) for p in st.processes if p.role == "satnode")
+                perf = subprocess.Popen(["perf", "stat", "-x", ",", "-e", ",".join(EMULATION_EVENTS), "-p", sats],
+                                        stderr=subprocess.PIPE, text=True)
+            r = satload(base, args.constellation, pid_file, "1", workers=args.workers,
+                        duration=dur, batch=64, tls_dir=st.tls_dir)
+            if perf is not None:
+                perf.send_signal(2)  # SIGINT: perf prints its counts and ends
+                counts = {}
+                for line in perf.communicate(timeout=60)[1].splitlines():
+                    f = line.split(",")
+                    if len(f) > 2 and f[0].strip().isdigit():
+                        counts[f[2].split(":")[-1].removeprefix("sys_enter_")] = int(f[0]) / r[0]["requests"]
+                r[0]["satnodes_per_request"] = counts
+            out[mode] += r
     return out
 
 
@@ -270,33 +265,17 @@ def compare_single_page(constellation: str, workers: int, dur: float, rounds: in
     """single_page_rounds on a cluster of its own (mutual TLS, no link emulation;
     store "memory": satnodes without Redis, what the write-through costs), with
     the floor's cluster beside it."""
-    with tempfile.TemporaryDirectory(prefix="satpage-bench-single-") as tmp, floor_cluster(constellation) as floor:
-        base = _free_port_base(constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False, store=store)
-        try:
-            pid_file = Path(tmp) / "pids.txt"
-            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            return single_page_rounds(st, base, constellation, pid_file, workers=workers, dur=dur, rounds=rounds,
-                                      rate=rate, lat_s=lat_s, hops=SINGLE_PAGE_HOPS, floor=floor)
-        finally:
-            cluster_down(Path(tmp))
+    with floor_cluster(constellation) as floor, \
+            bench_cluster(constellation, "single", emulate_links=False, store=store) as (st, base, pid_file):
+        return single_page_rounds(st, base, constellation, pid_file, workers=workers, dur=dur, rounds=rounds,
+                                  rate=rate, lat_s=lat_s, hops=SINGLE_PAGE_HOPS, floor=floor)
 
 
-@contextlib.contextmanager
-def floor_cluster(constellation: str):
-    """A cluster of floornodes (the floor under a page fault: a satnode's transport
+def floor_cluster(constellation: str, **kw):
+    """bench_cluster of floornodes (the floor under a page fault: a satnode's transport
     and security without its page logic; docs/services.md, "The floor, measured as
-    the fault is"), mutual TLS, no link emulation: yields (state, port base, pid file)."""
-    with tempfile.TemporaryDirectory(prefix="satpage-bench-floor-") as tmp:
-        base = _free_port_base(constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, emulate_links=False, store="memory",
-                        daemon="floornode")
-        try:
-            pid_file = Path(tmp) / "pids.txt"
-            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            yield st, base, pid_file
-        finally:
-            cluster_down(Path(tmp))
+    the fault is"), mutual TLS, no link emulation (kw: more of cluster_up's)."""
+    return bench_cluster(constellation, "floor", emulate_links=False, store="memory", daemon="floornode", **kw)
 
 
 def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, workers: int, dur: float,

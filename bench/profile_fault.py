@@ -63,7 +63,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_services import satload
+from bench_services import floor_cluster, satload
 
 from satpage.cluster import cluster_down, cluster_up
 from satpage.cluster.driver import _free_port_base
@@ -371,30 +371,22 @@ def measure_floor(args, out: Path) -> dict:
     """--floor: on a cluster of floornodes of the same size, the bare round trip
     (before and after) and one-hop reads as the satnodes' faults were made,
     profiled over the same window of the run; CPU per read by ROLES."""
-    with tempfile.TemporaryDirectory(prefix="satpage-profile-floor-") as tmp:
-        base = _free_port_base(args.constellation)
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base, pprof=True, emulate_links=False,
-                        store="memory", daemon="floornode")
-        try:
-            pid_file = Path(tmp) / "pids.txt"
-            pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
-            run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
-                                          workers=args.workers, **{"duration": args.seconds, **kw})[0]
-            echo = run("echo")
-            (out / "floor").mkdir(exist_ok=True)
-            profiles: list[Path] = []
+    with floor_cluster(args.constellation, pprof=True) as (st, base, pid_file):
+        run = lambda h, **kw: satload(base, args.constellation, pid_file, h, tls_dir=st.tls_dir,  # noqa: E731
+                                      workers=args.workers, **{"duration": args.seconds, **kw})[0]
+        echo = run("echo")
+        (out / "floor").mkdir(exist_ok=True)
+        profiles: list[Path] = []
 
-            def profile() -> None:
-                time.sleep(SETUP_S)
-                profiles.extend(fetch_profiles(st, st.satellites, args.seconds, out / "floor"))
+        def profile() -> None:
+            time.sleep(SETUP_S)
+            profiles.extend(fetch_profiles(st, st.satellites, args.seconds, out / "floor"))
 
-            side = threading.Thread(target=profile)
-            side.start()
-            reads = run("1", duration=args.seconds + SETUP_S + 2, read_stream=args.read_stream)
-            side.join()
-            echo_after = run("echo")
-        finally:
-            cluster_down(Path(tmp))
+        side = threading.Thread(target=profile)
+        side.start()
+        reads = run("1", duration=args.seconds + SETUP_S + 2, read_stream=args.read_stream)
+        side.join()
+        echo_after = run("echo")
     merged = out / "pprof-floornodes.pb.gz"
     merge_profiles(profiles, merged)
     bare_rate = (echo["accesses_per_s"] + echo_after["accesses_per_s"]) / 2
