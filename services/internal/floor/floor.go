@@ -95,10 +95,8 @@ func (s pageServer) ReadStream(st grpc.BidiStreamingServer[satpagev1.ReadStreamR
 		ctx, cancel := streams.WithTimeout(ctx, m.TimeoutNs)
 		defer cancel()
 		var resp *satpagev1.ReadPageResponse
-		var err error
-		if m.Request == nil {
-			err = fmt.Errorf("stream message %d carries no request: %w", m.Id, errs.ErrInvalid)
-		} else {
+		err := streams.NoRequest(m.Id, m.Request)
+		if err == nil {
 			resp, err = s.f.read(ctx, m.Request)
 		}
 		return &satpagev1.ReadStreamResponse{Id: m.Id, Response: resp, Status: errs.StatusBytes(errs.Status(err))}
@@ -144,8 +142,8 @@ func (s satServer) FetchPages(_ context.Context, req *satpagev1.FetchPagesReques
 func (s satServer) FetchStream(st grpc.BidiStreamingServer[satpagev1.FetchStreamRequest, satpagev1.FetchStreamResponse]) error {
 	return streams.Serve(st, s.f.draining, false, func(ctx context.Context, m *satpagev1.FetchStreamRequest) *satpagev1.FetchStreamResponse {
 		var resp *satpagev1.FetchPagesResponse
-		err := fmt.Errorf("stream message %d carries no request: %w", m.Id, errs.ErrInvalid)
-		if m.Request != nil {
+		err := streams.NoRequest(m.Id, m.Request)
+		if err == nil {
 			resp, err = s.FetchPages(ctx, m.Request)
 		}
 		return &satpagev1.FetchStreamResponse{Id: m.Id, Response: resp, Status: errs.StatusBytes(errs.Status(err))}

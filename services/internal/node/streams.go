@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 
 	"google.golang.org/grpc"
 
@@ -52,8 +51,8 @@ func handleMessage[Req, Resp any](ctx context.Context, n *Node, method string, w
 	if err := n.groundCut(ctx, method); err != nil {
 		return nil, err
 	}
-	if req == nil {
-		return nil, errs.Status(fmt.Errorf("stream message %d carries no request: %w", id, errs.ErrInvalid))
+	if err := streams.NoRequest(id, req); err != nil {
+		return nil, errs.Status(err)
 	}
 	return h(ctx, req)
 }

@@ -6,11 +6,14 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // Serve receives st's messages and sends answer's answer to each:
@@ -90,6 +93,15 @@ func (h *handlers) stop() {
 	h.stopped = true
 	h.mu.Unlock()
 	h.wg.Wait()
+}
+
+// NoRequest is the error of message id when it carries no request (req
+// nil), answered as a unary call's invalid argument; nil when it carries one.
+func NoRequest[Req any](id uint64, req *Req) error {
+	if req != nil {
+		return nil
+	}
+	return fmt.Errorf("stream message %d carries no request: %w", id, errs.ErrInvalid)
 }
 
 // WithTimeout is ctx bounded by a message's timeout_ns, the time its caller

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"sync"
@@ -10,6 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/satpage/satpage/services/internal/errs"
 )
 
 // fakeStream hands out its messages, then blocks until closed (io.EOF),
@@ -159,5 +162,16 @@ func waitFor(t *testing.T, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("not within 5 s")
 		}
+	}
+}
+
+func TestNoRequestIsInvalidNamingTheMessageAndNilForARequest(t *testing.T) {
+	req := 1
+	if err := NoRequest(3, &req); err != nil {
+		t.Fatalf("a message with its request: %v, want nil", err)
+	}
+	err := NoRequest[int](3, nil)
+	if !errors.Is(err, errs.ErrInvalid) || err.Error() != "stream message 3 carries no request: "+errs.ErrInvalid.Error() {
+		t.Fatalf("a message without one: %v, want invalid, naming message 3", err)
 	}
 }
