@@ -213,6 +213,29 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		if n, _ := s.CountFrames(ctx, sid); n != 0 {
 			t.Errorf("frames stored without a table: got %d, want 0", n)
 		}
+		// A satellite that no longer serves the session still owns frames of it
+		// (until they are fetched and released): a refused adoption leaves them
+		// as they were, and makes no table.
+		held := []store.Frame{{Page: 1, Data: []byte("old")}, {Page: 5, Data: []byte("kept")}}
+		if err := s.PutFrames(ctx, sid, held); err != nil {
+			t.Fatal(err)
+		}
+		err = s.AdoptFrames(ctx, sid, []store.Frame{{Page: 1, Data: []byte("a")}, {Page: 2, Data: []byte("b")}}, 4)
+		if !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("AdoptFrames without a table, frames held: got %v, want ErrUnknownSession", err)
+		}
+		if got, err := s.GetFrames(ctx, sid, []uint32{1, 5}); err != nil || string(got[0].Data) != "old" || string(got[1].Data) != "kept" {
+			t.Errorf("frames held after a refused adoption: got %v, %v, want old and kept", got, err)
+		}
+		if n, _ := s.CountFrames(ctx, sid); n != 2 {
+			t.Errorf("frames after a refused adoption: got %d, want 2", n)
+		}
+		if _, err := s.TableSize(ctx, sid); !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("table after a refused adoption: got %v, want ErrUnknownSession", err)
+		}
+		if _, err := s.DropFrames(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.OpenTable(ctx, sid); err != nil {
 			t.Fatal(err)
 		}
@@ -240,6 +263,20 @@ func Run(t *testing.T, open func(t *testing.T) store.PageStore) {
 		}
 		if n, _ := s.CountFrames(ctx, answers); n != 0 {
 			t.Errorf("answers kept without a table: got %d, want 0", n)
+		}
+		// Answers kept before (the session moved on): a refused adoption keeps them.
+		if err := s.PutFrames(ctx, answers, []store.Frame{{Page: 17, Data: []byte("earlier")}}); err != nil {
+			t.Fatal(err)
+		}
+		err = s.AdoptAnswered(ctx, sid, nil, 4, answers, answer)
+		if !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("AdoptAnswered without a table, answers held: got %v, want ErrUnknownSession", err)
+		}
+		if got, err := s.GetFrames(ctx, answers, []uint32{17}); err != nil || string(got[0].Data) != "earlier" {
+			t.Errorf("answers after a refused adoption: got %v, %v, want earlier", got, err)
+		}
+		if _, err := s.TableSize(ctx, sid); !errors.Is(err, errs.ErrUnknownSession) {
+			t.Errorf("table after a refused adoption: got %v, want ErrUnknownSession", err)
 		}
 		if err := s.OpenTable(ctx, sid); err != nil {
 			t.Fatal(err)
