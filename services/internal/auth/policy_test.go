@@ -108,3 +108,57 @@ func TestSecureByDefaultWithoutMaterialFailsNamingTheFile(t *testing.T) {
 		t.Errorf("got %v, want an error naming ca.pem", err)
 	}
 }
+
+// fakeStream is a server stream with only a context (the interceptor's view).
+type fakeStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s fakeStream) Context() context.Context { return s.ctx }
+
+func TestAStreamsMessagesShareTheRateOfTheCallerThatOpenedIt(t *testing.T) {
+	_, k, _ := ed25519.GenerateKey(rand.Reader)
+	tok, _ := token.NewIssuer(k, time.Hour).Issue("s", 10)
+	p := &auth.Policy{Verifier: token.NewVerifier(k.Public().(ed25519.PublicKey)), Rate: limits.NewRate(1, 4), Denied: auth.Counter()}
+	read := "/satpage.v1.PageService/ReadPage"
+	info := &grpc.StreamServerInfo{FullMethod: "/satpage.v1.PageService/ReadStream", IsClientStream: true, IsServerStream: true}
+	from := func(ip string) context.Context {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP(ip), Port: 5000}})
+		return metadata.NewIncomingContext(ctx, metadata.Pairs(token.MetadataKey, tok))
+	}
+	var admitted, exhausted int
+	h := func(srv any, ss grpc.ServerStream) error {
+		for range 10 {
+			req := &satpagev1.ReadPageRequest{SessionId: "s", Page: 1}
+			_, err := p.AdmitMessage(ss.Context(), read, req, req)
+			switch status.Code(err) {
+			case codes.OK:
+				admitted++
+			case codes.ResourceExhausted:
+				exhausted++
+			default:
+				t.Fatalf("message: got %v, want OK or ResourceExhausted", err)
+			}
+		}
+		return nil
+	}
+	if err := p.Stream()(nil, fakeStream{ctx: from("10.0.0.1")}, info, h); err != nil {
+		t.Fatal(err)
+	}
+	// A burst of 4: the stream's opening takes one, its messages the rest.
+	if admitted != 3 || exhausted != 7 {
+		t.Errorf("10 messages after the opening, burst 4: got %d admitted and %d refused, want 3 and 7", admitted, exhausted)
+	}
+	req := &satpagev1.ReadPageRequest{SessionId: "s", Page: 1}
+	if _, err := p.AdmitMessage(from("10.0.0.1"), read, req, req); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a call from the stream's caller: got %v, want ResourceExhausted (the same bucket)", err)
+	}
+	admitted, exhausted = 0, 0
+	if err := p.Stream()(nil, fakeStream{ctx: from("10.0.0.2")}, info, h); err != nil {
+		t.Fatal(err)
+	}
+	if admitted != 3 {
+		t.Errorf("another caller's stream: got %d admitted, want 3 (its own bucket)", admitted)
+	}
+}
