@@ -137,10 +137,9 @@ func (p *Policy) admit(ctx context.Context, method string, req any) (context.Con
 	if p.Insecure {
 		return ctx, nil
 	}
-	c := callerOf(ctx)
-	id := c.id
+	id := tlsconf.FromContext(ctx)
 	r := ruleOf(method)
-	if id.Role != tlsconf.Satellite && id.Role != tlsconf.Gateway && r != public && !p.Rate.Allow(c.rateKey(ctx)) {
+	if id.Role != tlsconf.Satellite && id.Role != tlsconf.Gateway && r != public && !p.Rate.Allow(callerKey(ctx, id)) {
 		return ctx, fmt.Errorf("%s from %s: rate limit reached: %w", short(method), id, errs.ErrResourceExhausted)
 	}
 	need := func(ok bool, what string) error {
@@ -267,50 +266,6 @@ func checkPages(req any, table uint32) error {
 	return nil
 }
 
-// caller is who sent a request, as admit needs it. A stream's is read once,
-// when it opens (Stream): every message of a stream comes from the same peer
-// over the same connection, and reading the peer's certificate and address
-// again was work on each message of the fault path (docs/services.md, "The
-// read stream"). A unary call's is read for the call.
-type caller struct {
-	id  tlsconf.Identity
-	key string // callerKey; "" when not read yet
-}
-
-type callerCtxKey struct{}
-
-// callerOf is the caller of the stream ctx belongs to, or of the call.
-func callerOf(ctx context.Context) caller {
-	if c, ok := ctx.Value(callerCtxKey{}).(*caller); ok {
-		return *c
-	}
-	return caller{id: tlsconf.FromContext(ctx)}
-}
-
-// rateKey is callerKey, read now unless read before.
-func (c caller) rateKey(ctx context.Context) string {
-	if c.key != "" {
-		return c.key
-	}
-	return callerKey(ctx, c.id)
-}
-
-// callerStream is a stream whose context carries its caller.
-type callerStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s callerStream) Context() context.Context { return s.ctx }
-
-// withCaller is ss with its caller read once.
-func withCaller(ss grpc.ServerStream) grpc.ServerStream {
-	ctx := ss.Context()
-	c := &caller{id: tlsconf.FromContext(ctx)}
-	c.key = callerKey(ctx, c.id)
-	return callerStream{ServerStream: ss, ctx: context.WithValue(ctx, callerCtxKey{}, c)}
-}
-
 // callerKey is who a rate limit applies to: the certificate, else the address's host.
 func callerKey(ctx context.Context, id tlsconf.Identity) string {
 	addr := tlsconf.PeerAddr(ctx)
@@ -383,9 +338,6 @@ func (p *Policy) Stream() grpc.StreamServerInterceptor {
 			p.refused(ss.Context(), info.FullMethod, err)
 			return errs.Status(err)
 		}
-		if p.Insecure {
-			return h(srv, ss)
-		}
-		return h(srv, withCaller(ss))
+		return h(srv, ss)
 	}
 }

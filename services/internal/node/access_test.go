@@ -252,8 +252,8 @@ func redisCalls(t *testing.T, sock string) map[string]int {
 // one-page, one-hop fault looks the owner up and reads the frame at the old
 // owner from memory, and is answered before its adopt is stored (a read;
 // the old owner keeps the page until it is), so neither Redis serves a call
-// during it. The adopt (frame and table entry in one guarded MULTI) goes out
-// with the session's next batch or flush, one round trip for all the faults held.
+// during it. The adopt (frame and table entry in one script) goes out with
+// the session's next batch or flush, one call for all the faults held.
 func TestAOneHopFaultMakesNoRedisCallAndItsAdoptOneLater(t *testing.T) {
 	socks := map[int]string{}
 	c := clustertest.New(t, "walker-star:4/1/0:500:87", clustertest.Options{Store: func(t testing.TB, i int) store.PageStore {
@@ -270,7 +270,8 @@ func TestAOneHopFaultMakesNoRedisCallAndItsAdoptOneLater(t *testing.T) {
 	data := bytes.Repeat([]byte{7}, 4096)
 	placePage(t, c, "s", 0, 1, data)
 	rp, sp := c.Satellite(t, 1)
-	// A page created at the serving satellite first (its adopt stored then).
+	// A page created at the serving satellite first: its Redis then knows the
+	// adopt script (the first call of a script may load it with an EVAL).
 	if r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "s", Page: 8}); err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_CREATED {
 		t.Fatalf("ReadPage of a new page: got %v, %v, want CREATED", r, err)
 	}
@@ -294,20 +295,19 @@ func TestAOneHopFaultMakesNoRedisCallAndItsAdoptOneLater(t *testing.T) {
 	if got := diff(redisCalls(t, socks[0]), atO); len(got) != 0 {
 		t.Errorf("Redis calls at the old owner: got %v, want none", got)
 	}
-	// SessionFrames settles the session: the held adopt is stored, one MULTI:
-	// the guard and unguard scripts (eval, each a hexists of the table's
-	// marker) around 2 hset, the frame and its table entry; then the release;
+	// SessionFrames settles the session: the held adopt is stored (a script's
+	// own commands count too: evalsha + hexists + 2 hset), then the release;
 	// hlen is SessionFrames' own count.
 	if f, err := sp.SessionFrames(context.Background(), &satpagev1.SessionFramesRequest{SessionId: "s"}); err != nil || f.Frames != 2 {
 		t.Fatalf("SessionFrames: got %v, %v, want 2 frames", f, err)
 	}
-	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"multi": 1, "eval": 2, "hexists": 2, "hset": 2, "exec": 1, "hlen": 1}; !maps.Equal(got, want) {
+	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"evalsha": 1, "hexists": 1, "hset": 2, "hlen": 1}; !maps.Equal(got, want) {
 		t.Errorf("Redis calls at the serving satellite for the held adopt: got %v, want %v", got, want)
 	}
 
 	// With a request id (exactly-once: the gateway sends one): the slot of the
 	// id is looked up in memory (the first request of the session lists the
-	// kept answers once, keys only), and the answer goes in the adopt's MULTI.
+	// kept answers once, keys only), and the answer goes in the adopt script.
 	placePage(t, c, "u", 0, 1, data)
 	if r, err := rp.ReadPage(context.Background(), &satpagev1.ReadPageRequest{SessionId: "u", Page: 9, RequestId: "first"}); err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_CREATED {
 		t.Fatalf("ReadPage of a new page with an id: got %v, %v, want CREATED", r, err)
@@ -317,8 +317,8 @@ func TestAOneHopFaultMakesNoRedisCallAndItsAdoptOneLater(t *testing.T) {
 	if err != nil || r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || r.Hops != 1 || !bytes.Equal(r.Data, data) {
 		t.Fatalf("ReadPage with an id: got %v, %v, want MOVED over 1 hop with the data written", r, err)
 	}
-	// The guarded MULTI with 3 hset: the frame, its table entry and the answer.
-	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"multi": 1, "eval": 2, "hexists": 2, "hset": 3, "exec": 1}; !maps.Equal(got, want) {
+	// evalsha + hexists + 3 hset: the frame, its table entry and the answer.
+	if got, want := diff(redisCalls(t, socks[1]), atS), map[string]int{"evalsha": 1, "hexists": 1, "hset": 3}; !maps.Equal(got, want) {
 		t.Errorf("Redis calls at the serving satellite, with a request id: got %v, want %v", got, want)
 	}
 	if got := diff(redisCalls(t, socks[0]), atO); len(got) != 0 {

@@ -33,34 +33,27 @@ if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
 for i = 2, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], ARGV[1]) end
 return 0`)
 
-// adoptGuard and adoptUnguard bracket an adoption's HSETs in one MULTI
-// (Redis.adopt), so that the frames never pass through Lua: a script pays
-// about 6 us inside Redis for each 4 KiB argument it is given, where HSET
-// stores a frame in well under one (docs/services.md, "The adopt without
-// Lua"). KEYS: t:<s> and its park, then each other key the adoption writes
-// and its park. When the table is missing, the guard parks those keys
-// (renames them away), and the unguard deletes what the HSETs wrote and
-// brings them back: the adoption then stores nothing, and changes nothing.
-// The unguard's reply is the adoption's: 0, or -1 when the table is missing.
-var adoptGuard = `
-if redis.call('HEXISTS', KEYS[1], '-') == 1 then return 0 end
-for i = 1, #KEYS, 2 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('RENAME', KEYS[i], KEYS[i+1]) end
+// adoptScript: KEYS t:<s>, f:<s>; ARGV owner, then page, data pairs. Writes
+// frames and owners together, or nothing when the table is missing.
+var adoptScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
 end
-return -1`
+return 0`)
 
-var adoptUnguard = `
-if redis.call('HEXISTS', KEYS[1], '-') == 1 then return 0 end
-for i = 1, #KEYS, 2 do
-  redis.call('DEL', KEYS[i])
-  if redis.call('EXISTS', KEYS[i+1]) == 1 then redis.call('RENAME', KEYS[i+1], KEYS[i]) end
+// adoptAnsweredScript: KEYS t:<s>, f:<s>, f:<answers>; ARGV owner, answer
+// field, answer data, then page, data pairs. adoptScript plus the answer, all
+// or nothing (a script runs atomically).
+var adoptAnsweredScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
+for i = 4, #ARGV, 2 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
 end
-return -1`
-
-// parked is where the adopt guard parks key while an adoption without a table
-// runs: within one MULTI, so no other command ever sees it (and no snapshot's
-// scan of t:* and f:* would).
-func parked(key string) string { return "parked:" + key }
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return 0`)
 
 // releaseScript: KEYS t:<s>, f:<s>; ARGV self, then pages. Refuses (returns
 // -1 - index of the page) when the local table names self as a page's owner.
@@ -325,50 +318,30 @@ func (r *Redis) DropFrames(ctx context.Context, session string) (int, error) {
 }
 
 func (r *Redis) AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error {
-	return r.adopt(ctx, session, frames, owner, "", nil, "adopt frames")
+	args := make([]any, 0, 1+2*len(frames))
+	args = append(args, strconv.FormatUint(uint64(owner), 10))
+	for _, f := range frames {
+		args = append(args, pageField(f.Page), f.Data)
+	}
+	n, err := adoptScript.Run(ctx, r.c, []string{tkey(session), fkey(session)}, args...).Int()
+	if err != nil {
+		return wrap(err, "adopt frames")
+	}
+	if n < 0 {
+		return unknown(session)
+	}
+	return nil
 }
 
 func (r *Redis) AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error {
-	return r.adopt(ctx, session, frames, owner, answers, &answer, "adopt frames with an answer")
-}
-
-// adopt stores frames, their table entries (owner) and answer (nil: none) as
-// one MULTI, guarded (adoptGuard): all of it when session has a table,
-// nothing otherwise (unknown). what names the step in a backend error.
-func (r *Redis) adopt(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer *Frame, what string) error {
-	keys := []string{tkey(session), parked(tkey(session)), fkey(session), parked(fkey(session))}
-	if answer != nil {
-		keys = append(keys, fkey(answers), parked(fkey(answers)))
+	args := make([]any, 0, 3+2*len(frames))
+	args = append(args, strconv.FormatUint(uint64(owner), 10), pageField(answer.Page), answer.Data)
+	for _, f := range frames {
+		args = append(args, pageField(f.Page), f.Data)
 	}
-	var verdict *redis.Cmd
-	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		// EVAL, not EVALSHA: a script missing from Redis's cache fails inside
-		// the MULTI, and the commands around it would still run.
-		p.Eval(ctx, adoptGuard, keys)
-		if len(frames) > 0 {
-			data := make([]any, 0, 2*len(frames))
-			entries := make([]any, 0, 2*len(frames))
-			o := strconv.FormatUint(uint64(owner), 10)
-			for _, f := range frames {
-				field := pageField(f.Page)
-				data = append(data, field, f.Data)
-				entries = append(entries, field, o)
-			}
-			p.HSet(ctx, fkey(session), data...)
-			p.HSet(ctx, tkey(session), entries...)
-		}
-		if answer != nil {
-			p.HSet(ctx, fkey(answers), pageField(answer.Page), answer.Data)
-		}
-		verdict = p.Eval(ctx, adoptUnguard, keys)
-		return nil
-	})
+	n, err := adoptAnsweredScript.Run(ctx, r.c, []string{tkey(session), fkey(session), fkey(answers)}, args...).Int()
 	if err != nil {
-		return wrap(err, what)
-	}
-	n, err := verdict.Int()
-	if err != nil {
-		return wrap(err, what)
+		return wrap(err, "adopt frames with an answer")
 	}
 	if n < 0 {
 		return unknown(session)
