@@ -29,7 +29,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench_services import bench_cluster, hops_ok, satload
+from bench_services import bare_and_faults, bench_cluster, hops_ok
 
 DEFAULT_CONSTELLATION = "walker-star:150/10/1:500:87"
 
@@ -75,10 +75,7 @@ def paired(a: list[float], b: list[float]) -> dict:
 
 def round_on(cluster, constellation: str, workers: int, seconds: float) -> dict:
     """The bare round trip, then one-hop read-stream faults, on one cluster."""
-    st, base, pids = cluster
-    bare = satload(base, constellation, pids, "echo", workers=workers, duration=seconds, tls_dir=st.tls_dir)[0]
-    fault = satload(base, constellation, pids, "1", workers=workers, duration=seconds,
-                    tls_dir=st.tls_dir, read_stream=True)[0]
+    bare, fault = bare_and_faults(cluster, constellation, workers=workers, dur=seconds)
     return {"bare_per_s": bare["accesses_per_s"], "fault_per_s": fault["accesses_per_s"],
             "ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
             "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"],

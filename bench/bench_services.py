@@ -278,6 +278,17 @@ def floor_cluster(constellation: str, **kw):
     return bench_cluster(constellation, "floor", emulate_links=False, store="memory", daemon="floornode", **kw)
 
 
+def bare_and_faults(cluster: tuple, constellation: str, *, workers: int, dur: float) -> tuple[dict, dict]:
+    """On a bench_cluster's (state, port base, pid file): the bare gRPC round trip
+    (health Check), then one-hop faults at one page per request over read
+    streams, closed loop, dur each: satload's result of each."""
+    st, base, pid_file = cluster
+    bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
+    fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
+                    tls_dir=st.tls_dir, read_stream=True)[0]
+    return bare, fault
+
+
 def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, workers: int, dur: float,
                        rounds: int, rate: float = 0.0, lat_s: float = 0.0, hops: str | None = None,
                        floor: tuple | None = None) -> list[dict]:
@@ -292,19 +303,14 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
     for i in range(rounds):
         print(f"single page: round {i + 1}/{rounds}: bare round trip, one-hop faults"
               + (f", latency over hops {hops}" if hops else ""), file=sys.stderr)
-        bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
-        fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
-                        tls_dir=st.tls_dir, read_stream=True)[0]
+        bare, fault = bare_and_faults((st, base, pid_file), constellation, workers=workers, dur=dur)
         unary = satload(base, constellation, pid_file, "1", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
         r = {"bare": bare, "fault": fault, "fault_unary": unary,
              "rate_ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
              "unary_rate_ratio": unary["accesses_per_s"] / bare["accesses_per_s"],
              "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"]}
         if floor is not None:
-            fst, fbase, fpids = floor
-            fbare = satload(fbase, constellation, fpids, "echo", workers=workers, duration=dur, tls_dir=fst.tls_dir)[0]
-            ffault = satload(fbase, constellation, fpids, "1", workers=workers, duration=dur,
-                             tls_dir=fst.tls_dir, read_stream=True)[0]
+            fbare, ffault = bare_and_faults(floor, constellation, workers=workers, dur=dur)
             r |= {"floor_bare": fbare, "floor_fault": ffault,
                   "floor_vs_bare": ffault["accesses_per_s"] / fbare["accesses_per_s"],
                   "vs_floor": fault["accesses_per_s"] / ffault["accesses_per_s"],
