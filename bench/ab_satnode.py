@@ -2,7 +2,8 @@
 cut from the noise").
 
     .venv/bin/python bench/ab_satnode.py DIR_A DIR_B [--rounds 12] [--seconds 3]
-        [--constellation walker-star:150/10/1:500:87] [--workers 32] [--json]
+        [--constellation walker-star:150/10/1:500:87] [--workers 32]
+        [--pages-a 64] [--pages-b 64] [--json]
 
 DIR_A and DIR_B each hold a satnode build (`go build -o DIR ./cmd/...` in
 services/, or a checkout's bin/ after `make build`). A cluster of each build
@@ -16,6 +17,12 @@ seconds apart, so the comparison is paired: per round, B's
 `single_page_vs_bare` over A's, and the sign test (exact, two-sided) of how
 many rounds B's was the higher. Every read of both clusters must move one hop
 as counted, or it exits 1. About 15 s per round, and a minute or two to start.
+
+A session reads all its pages, then is handed over to the satellite it came
+from, and reads them again (each read a one-hop fault): --pages-a and
+--pages-b set each side's pages per session (64, as `make bench-services`), so
+that one build against itself with more pages per session on one side measures
+what the session's handover work costs the faults.
 """
 
 from __future__ import annotations
@@ -73,9 +80,9 @@ def paired(a: list[float], b: list[float]) -> dict:
             "b_higher": wins, "b_lower": losses, "rounds": len(rel), "sign_test_p": sign_test_p(wins, losses)}
 
 
-def round_on(cluster, constellation: str, workers: int, seconds: float) -> dict:
-    """The bare round trip, then one-hop read-stream faults, on one cluster."""
-    bare, fault = bare_and_faults(cluster, constellation, workers=workers, dur=seconds)
+def round_on(cluster, constellation: str, workers: int, seconds: float, pages: int) -> dict:
+    """The bare round trip, then one-hop read-stream faults (sessions of pages), on one cluster."""
+    bare, fault = bare_and_faults(cluster, constellation, workers=workers, dur=seconds, pages=pages)
     return {"bare_per_s": bare["accesses_per_s"], "fault_per_s": fault["accesses_per_s"],
             "ratio": fault["accesses_per_s"] / bare["accesses_per_s"],
             "cpu_in_bare_round_trips": fault["cpu_us_per_access"] / bare["cpu_us_per_access"],
@@ -106,11 +113,17 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="length of each run")
     ap.add_argument("--workers", type=int, default=32)
     ap.add_argument("--constellation", default=DEFAULT_CONSTELLATION)
+    ap.add_argument("--pages-a", type=int, default=64, help="pages per session on A's cluster")
+    ap.add_argument("--pages-b", type=int, default=64, help="pages per session on B's cluster")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args()
     if args.rounds < 1 or args.seconds <= 0:
         ap.error(f"--rounds {args.rounds} and --seconds {args.seconds}: need at least 1 round of more than 0 s")
+    for side, n in (("a", args.pages_a), ("b", args.pages_b)):
+        if n < 1:
+            ap.error(f"--pages-{side} {n}: a session needs at least 1 page")
     dirs = {"A": args.dir_a.resolve(), "B": args.dir_b.resolve()}
+    pages = {"A": args.pages_a, "B": args.pages_b}
     rounds: list[dict] = []
     with build_cluster(dirs["A"], args.constellation, "ab-a") as ca, \
             build_cluster(dirs["B"], args.constellation, "ab-b") as cb:
@@ -119,15 +132,16 @@ def main() -> int:
         for i in range(args.rounds):
             print(f"ab_satnode: round {i + 1}/{args.rounds}", file=sys.stderr)
             order = "AB" if i % 2 == 0 else "BA"
-            rounds.append({k: round_on(clusters[k], args.constellation, args.workers, args.seconds)
+            rounds.append({k: round_on(clusters[k], args.constellation, args.workers, args.seconds, pages[k])
                            for k in order})
     cmp = paired([r["A"]["ratio"] for r in rounds], [r["B"]["ratio"] for r in rounds])
     ok = all(r[k]["hops_ok"] for r in rounds for k in "AB")
     if args.json:
         print(json.dumps({"a": str(dirs["A"]), "b": str(dirs["B"]), "constellation": args.constellation,
+                          "pages_a": pages["A"], "pages_b": pages["B"],
                           "rounds": rounds, "comparison": cmp, "hops_ok": ok}))
     else:
-        print_report(rounds, cmp, (str(dirs["A"]), str(dirs["B"])))
+        print_report(rounds, cmp, tuple(f"{dirs[k]}, {pages[k]} pages per session" for k in "AB"))
     if not ok:
         print("ab_satnode: reads with unexpected outcomes or hop counts", file=sys.stderr)
         return 1

@@ -108,13 +108,14 @@ BATCHES = (1, 16, 64)
 def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers: int, duration: float,
             batch: int = 1, rate: float = 0.0, max_accesses: int = 400_000,
             tls_dir: str | None = None, request_ids: bool = False, read_stream: bool = False,
-            interleave: bool = False) -> list[dict]:
+            interleave: bool = False, pages: int = 64) -> list[dict]:
     """One bin/satload run (bounded in time and count): one JSON object per hop count;
     over mutual TLS with tls_dir's gateway certificate and token key, else plain text;
     request_ids: every read carries a request_id (exactly-once, as the gateway's do);
     read_stream: one-page reads as messages of a read stream (PageService.ReadStream);
     interleave (open loop, several hop counts): the hop counts at once, each at
-    rate over their number for that many times duration (satload --interleave)."""
+    rate over their number for that many times duration (satload --interleave);
+    pages per session (each session is handed over once it has read them all)."""
     security = ["--tls-dir", tls_dir] if tls_dir else ["--insecure"]
     ids = ["--request-ids"] if request_ids else []
     ids += ["--read-stream"] if read_stream else []
@@ -122,7 +123,7 @@ def satload(base: int, constellation: str, pid_file: Path, hops: str, *, workers
     out = subprocess.run(
         [str(find_binary("satload")), "--constellation", constellation,
          "--peer-template", "127.0.0.1:{port}", "--peer-port-base", str(base + 2),
-         "--hops", hops, "--workers", str(workers), "--pages", "64", "--page-bytes", "4096",
+         "--hops", hops, "--workers", str(workers), "--pages", str(pages), "--page-bytes", "4096",
          "--batch", str(batch), "--rate", str(rate), "--duration", f"{duration}s",
          "--max-accesses", str(max_accesses), "--cpu-pids", str(pid_file), *security, *ids],
         capture_output=True, text=True, timeout=900)
@@ -278,14 +279,15 @@ def floor_cluster(constellation: str, **kw):
     return bench_cluster(constellation, "floor", emulate_links=False, store="memory", daemon="floornode", **kw)
 
 
-def bare_and_faults(cluster: tuple, constellation: str, *, workers: int, dur: float) -> tuple[dict, dict]:
+def bare_and_faults(cluster: tuple, constellation: str, *, workers: int, dur: float,
+                    pages: int = 64) -> tuple[dict, dict]:
     """On a bench_cluster's (state, port base, pid file): the bare gRPC round trip
     (health Check), then one-hop faults at one page per request over read
-    streams, closed loop, dur each: satload's result of each."""
+    streams, closed loop, dur each, sessions of pages: satload's result of each."""
     st, base, pid_file = cluster
     bare = satload(base, constellation, pid_file, "echo", workers=workers, duration=dur, tls_dir=st.tls_dir)[0]
     fault = satload(base, constellation, pid_file, "1", workers=workers, duration=dur,
-                    tls_dir=st.tls_dir, read_stream=True)[0]
+                    tls_dir=st.tls_dir, read_stream=True, pages=pages)[0]
     return bare, fault
 
 
