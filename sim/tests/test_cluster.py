@@ -313,6 +313,30 @@ def test_port_bases_handed_to_concurrent_processes_never_overlap(tmp_path):
     assert len(json.loads((tmp_path / "satpage-port-ranges.json").read_text())) == 20
 
 
+def test_a_recorded_cluster_keeps_its_ports_booked_until_it_is_down(tmp_path, monkeypatch):
+    """A booking past PORT_BOOKING_S still holds while a cluster is recorded on the
+    range (a satellite killed for seconds leaves its port free, and a long-lived
+    cluster must not lose it to a new one), and is let go once its record is gone."""
+    from satpage.cluster import local
+
+    monkeypatch.setattr(local, "PORT_BOOK", tmp_path / "book.json")
+    monkeypatch.setattr(local, "PORT_BOOKING_S", 0.0)     # bookings by age alone: none
+    top = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    n = 2 + 2 * 10
+    low = top - n - 4                                    # four candidate bases
+    state = tmp_path / "cluster"
+    state.mkdir()
+    (state / local.STATE_FILE).write_text("{}")
+    local._claim_ports(low, n + 4, state)                # covers every candidate
+    with pytest.raises(OSError, match=f"no free range of {n} loopback ports"):
+        local.free_port_base(10, low=low)
+    (state / local.STATE_FILE).unlink()                  # cluster down
+    base = local.free_port_base(10, low=low)
+    assert low <= base < top - n
+    book = json.loads((tmp_path / "book.json").read_text())
+    assert [h[:2] for h in book] == [[base, n]]          # the claim is gone, the new one booked
+
+
 def test_a_killed_process_has_exited_only_when_its_last_thread_has():
     """A process whose leader thread is a zombie while another of its threads still
     runs holds its descriptors (a satnode's listening socket): _wait_exited waits

@@ -10,6 +10,7 @@ dropped), no persistence and the lowest timer rate; nodes log warnings only.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import itertools
@@ -242,11 +243,47 @@ def _port_free(port: int) -> bool:
     return True
 
 
-#: Ranges handed out by free_port_base in the last PORT_BOOKING_S seconds, machine-wide:
-#: a range is free when checked but its cluster binds it seconds later, and another
-#: process (a second `cluster up`, a parallel test worker) may pick it meanwhile.
+#: Ranges handed out by free_port_base, machine-wide: a range is free when checked but
+#: its cluster binds it seconds later, and another process (a second `cluster up`, a
+#: parallel test worker) may pick it meanwhile. A booking holds for PORT_BOOKING_S
+#: seconds, and for as long as a cluster recorded on the range is (cluster_up claims
+#: it): a satellite killed and restarted leaves its port free for seconds, and a
+#: cluster that has run for minutes must not lose it to a new one meanwhile.
 PORT_BOOK = Path(tempfile.gettempdir()) / "satpage-port-ranges.json"
 PORT_BOOKING_S = 120.0
+
+
+def _booked(h: list) -> bool:
+    """A booking still holds: young, or claimed by a cluster whose record is there."""
+    if time.time() - float(h[2]) < PORT_BOOKING_S:
+        return True
+    return len(h) > 3 and (Path(h[3]) / STATE_FILE).is_file()
+
+
+@contextlib.contextmanager
+def _port_book():
+    """The bookings still held, under the book's file lock; what the block leaves in
+    the list is written back."""
+    import fcntl
+
+    with open(PORT_BOOK, "a+") as book:
+        fcntl.flock(book, fcntl.LOCK_EX)         # released when the file closes
+        book.seek(0)
+        try:
+            held = [h for h in json.loads(book.read() or "[]") if _booked(h)]
+        except (ValueError, TypeError, IndexError, KeyError):
+            held = []                            # a damaged book only loses the bookings
+        yield held
+        book.seek(0)
+        book.truncate()
+        book.write(json.dumps(held))
+
+
+def _claim_ports(base: int, n: int, state_dir: Path) -> None:
+    """Book ports base..base+n-1 for the cluster recorded in state_dir while it is."""
+    with _port_book() as held:
+        held[:] = [h for h in held if h[0] != base]
+        held.append([base, n, time.time(), str(state_dir)])
 
 
 def free_port_base(n_satellites: int, low: int = 18000, gateways: int = 1) -> int:
@@ -254,9 +291,8 @@ def free_port_base(n_satellites: int, low: int = 18000, gateways: int = 1) -> in
     ``low`` (away from the default 17000) and the kernel's ephemeral ports (below them, an
     outgoing connection anywhere on the machine cannot take a killed satellite's port as
     its source port before it restarts), and not handed out to another process in the
-    last PORT_BOOKING_S seconds (the book is shared under a file lock)."""
-    import fcntl
-
+    last PORT_BOOKING_S seconds or held by a recorded cluster (the book is shared under
+    a file lock)."""
     import numpy as np
 
     n = 2 * int(gateways) + 2 * int(n_satellites)
@@ -266,23 +302,13 @@ def free_port_base(n_satellites: int, low: int = 18000, gateways: int = 1) -> in
         top = 32768
     top = max(top, low + n + 1)
     rng = np.random.default_rng()
-    with open(PORT_BOOK, "a+") as book:
-        fcntl.flock(book, fcntl.LOCK_EX)         # released when the file closes
-        book.seek(0)
-        try:
-            held = [h for h in json.loads(book.read() or "[]")
-                    if time.time() - float(h[2]) < PORT_BOOKING_S]
-        except (ValueError, TypeError, IndexError, KeyError):
-            held = []                            # a damaged book only loses the bookings
+    with _port_book() as held:
         for _ in range(100):
             base = int(rng.integers(low, top - n))
-            if any(base < b + m and b < base + n for b, m, _ in held):
+            if any(base < h[0] + h[1] and h[0] < base + n for h in held):
                 continue
             if all(_port_free(p) for p in range(base, base + n)):
                 held.append([base, n, time.time()])
-                book.seek(0)
-                book.truncate()
-                book.write(json.dumps(held))
                 return base
     raise OSError(f"no free range of {n} loopback ports between {low} and {top}")
 
@@ -545,6 +571,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     records = state.processes
     try:
         _save(state)
+        _claim_ports(port_base, len(ports), sdir)
         if redis_bin is not None:
             for i in range(n):
                 sock = redis_dir / f"{i}.sock"
