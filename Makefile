@@ -152,7 +152,7 @@ chaos: build  ## 150 satellites, R = 2, two gateways: SIGKILL 3 satellites, paus
 
 .PHONY: bench-services fuzz-services
 bench-services: build  ## local 150-satellite cluster: page faults/s and p50/p99 by hop count (0,1,2,4,8) vs redis-benchmark
-	$(PY) bench/bench_services.py
+	$(PY) bench/bench_services.py --out bench/results/bench-services-150.json
 
 fuzz-services:  ## fuzz the satnode handlers, the gateway (over mutual TLS with tokens), the constellation parser, the ISL schedule reader and raw wire bytes to a secure satellite and gateway (30 s each; corpus in services/**/testdata/fuzz)
 	cd services && go test -run XXX -fuzz FuzzHandlers -fuzztime 30s ./internal/node/

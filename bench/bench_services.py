@@ -433,6 +433,9 @@ def main() -> int:
                          "on a small cluster (SINGLE_PAGE_CONSTELLATION unless --constellation)")
     ap.add_argument("--store", choices=("redis", "memory"), default="redis",
                     help="--only-single-page: the satnodes' page store (memory: no Redis write-through)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="full run: also write its results as one JSON document here "
+                         "(make bench-services: bench/results/bench-services-150.json)")
     ap.add_argument("--rounds", type=int, default=None,
                     help="rounds (1 to 50): of the one-page ratio (default 3; --only-single-page: 5), "
                          "of R = 1 / R = 2 and of link emulation off/on (default 2)")
@@ -591,17 +594,24 @@ def main() -> int:
                    "insecure_per_hop_p99_ms": ins_slope}
     print(f"\nlive mode (issue 17): live / replay through the gateway = {gw_ratio:.3f} (target >= 0.80): "
           + ", ".join(f"{m} {v:,.0f}/s" for m, v in gw_rate.items()))
-    print(json.dumps({**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates, "echo": {"throughput": echo_tp, "latency": echo_lat},
-                      "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
-                      "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
-                      "read_stream": streamed, "single_page": single, **single_summary,
-                      "load_average": os.getloadavg(),
-                      "per_hop_p99_vs_local_ms": vs_local,
-                      "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}))
+    main_out = {**sec_out, "gateway_modes": gw, "live_vs_replay": gw_ratio, "redis_benchmark": rates,
+                "echo": {"throughput": echo_tp, "latency": echo_lat},
+                "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
+                "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
+                "read_stream": streamed, "single_page": single, **single_summary,
+                "load_average": os.getloadavg(),
+                "per_hop_p99_vs_local_ms": vs_local,
+                "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}
+    print(json.dumps(main_out))
     share = print_replicas(rep)
-    print(json.dumps({"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}))
+    rep_out = {"replicas": {str(r): v for r, v in rep.items()}, "r2_vs_r1": share}
+    print(json.dumps(rep_out))
     emu_ratio = print_emulation(emu)
-    print(json.dumps({"emulation": emu, "emulation_on_vs_off": emu_ratio}))
+    emu_out = {"emulation": emu, "emulation_on_vs_off": emu_ratio}
+    print(json.dumps(emu_out))
+    if args.out is not None:
+        args.out.write_text(json.dumps({"constellation": args.constellation, "workers": args.workers,
+                                        "rate": args.rate, **main_out, **rep_out, **emu_out}, indent=1) + "\n")
     ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
           and all(hops_ok(r) for r in streamed) and single_page_ok(single)
           and all(hops_ok(r) for rs in emu.values() for r in rs) and all(hops_ok(r) for rs in rep.values() for r in rs))
