@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,8 +40,13 @@ func TestARelayedFaultWaitsEveryISLOfItsPathThereAndBack(t *testing.T) {
 	if _, err := c.Control.RegisterSession(ctx, &satpagev1.RegisterSessionRequest{SessionId: "emu", Visits: visits}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "emu", Page: 7, ScenarioTimeNs: second}); err != nil {
-		t.Fatal(err)
+	// Three pages at satellite 0, so that three faults take the same path: a
+	// loaded host delays one now and then, and the bound holds for the fastest.
+	pages := []uint32{7, 9, 10}
+	for _, page := range pages {
+		if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "emu", Page: page, ScenarioTimeNs: second}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The handover to 33 (its table sent over the ISLs) happens at the next request.
 	if _, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "emu", Page: 8, ScenarioTimeNs: tNs - second/2}); err != nil {
@@ -63,20 +69,27 @@ func TestARelayedFaultWaitsEveryISLOfItsPathThereAndBack(t *testing.T) {
 	if hops < 3 {
 		t.Fatalf("path of %d hops: want a multi-hop fault", hops)
 	}
-	start := time.Now()
-	r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "emu", Page: 7, ScenarioTimeNs: tNs})
-	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || int(r.Hops) != hops {
-		t.Fatalf("access: outcome %v after %d hops, want moved after %d", r.Outcome, r.Hops, hops)
-	}
 	want := time.Duration(math.Round(intended))
-	t.Logf("fault over %d hops: %v on the wire, %v intended", hops, took, want)
-	// Early by at most what the timers' smoothed lateness takes off (capped at 2 ms a wait).
-	if took < want-2*time.Millisecond || took > want+slack {
-		t.Errorf("fault over %d hops took %v, want %v (distance / c from the ephemeris, there and back)", hops, took, want)
+	fastest := time.Duration(math.MaxInt64)
+	for _, page := range pages {
+		start := time.Now()
+		r, err := c.Gateway.ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: "emu", Page: page, ScenarioTimeNs: tNs})
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || int(r.Hops) != hops {
+			t.Fatalf("access of page %d: outcome %v after %d hops, want moved after %d", page, r.Outcome, r.Hops, hops)
+		}
+		t.Logf("fault of page %d over %d hops: %v on the wire, %v intended", page, hops, took, want)
+		// Early by at most what the timers' smoothed lateness takes off (capped at 2 ms a wait).
+		if took < want-2*time.Millisecond {
+			t.Errorf("fault of page %d over %d hops took %v, under the %v of distance / c from the ephemeris, there and back", page, hops, took, want)
+		}
+		fastest = min(fastest, took)
+	}
+	if fastest > want+slack {
+		t.Errorf("the fastest of %d faults over %d hops took %v, want %v (distance / c from the ephemeris, there and back)", len(pages), hops, fastest, want)
 	}
 }
 
@@ -117,8 +130,14 @@ func TestASessionsLocalRoundTripIncludesItsGroundLink(t *testing.T) {
 	// Up at tNs, down at the reply's time a few ms later: the satellite moves
 	// ~7.6 km/s, under 0.03 us of range per ms.
 	want := 2 * time.Duration(math.Round(up))
-	if got := roundTrip("placed"); got < want-time.Microsecond || got > want+slack {
-		t.Errorf("local access of a session at Oslo via satellite %d: round trip %v, want %v (slant range / c, up and down)", sat, got, want)
+	placed := []time.Duration{roundTrip("placed"), roundTrip("placed"), roundTrip("placed")}
+	for _, got := range placed {
+		if got < want-time.Microsecond {
+			t.Errorf("local access of a session at Oslo via satellite %d: round trip %v, under the %v of slant range / c, up and down", sat, got, want)
+		}
+	}
+	if got := slices.Min(placed); got > want+slack {
+		t.Errorf("local access of a session at Oslo via satellite %d: fastest of three round trips %v, want %v (slant range / c, up and down)", sat, got, want)
 	}
 	// The fastest of three (a loaded machine delays one now and then).
 	if got := min(roundTrip("nowhere"), roundTrip("nowhere"), roundTrip("nowhere")); got >= want {
