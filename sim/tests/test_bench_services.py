@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_services import print_floor  # noqa: E402
+from bench_services import emulation_ok, print_emulation, print_floor  # noqa: E402
 
 
 def _round(bare: float, floor: float, fault: float) -> dict:
@@ -26,3 +26,25 @@ def test_the_floor_gives_the_medians_and_ranges_of_its_rounds_in_80_columns(caps
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) <= 80, [line for line in lines if len(line) > 80]
     assert "12,000" in lines[5] and "6,600" in lines[5] and "0.550" in lines[5]
+
+
+def _emu(reads: float, cpu: float, cpu_at_rate: float) -> dict:
+    hop = {"hops": 1, "unexpected_outcomes": 0, "p50_ms": 40.0, "p99_ms": 180.0}
+    at = {**hop, "accesses": 19_200, "measured_hops_sum": 19_200, "accesses_per_s": 6_400.0,
+          "cpu_us_per_access": cpu_at_rate}
+    return {**hop, "accesses": 70_000, "measured_hops_sum": 70_000, "accesses_per_s": reads,
+            "cpu_us_per_access": cpu, "at_rate": at}
+
+
+def test_the_emulation_ratios_are_the_means_of_the_rounds_closed_loop_and_at_the_offered_rate(capsys):
+    emu = {"off": [_emu(24_000, 80.0, 100.0), _emu(22_000, 76.0, 110.0)],
+           "on": [_emu(19_000, 96.0, 105.0), _emu(19_300, 99.0, 115.5)]}
+    got = print_emulation(emu)
+    assert got["throughput"] == (19_000 + 19_300) / (24_000 + 22_000)
+    assert got["cpu_per_access"] == (96.0 + 99.0) / (80.0 + 76.0)
+    assert got["cpu_per_access_at_rate"] == (105.0 + 115.5) / (100.0 + 110.0)
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80, [line for line in lines if len(line) > 80]
+    assert all(emulation_ok(r) for rs in emu.values() for r in rs)
+    emu["on"][1]["at_rate"]["measured_hops_sum"] -= 1  # one access of the paced run one hop short
+    assert not emulation_ok(emu["on"][1]) and emulation_ok(emu["on"][1] | {"at_rate": emu["on"][0]["at_rate"]})
