@@ -1,5 +1,6 @@
 """bench/bench_services.py's floor table (print_floor): the medians and ranges of
-the floor's ratios over the rounds, and a table that reads at 80 columns."""
+the floor's ratios over the rounds; its link emulation table (print_emulation):
+the on/off ratios, closed loop and at the offered rate; both read at 80 columns."""
 
 from __future__ import annotations
 
