@@ -24,6 +24,9 @@ except the pair below that measures what emulation costs.
   --interleave: each at 100/N requests/s for N times as long), so a stall of the
   machine falls on all of them alike; the p99 added per relayed hop is the
   least-squares slope of p99 over 1 to 8 hops, beside the bare gRPC round trip's p99.
+  The same series then runs on the floor's cluster (floornodes: a satnode's
+  transport, security and runtime with no page logic, relaying each read hop by
+  hop), whose slope is what the machine, gRPC and TLS add per hop by themselves.
 
 Targets (issue 8, this 2-core machine): >= 10,000 one-hop page faults/s aggregate,
 and < 1 ms of p99 latency added per relayed hop on loopback. Exit 1 when a
@@ -59,7 +62,7 @@ emulation) and runs, alternately on it, the bare round trip and one-hop faults
 at one page per request (closed loop; over read streams, then as ReadPage
 calls), then a latency series over 1 to 4 hops
 (one page per request, 4 sessions per hop count, the hop counts at once at
-25 requests/s each for 20 s),
+25 requests/s each for 20 s) on the satnodes and then on the floor's cluster,
 ``--rounds`` rounds. Each round gives a ratio of rates, one of CPU per request
 (all cluster processes and the load generator) and a latency series; the
 medians of the ratios are printed with their range, and the p99 added per hop
@@ -73,6 +76,7 @@ full run.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -319,6 +323,23 @@ def bare_and_faults(cluster: tuple, constellation: str, *, workers: int, dur: fl
     return bare, fault
 
 
+def with_floor_latency(series, floor: tuple, constellation: str, hops: str, *, rate: float,
+                       lat_s: float) -> tuple[list[dict], list[dict]]:
+    """series() (the satnodes' latency series: satload's results) and, at the same
+    time, the same series over hops (at least 1: a floornode has no local read)
+    on floor_cluster's cluster: open loop at rate requests/s, 4 sessions per hop
+    count, the hop counts at once, lat_s each. At once, because the machine's
+    stalls come and go within seconds: run one after the other, the two series
+    would meet different ones."""
+    st, base, pid_file = floor
+    remote = ",".join(h for h in hops.split(",") if int(h) > 0)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        ours = pool.submit(series)
+        theirs = pool.submit(satload, base, constellation, pid_file, remote, workers=4, duration=lat_s, rate=rate,
+                             tls_dir=st.tls_dir, interleave=True)
+        return ours.result(), theirs.result()
+
+
 def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, workers: int, dur: float,
                        rounds: int, rate: float = 0.0, lat_s: float = 0.0, hops: str | None = None,
                        floor: tuple | None = None) -> list[dict]:
@@ -327,7 +348,7 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
     ReadPage calls, then (floor given: floor_cluster's) the bare round trip and
     the same faults over read streams on the floor's cluster, then (hops given)
     the latency series over hops at rate requests/s (open loop, 4 sessions,
-    lat_s each); one dict per round. Each ratio pairs runs seconds apart, so a
+    lat_s each), on the floor's cluster too when given; one dict per round. Each ratio pairs runs seconds apart, so a
     drift of the machine over a long run hits both of its sides."""
     out = []
     for i in range(rounds):
@@ -346,8 +367,15 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
                   "vs_floor": fault["accesses_per_s"] / ffault["accesses_per_s"],
                   "floor_cpu_in_bare_round_trips": ffault["cpu_us_per_access"] / fbare["cpu_us_per_access"]}
         if hops:
-            lat = satload(base, constellation, pid_file, hops, workers=4, duration=lat_s, rate=rate,
-                          tls_dir=st.tls_dir, interleave=True)
+            def series() -> list[dict]:
+                return satload(base, constellation, pid_file, hops, workers=4, duration=lat_s, rate=rate,
+                               tls_dir=st.tls_dir, interleave=True)
+            if floor is None:
+                lat = series()
+            else:
+                lat, flat = with_floor_latency(series, floor, constellation, hops, rate=rate, lat_s=lat_s)
+                r |= {"floor_latency": flat,
+                      "floor_per_hop_p99_ms": slope([x["hops"] for x in flat], [x["p99_ms"] for x in flat])}
             r |= {"latency": lat, "per_hop_p99_ms": slope([x["hops"] for x in lat], [x["p99_ms"] for x in lat]),
                   "per_hop_p50_ms": slope([x["hops"] for x in lat], [x["p50_ms"] for x in lat])}
         out.append(r)
@@ -357,7 +385,8 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
 def single_page_ok(pairs: list[dict]) -> bool:
     """Every round's faults and latency series had the expected outcomes and hop counts."""
     return all(hops_ok(r) for p in pairs
-               for r in (p["fault"], p["fault_unary"], *p.get("latency", []), *([p["floor_fault"]] if "floor_fault" in p else [])))
+               for r in (p["fault"], p["fault_unary"], *p.get("latency", []), *p.get("floor_latency", []),
+                         *([p["floor_fault"]] if "floor_fault" in p else [])))
 
 
 def print_single_page(pairs: list[dict]) -> dict:
@@ -393,10 +422,9 @@ def print_single_page(pairs: list[dict]) -> dict:
     # Other work on the machine only adds latency, and a stall that falls in one hop
     # count's run tilts that round's slope either way: the p99 of each hop count is
     # its lowest over the rounds (the least disturbed), and the slope is over those.
-    hops = [r["hops"] for r in pairs[0]["latency"]]
-    low = {q: [min(p["latency"][i][q] for p in pairs) for i in range(len(hops))] for q in ("p99_ms", "p50_ms")}
-    summary |= {"per_hop_p99_ms": slope(hops, low["p99_ms"]), "per_hop_p50_ms": slope(hops, low["p50_ms"]),
-                "lowest_p99_ms": dict(zip(map(str, hops), low["p99_ms"], strict=True))}
+    hops, low = lowest(pairs, "latency", "p99_ms")
+    summary |= {"per_hop_p99_ms": slope(hops, low), "per_hop_p50_ms": slope(*lowest(pairs, "latency", "p50_ms")),
+                "lowest_p99_ms": dict(zip(map(str, hops), low, strict=True))}
     print(f"latency rounds (hops {','.join(map(str, hops))}, one page per request, open loop, 4 sessions): "
           "p99 added per hop " + ", ".join(f"{v:.3f}" for v in (p["per_hop_p99_ms"] for p in pairs)) + " ms; p50 "
           + ", ".join(f"{v:.3f}" for v in (p["per_hop_p50_ms"] for p in pairs)) + " ms")
@@ -404,7 +432,20 @@ def print_single_page(pairs: list[dict]) -> dict:
           f"{len(pairs)} rounds: " + ", ".join(f"{h} hops {v:.3f}" for h, v in summary["lowest_p99_ms"].items())
           + f" ms; single rounds {p99s[0]:.3f} to {p99s[-1]:.3f}; target < 0.5), per_hop_p50_ms "
           f"{summary['per_hop_p50_ms']:.3f}")
+    if "floor_latency" in pairs[0]:
+        fhops, flow = lowest(pairs, "floor_latency", "p99_ms")
+        summary |= {"floor_per_hop_p99_ms": slope(fhops, flow),
+                    "floor_lowest_p99_ms": dict(zip(map(str, fhops), flow, strict=True))}
+        print(f"  the floor's, the same way: floor_per_hop_p99_ms {summary['floor_per_hop_p99_ms']:.3f}")
+        print("  (" + ", ".join(f"{h} hops {v:.3f}" for h, v in summary["floor_lowest_p99_ms"].items()) + " ms)")
     return summary
+
+
+def lowest(pairs: list[dict], series: str, q: str) -> tuple[list[int], list[float]]:
+    """The hop counts of the rounds' latency series (key series) and each one's
+    lowest quantile q (a satload result key) over the rounds."""
+    hops = [r["hops"] for r in pairs[0][series]]
+    return hops, [min(p[series][i][q] for p in pairs) for i in range(len(hops))]
 
 
 def print_floor(pairs: list[dict]) -> dict:
@@ -425,6 +466,23 @@ def print_floor(pairs: list[dict]) -> dict:
            "single_page_vs_floor": statistics.median(vs), "single_page_vs_floor_range": [vs[0], vs[-1]]}
     print(f"  floor_vs_bare {out['floor_vs_bare']:.3f} ({fl[0]:.3f} to {fl[-1]:.3f}); the fault's rate over")
     print(f"  the floor's, single_page_vs_floor {out['single_page_vs_floor']:.3f} ({vs[0]:.3f} to {vs[-1]:.3f})")
+    return out
+
+
+def print_floor_latency(lat: list[dict]) -> dict[str, float]:
+    """The floor's latency series (with_floor_latency: the same rates and hop
+    counts on floornodes); returns the slopes of its p99 and p50 over the hops."""
+    print("the same series on the floor's cluster at the same time (floornodes: no page")
+    print("logic), ms")
+    print(f"{'hops':>4} {'requests':>8} {'p50':>7} {'p90':>7} {'p99':>7} {'p99.9':>7} {'hops ok':>8}")
+    for r in lat:
+        print(f"{r['hops']:>4} {r['requests']:>8,} {r['p50_ms']:>7.3f} {r['p90_ms']:>7.3f} {r['p99_ms']:>7.3f} "
+              f"{r['p999_ms']:>7.3f} {str(hops_ok(r)):>8}")
+    xs = [r["hops"] for r in lat]
+    out = {"floor_per_hop_p99_ms": slope(xs, [r["p99_ms"] for r in lat]),
+           "floor_per_hop_p50_ms": slope(xs, [r["p50_ms"] for r in lat])}
+    print(f"  floor_per_hop_p99_ms {out['floor_per_hop_p99_ms']:.3f} (slope of p99 over 1-8 hops; "
+          f"p50 {out['floor_per_hop_p50_ms']:.3f})")
     return out
 
 
@@ -549,8 +607,13 @@ def main() -> int:
             with floor_cluster(args.constellation) as floor:
                 single = single_page_rounds(st, base, args.constellation, pid_file, workers=args.workers, dur=dur,
                                             rounds=args.rounds or 3, floor=floor)
-            print(f"latency: {args.rate:g} requests/s, hops {hops}", file=sys.stderr)
-            latency = run(hops, workers=4, duration=lat_s, rate=args.rate, interleave=True)
+                # The same series on the floor's cluster at the same time: what the
+                # machine, gRPC and TLS add per relayed hop with no page logic.
+                print(f"latency: {args.rate:g} requests/s, hops {hops}, and the same on the floor's cluster",
+                      file=sys.stderr)
+                latency, floor_lat = with_floor_latency(
+                    lambda: run(hops, workers=4, duration=lat_s, rate=args.rate, interleave=True),
+                    floor, args.constellation, hops, rate=args.rate, lat_s=lat_s)
         finally:
             cluster_down(Path(tmp))
 
@@ -586,6 +649,7 @@ def main() -> int:
         added = (r["p99_ms"] - local["p99_ms"]) / r["hops"] if r["hops"] else 0.0
         print(f"{r['hops']:>4} {r['requests']:>8,} {r['p50_ms']:>7.3f} {r['p90_ms']:>7.3f} {r['p99_ms']:>7.3f} "
               f"{r['p999_ms']:>7.3f} {added:>14.3f} {str(hops_ok(r)):>8}")
+    floor_per_hop = print_floor_latency(floor_lat)
 
     remote = [r for r in latency if r["hops"] > 0]
     per_hop_p99 = slope([r["hops"] for r in remote], [r["p99_ms"] for r in remote])
@@ -603,7 +667,8 @@ def main() -> int:
     print(f"  one-hop page faults at one page per request vs the bare gRPC round trip (issue 33, target >= 0.45): "
           f"over read streams {single_summary['single_page_vs_bare']:.3f}, as ReadPage calls "
           f"{single_summary['single_page_unary_vs_bare']:.3f} (medians of {len(single)} rounds); "
-          f"per_hop_p99_ms {per_hop_p99:.3f} (target < 0.5); load average {os.getloadavg()[0]:.1f}")
+          f"per_hop_p99_ms {per_hop_p99:.3f} (target < 0.5; the floor's "
+          f"{floor_per_hop['floor_per_hop_p99_ms']:.3f}); load average {os.getloadavg()[0]:.1f}")
     sec_out = {}
     if insecure is not None:
         ins_tp, ins_lat = insecure
@@ -627,6 +692,7 @@ def main() -> int:
                 "throughput": {str(b): throughput[b] for b in BATCHES}, "latency": latency,
                 "per_hop_p99_ms": per_hop_p99, "per_hop_p50_ms": per_hop_p50,
                 "read_stream": streamed, "single_page": single, **single_summary,
+                "floor_latency": floor_lat, **floor_per_hop,
                 "load_average": os.getloadavg(),
                 "per_hop_p99_vs_local_ms": vs_local,
                 "one_hop_faults_per_s": {str(b): one[b] for b in BATCHES}, "best_batch": best}
@@ -640,7 +706,8 @@ def main() -> int:
     if args.out is not None:
         args.out.write_text(json.dumps({"constellation": args.constellation, "workers": args.workers,
                                         "rate": args.rate, **main_out, **rep_out, **emu_out}, indent=1) + "\n")
-    ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b]) and all(hops_ok(r) for r in latency)
+    ok = (all(hops_ok(r) for b in BATCHES for r in throughput[b])
+          and all(hops_ok(r) for r in (*latency, *floor_lat))
           and all(hops_ok(r) for r in streamed) and single_page_ok(single)
           and all(emulation_ok(r) for rs in emu.values() for r in rs) and all(hops_ok(r) for rs in rep.values() for r in rs))
     return 0 if ok and share >= 0.5 else 1

@@ -1,6 +1,8 @@
 """bench/bench_services.py's floor table (print_floor): the medians and ranges of
-the floor's ratios over the rounds; its link emulation table (print_emulation):
-the on/off ratios, closed loop and at the offered rate; both read at 80 columns."""
+the floor's ratios over the rounds; the floor's latency series
+(print_floor_latency, and lowest for the rounds'): the slopes of its p99 and p50
+over the hops; its link emulation table (print_emulation): the on/off ratios,
+closed loop and at the offered rate; all read at 80 columns."""
 
 from __future__ import annotations
 
@@ -9,7 +11,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_services import emulation_ok, print_emulation, print_floor  # noqa: E402
+from bench_services import (  # noqa: E402
+    emulation_ok,
+    lowest,
+    print_emulation,
+    print_floor,
+    print_floor_latency,
+    single_page_ok,
+)
 
 
 def _round(bare: float, floor: float, fault: float) -> dict:
@@ -49,3 +58,28 @@ def test_the_emulation_ratios_are_the_means_of_the_rounds_closed_loop_and_at_the
     assert all(emulation_ok(r) for rs in emu.values() for r in rs)
     emu["on"][1]["at_rate"]["measured_hops_sum"] -= 1  # one access of the paced run one hop short
     assert not emulation_ok(emu["on"][1]) and emulation_ok(emu["on"][1] | {"at_rate": emu["on"][0]["at_rate"]})
+
+
+def _lat(hops: int, p50: float, p99: float, *, short: int = 0) -> dict:
+    return {"hops": hops, "requests": 2_000, "accesses": 2_000, "measured_hops_sum": 2_000 * hops - short,
+            "unexpected_outcomes": 0, "p50_ms": p50, "p90_ms": p50 * 1.5, "p99_ms": p99, "p999_ms": p99 * 3}
+
+
+def test_the_floor_latency_gives_the_slopes_of_p99_and_p50_over_the_hops_in_80_columns(capsys):
+    # p99 = 2 + 0.4 h and p50 = 0.5 + 0.25 h exactly: the least-squares slopes are 0.4 and 0.25
+    series = [_lat(h, 0.5 + 0.25 * h, 2.0 + 0.4 * h) for h in (1, 2, 4, 8)]
+    got = print_floor_latency(series)
+    assert abs(got["floor_per_hop_p99_ms"] - 0.4) < 1e-12 and abs(got["floor_per_hop_p50_ms"] - 0.25) < 1e-12
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 80, [line for line in lines if len(line) > 80]
+    assert len(lines) == 3 + len(series) + 1 and "5.200" in lines[-2]  # the 8-hop row's p99
+
+
+def test_the_rounds_floor_series_takes_each_hop_counts_lowest_and_every_read_must_count_its_hops():
+    ok = {"fault": _lat(1, 1, 5), "fault_unary": _lat(1, 1, 5), "latency": [_lat(1, 1, 5), _lat(2, 1.4, 6)]}
+    rounds = [ok | {"floor_latency": [_lat(1, 1.0, 4.0), _lat(2, 1.3, 9.0)]},
+              ok | {"floor_latency": [_lat(1, 1.1, 7.0), _lat(2, 1.2, 5.0)]}]
+    assert lowest(rounds, "floor_latency", "p99_ms") == ([1, 2], [4.0, 5.0])
+    assert single_page_ok(rounds)
+    rounds[1]["floor_latency"][1] = _lat(2, 1.2, 5.0, short=1)  # one read of the floor's series a hop short
+    assert not single_page_ok(rounds)

@@ -191,7 +191,9 @@ def test_up_with_a_bad_daemon_or_a_floor_on_redis_is_refused_naming_it(tmp_path)
 def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, cluster_binaries):
     """floornode (the floor under a page fault, bench_services.py): satload's one-hop
     reads over read streams and as ReadPage calls come back moved, one hop each, as
-    the relays counted them, over mutual TLS."""
+    the relays counted them, over mutual TLS; and its latency series over 1 and 2
+    hops (each handover tells the new satellite where the pages are, and reads are
+    relayed hop by hop through the access policy) moves every page exactly that far."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from bench_services import hops_ok, satload
 
@@ -210,6 +212,10 @@ def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, clu
             r = satload(base, spec, pids, "1", workers=2, duration=1.0, max_accesses=400, tls_dir=st.tls_dir,
                         read_stream=stream)[0]
             assert r["accesses"] > 0 and hops_ok(r), r
+        series = satload(base, spec, pids, "1,2", workers=2, duration=1.0, rate=40.0, max_accesses=400,
+                         tls_dir=st.tls_dir, interleave=True)
+        assert [r["hops"] for r in series] == [1, 2]
+        assert all(r["accesses"] > 0 and hops_ok(r) for r in series), series
     finally:
         cluster_down(tmp_path)
 

@@ -1,4 +1,4 @@
-// Command floornode is the floor under a one-page one-hop page fault: a
+// Command floornode is the floor under a one-page page fault: a
 // satnode's transport, security and runtime with none of its page logic
 // (internal/floor; wiring only). It takes satnode's flags and ignores those
 // of the page store and link emulation; bench/bench_services.py runs a

@@ -2,6 +2,7 @@ package floor
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -152,5 +153,84 @@ func TestANewFloorRefusesASatelliteOutsideTheGridAndAnEmptyPage(t *testing.T) {
 	}
 	if _, err := New(0, g, nil, 0); err == nil {
 		t.Fatal("New with pages of 0 bytes: no error")
+	}
+}
+
+func TestAFloorReadAfterAHandOverComesFromTheOldSatelliteOverEveryHopBetween(t *testing.T) {
+	const pageBytes = 4096
+	g, addrs, _, unary := floors(t, "walker-star:24/4/1:500:87", pageBytes)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sats := make([]satpagev1.SatelliteServiceClient, g.Satellites())
+	pages := make([]satpagev1.PageServiceClient, g.Satellites())
+	for i, a := range addrs {
+		cc := dial(t, a)
+		sats[i], pages[i] = satpagev1.NewSatelliteServiceClient(cc), satpagev1.NewPageServiceClient(cc)
+	}
+	seen := map[int]bool{}
+	for to := range uint32(g.Satellites()) {
+		if to == 0 {
+			continue
+		}
+		want, err := g.Hops(0, to, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[want] = true
+		session := fmt.Sprintf("s-%d", to)
+		ho, err := sats[0].HandOver(ctx, &satpagev1.HandOverRequest{SessionId: session, ToSatellite: to})
+		if err != nil {
+			t.Fatalf("handover 0 -> %d: %v", to, err)
+		}
+		if int(ho.Hops) != want {
+			t.Fatalf("handover 0 -> %d: the table travelled %d hops, want %d", to, ho.Hops, want)
+		}
+		// The first fetches may go unary while the connections turn Ready (peers.Pool).
+		if _, err := pages[to].ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: 1}); err != nil {
+			t.Fatal(err)
+		}
+		unary.Store(0)
+		st, err := pages[to].ReadStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := clustertest.ReadOver(t, st, 1, &satpagev1.ReadPageRequest{SessionId: session, Page: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = st.CloseSend()
+		if r.Outcome != satpagev1.Outcome_OUTCOME_MOVED || int(r.Hops) != want || r.PreviousOwner != 0 ||
+			r.Satellite != to || len(r.Data) != pageBytes {
+			t.Fatalf("read at %d after a handover from 0: outcome %v, %d hops, from %d at %d, %d bytes; want moved %d hops from 0, %d bytes",
+				to, r.Outcome, r.Hops, r.PreviousOwner, r.Satellite, len(r.Data), want, pageBytes)
+		}
+		if n := unary.Load(); n != 0 {
+			t.Fatalf("a %d-hop stream read made %d unary FetchPages, want every hop on its fetch stream", want, n)
+		}
+		// The session's end forgets the owner: reads fetch from the first neighbour again.
+		if _, err := pages[to].EndSession(ctx, &satpagev1.EndSessionRequest{SessionId: session}); err != nil {
+			t.Fatal(err)
+		}
+		r, err = pages[to].ReadPage(ctx, &satpagev1.ReadPageRequest{SessionId: session, Page: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first := g.Neighbors(to, 0)[0]; r.Hops != 1 || r.PreviousOwner != first {
+			t.Fatalf("read at %d after the session ended: %d hops from %d, want 1 from %d", to, r.Hops, r.PreviousOwner, first)
+		}
+	}
+	if !seen[1] || !seen[2] || !seen[3] {
+		t.Fatalf("hop counts covered: %v, want at least 1 to 3", seen)
+	}
+}
+
+func TestAFloorHandOverToASatelliteOutsideTheGridIsOutOfRange(t *testing.T) {
+	_, addrs, _, _ := floors(t, "walker-star:6/2/1:500:87", 16)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := satpagev1.NewSatelliteServiceClient(dial(t, addrs[0])).HandOver(ctx,
+		&satpagev1.HandOverRequest{SessionId: "s", ToSatellite: 6})
+	if status.Code(err) != codes.OutOfRange {
+		t.Fatalf("handover to satellite 6 of 6: %v, want OutOfRange (as a satnode answers)", err)
 	}
 }

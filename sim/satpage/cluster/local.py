@@ -481,7 +481,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     daemon "floornode" starts, in each satnode's place, the floor under a page
     fault (the satnode's transport and security without its page logic; store
     "memory" only: it keeps nothing), which bench/bench_services.py measures
-    beside the satnodes (docs/services.md, "The floor, measured as the fault is").
+    beside the satnodes (docs/services.md, "The floor, measured as the fault is",
+    "The floor under the p99 added per hop").
 
     gateways starts that many gateway replicas (``ClusterState.gateway_addrs``): each
     serves every session, one registered at another included (docs/faults.md, "Lost
