@@ -24,9 +24,10 @@ except the pair below that measures what emulation costs.
   --interleave: each at 100/N requests/s for N times as long), so a stall of the
   machine falls on all of them alike; the p99 added per relayed hop is the
   least-squares slope of p99 over 1 to 8 hops, beside the bare gRPC round trip's p99.
-  The same series then runs on the floor's cluster (floornodes: a satnode's
-  transport, security and runtime with no page logic, relaying each read hop by
-  hop), whose slope is what the machine, gRPC and TLS add per hop by themselves.
+  The same series runs at the same time on the floor's cluster (floornodes: a
+  satnode's transport, security and runtime with no page logic, relaying each
+  read hop by hop), whose slope is what the machine, gRPC and TLS add per hop
+  by themselves.
 
 Targets (issue 8, this 2-core machine): >= 10,000 one-hop page faults/s aggregate,
 and < 1 ms of p99 latency added per relayed hop on loopback. Exit 1 when a
@@ -62,7 +63,8 @@ emulation) and runs, alternately on it, the bare round trip and one-hop faults
 at one page per request (closed loop; over read streams, then as ReadPage
 calls), then a latency series over 1 to 4 hops
 (one page per request, 4 sessions per hop count, the hop counts at once at
-25 requests/s each for 20 s) on the satnodes and then on the floor's cluster,
+25 requests/s each for 20 s) on the satnodes and, at the same time, on the
+floor's cluster,
 ``--rounds`` rounds. Each round gives a ratio of rates, one of CPU per request
 (all cluster processes and the load generator) and a latency series; the
 medians of the ratios are printed with their range, and the p99 added per hop
@@ -348,8 +350,9 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
     ReadPage calls, then (floor given: floor_cluster's) the bare round trip and
     the same faults over read streams on the floor's cluster, then (hops given)
     the latency series over hops at rate requests/s (open loop, 4 sessions,
-    lat_s each), on the floor's cluster too when given; one dict per round. Each ratio pairs runs seconds apart, so a
-    drift of the machine over a long run hits both of its sides."""
+    lat_s each), at the same time on the floor's cluster too when given; one
+    dict per round. Each ratio pairs runs seconds apart, so a drift of the
+    machine over a long run hits both of its sides."""
     out = []
     for i in range(rounds):
         print(f"single page: round {i + 1}/{rounds}: bare round trip, one-hop faults"
