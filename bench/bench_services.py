@@ -152,6 +152,13 @@ def slope(xs: list[float], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
+def per_hop(series: list[dict], q: str = "p99_ms") -> float:
+    """What a relayed hop adds to quantile q (a satload result key) of a latency
+    series: the slope of q over the hop counts of its runs of one hop or more."""
+    remote = [r for r in series if r["hops"] > 0]
+    return slope([r["hops"] for r in remote], [r[q] for r in remote])
+
+
 def satload_gateway(st, mode: str, *, workers: int, duration: float, batch: int = 64) -> dict:
     """Closed-loop reads through the gateway: sessions in replay or live mode."""
     out = subprocess.run(
@@ -378,9 +385,8 @@ def single_page_rounds(st, base: int, constellation: str, pid_file: Path, *, wor
             else:
                 lat, flat = with_floor_latency(series, floor, constellation, hops, rate=rate, lat_s=lat_s)
                 r |= {"floor_latency": flat,
-                      "floor_per_hop_p99_ms": slope([x["hops"] for x in flat], [x["p99_ms"] for x in flat])}
-            r |= {"latency": lat, "per_hop_p99_ms": slope([x["hops"] for x in lat], [x["p99_ms"] for x in lat]),
-                  "per_hop_p50_ms": slope([x["hops"] for x in lat], [x["p50_ms"] for x in lat])}
+                      "floor_per_hop_p99_ms": per_hop(flat)}
+            r |= {"latency": lat, "per_hop_p99_ms": per_hop(lat), "per_hop_p50_ms": per_hop(lat, "p50_ms")}
         out.append(r)
     return out
 
@@ -481,9 +487,7 @@ def print_floor_latency(lat: list[dict]) -> dict[str, float]:
     for r in lat:
         print(f"{r['hops']:>4} {r['requests']:>8,} {r['p50_ms']:>7.3f} {r['p90_ms']:>7.3f} {r['p99_ms']:>7.3f} "
               f"{r['p999_ms']:>7.3f} {str(hops_ok(r)):>8}")
-    xs = [r["hops"] for r in lat]
-    out = {"floor_per_hop_p99_ms": slope(xs, [r["p99_ms"] for r in lat]),
-           "floor_per_hop_p50_ms": slope(xs, [r["p50_ms"] for r in lat])}
+    out = {"floor_per_hop_p99_ms": per_hop(lat), "floor_per_hop_p50_ms": per_hop(lat, "p50_ms")}
     print(f"  floor_per_hop_p99_ms {out['floor_per_hop_p99_ms']:.3f} (slope of p99 over 1-8 hops; "
           f"p50 {out['floor_per_hop_p50_ms']:.3f})")
     return out
@@ -654,9 +658,7 @@ def main() -> int:
               f"{r['p999_ms']:>7.3f} {added:>14.3f} {str(hops_ok(r)):>8}")
     floor_per_hop = print_floor_latency(floor_lat)
 
-    remote = [r for r in latency if r["hops"] > 0]
-    per_hop_p99 = slope([r["hops"] for r in remote], [r["p99_ms"] for r in remote])
-    per_hop_p50 = slope([r["hops"] for r in remote], [r["p50_ms"] for r in remote])
+    per_hop_p99, per_hop_p50 = per_hop(latency), per_hop(latency, "p50_ms")
     one = {b: throughput[b][HOPS.index(1)]["accesses_per_s"] for b in BATCHES}
     best = max(BATCHES, key=lambda b: one[b])
     single_summary = print_single_page(single)
@@ -676,8 +678,7 @@ def main() -> int:
     if insecure is not None:
         ins_tp, ins_lat = insecure
         ratio = one[64] / ins_tp["accesses_per_s"]
-        ins_remote = [r for r in ins_lat if r["hops"] > 0]
-        ins_slope = slope([r["hops"] for r in ins_remote], [r["p99_ms"] for r in ins_remote])
+        ins_slope = per_hop(ins_lat)
         print("\nsecurity (issue 16): the same cluster started --insecure, same run")
         print(f"  one-hop throughput, 64 pages/request: secure {one[64]:,.0f}/s, insecure "
               f"{ins_tp['accesses_per_s']:,.0f}/s: ratio {ratio:.2f} (target >= 0.70)")
