@@ -196,10 +196,13 @@ def _put(ev, k, s, p, frm, to, t, kind):
 
 
 @njit(cache=True)
-def _run_visit(pages, times, lo, hi, pos, owner, uses, last_use, held, move_on_fault,
+def _run_visit(pages, times, lo, hi, pos, sat, owner, uses, last_use, held, move_on_fault,
                create_on_ground, cnt, record, log_creations, ev, k, s, v0):
     """Apply accesses ``pages[lo:hi]`` at trail position ``pos``: the page-table
-    semantics of docs/design.md section 1. This loop is the engine's hot path, so the
+    semantics of docs/design.md section 1. ``sat``: the session's serving satellite
+    per trail position. A page held by an earlier visit of the satellite serving now
+    (a session back at a satellite, an orbit later) is a hit: the table names
+    satellites, and nothing moves. This loop is the engine's hot path, so the
     counters live in local variables (registers). With ``record``, every
     movement / remote access (and creation, with ``log_creations``) is written
     to the event log ``ev`` from index ``k``, with global visit indices (the
@@ -220,6 +223,12 @@ def _run_visit(pages, times, lo, hi, pos, owner, uses, last_use, held, move_on_f
         last_use[p] = pos
         if o == pos:
             hits += 1
+        elif o >= 0 and sat[o] == sat[pos]:
+            hits += 1
+            if move_on_fault:  # the page is the new visit's where it is
+                owner[p] = pos
+                held[o] -= 1
+                held[pos] += 1
         elif o == NOWHERE:
             if create_on_ground:
                 owner[p] = GROUND
@@ -270,11 +279,12 @@ def _run_visit(pages, times, lo, hi, pos, owner, uses, last_use, held, move_on_f
 
 
 @njit(cache=True)
-def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
+def _handover(pos, sat, owner, uses, last_use, held, select, params, out, cnt, push,
               record, ev, k, s, v0, t):
     """Move the pages the strategy's rule selects to the visit at ``pos`` (pages
-    never created or already local are skipped); with ``record``, log each move
-    at time ``t``. Returns the next free event index."""
+    never created or already local are skipped; a page held by an earlier visit of
+    the same satellite becomes the new visit's without moving); with ``record``, log
+    each move at time ``t``. Returns the next free event index."""
     n = select(owner, uses, last_use, pos, params, out)
     moved = 0
     hops = 0
@@ -286,6 +296,10 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
         if o == pos or o == NOWHERE:
             continue
         owner[p] = pos
+        if o >= 0 and sat[o] == sat[pos]:
+            held[o] -= 1
+            held[pos] += 1
+            continue
         moved += 1
         if o >= 0:
             held[o] -= 1
@@ -306,7 +320,7 @@ def _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
 
 
 @njit(cache=True)
-def _copy_ahead(to_pos, owner, uses, last_use, select, params, out, cnt, copied_from, record, ev, k,
+def _copy_ahead(to_pos, sat, owner, uses, last_use, select, params, out, cnt, copied_from, record, ev, k,
                 s, v0, t):
     """The live service's push with a lead, first half: at ``t`` the pages the rule
     selects for the visit at ``to_pos`` are copied there (one PUSH movement each,
@@ -318,7 +332,7 @@ def _copy_ahead(to_pos, owner, uses, last_use, select, params, out, cnt, copied_
     for i in range(n):
         p = out[i]
         o = np.int64(owner[p])
-        if o < 0 or o == to_pos:  # never created, on the ground, or there already
+        if o < 0 or o == to_pos or sat[o] == sat[to_pos]:  # never created, on the ground, or there already
             continue
         copied_from[p] = o
         moved += 1
@@ -332,7 +346,7 @@ def _copy_ahead(to_pos, owner, uses, last_use, select, params, out, cnt, copied_
 
 
 @njit(cache=True)
-def _claim(pos, owner, uses, last_use, held, select, params, out, cnt, copied_from, dirty, record,
+def _claim(pos, sat, owner, uses, last_use, held, select, params, out, cnt, copied_from, dirty, record,
            ev, k, s, v0, t):
     """Second half, at the handover ``t``: the pages the rule selects now become the
     new visit's. A copy still valid (taken from the page's owner now, not written
@@ -352,7 +366,7 @@ def _claim(pos, owner, uses, last_use, held, select, params, out, cnt, copied_fr
         held[pos] += 1
         if o >= 0:
             held[o] -= 1
-        if o >= 0 and copied_from[p] == o and not dirty[p]:
+        if o >= 0 and (sat[o] == sat[pos] or (copied_from[p] == o and not dirty[p])):
             continue
         moved += 1
         if o >= 0:
@@ -413,7 +427,7 @@ def paper_ondemand_kernel(key, first_session, n_sessions, n_visits, n_accesses, 
         hops[i] = n_hops
 
 
-def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_page,
+def trace_kernel(n_pages, visit_offsets, visit_satellite, visit_start_ns, access_offsets, access_page,
                  access_time_ns, move_on_fault, create_on_ground, push, lead_ns, select, params,
                  counters, held_at_end, pages_at_visit_end, snapshot_offsets, snapshot_held,
                  snapshots, event_offsets, log_creations, events, record, staged, access_write):
@@ -428,6 +442,7 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
     for s in prange(n_sessions):
         v0 = visit_offsets[s]
         nv = visit_offsets[s + 1] - v0
+        sat = visit_satellite[v0:v0 + nv]
         owner = np.full(n_pages, NOWHERE, np.int16)
         uses = np.zeros(n_pages, np.int32)
         last_use = np.full(n_pages, -1, np.int16)
@@ -443,19 +458,19 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
             g = v0 + pos
             lo, hi = access_offsets[g], access_offsets[g + 1]
             if pos > 0 and staged:
-                k = _claim(pos, owner, uses, last_use, held, select, params, out, cnt, copied_from,
+                k = _claim(pos, sat, owner, uses, last_use, held, select, params, out, cnt, copied_from,
                            dirty, record, events, k, s, v0, visit_start_ns[g])
             elif pos > 0:
                 t = visit_start_ns[g] - lead_ns if push else visit_start_ns[g]
-                k = _handover(pos, owner, uses, last_use, held, select, params, out, cnt, push,
+                k = _handover(pos, sat, owner, uses, last_use, held, select, params, out, cnt, push,
                               record, events, k, s, v0, t)
             if staged and pos + 1 < nv:
                 # accesses before the copy, the copy, then the window up to the handover
                 tc = max(visit_start_ns[g + 1] - lead_ns, visit_start_ns[g])
                 mid = lo + np.searchsorted(access_time_ns[lo:hi], tc, side="left")
-                k = _run_visit(access_page, access_time_ns, lo, mid, pos, owner, uses, last_use, held,
+                k = _run_visit(access_page, access_time_ns, lo, mid, pos, sat, owner, uses, last_use, held,
                                move_on_fault, create_on_ground, cnt, record, log_creations, events, k, s, v0)
-                k = _copy_ahead(pos + 1, owner, uses, last_use, select, params, out, cnt, copied_from,
+                k = _copy_ahead(pos + 1, sat, owner, uses, last_use, select, params, out, cnt, copied_from,
                                 record, events, k, s, v0, tc)
                 for a in range(mid, hi):
                     p = access_page[a]
@@ -463,7 +478,7 @@ def trace_kernel(n_pages, visit_offsets, visit_start_ns, access_offsets, access_
                         dirty[p] = True
                 lo = mid
             k = _run_visit(access_page, access_time_ns, lo, hi,
-                           pos, owner, uses, last_use, held, move_on_fault, create_on_ground,
+                           pos, sat, owner, uses, last_use, held, move_on_fault, create_on_ground,
                            cnt, record, log_creations, events, k, s, v0)
             pages_at_visit_end[g] = cnt[C_CREATED] + cnt[C_CREATED_GROUND]
             if snapshots:
@@ -481,7 +496,7 @@ def typed_trace_kernel():
     """``trace_kernel`` compiled for a first-class ``select``."""
     i64, i32 = types.int64[::1], types.int32[::1]
     return njit(
-        types.void(types.int64, i64, i64, i64, i32, i64, types.boolean, types.boolean,
+        types.void(types.int64, i64, i32, i64, i64, i32, i64, types.boolean, types.boolean,
                    types.boolean, types.int64, _SELECT_T, i64, types.int64[:, ::1], i32, i32,
                    i64, i32, types.boolean, i64, types.boolean, _EVENT_T[::1], types.boolean,
                    types.boolean, types.boolean[::1]),

@@ -114,6 +114,7 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
     if nv.size and nv.max() > MAX_VISITS:
         raise ValueError(f"a session has {int(nv.max())} visits, more than {MAX_VISITS}")
     vo = np.ascontiguousarray(trace.visit_offsets, dtype=np.int64)
+    vsat = np.ascontiguousarray(trace.visit_satellite, dtype=np.int32)
     vstart = np.ascontiguousarray(trace.visit_start_ns, dtype=np.int64)
     ao = np.ascontiguousarray(trace.access_offsets, dtype=np.int64)
     page = np.ascontiguousarray(trace.access_page, dtype=np.int32)
@@ -136,7 +137,7 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
     write = (np.ascontiguousarray(trace.access_write, dtype=np.bool_) if trace.access_write is not None
              else np.zeros(0, dtype=np.bool_))
     kernel = K.typed_trace_kernel()
-    args = (np.int64(trace.n_pages), vo, vstart, ao, page, atime, bool(strategy.move_on_fault),
+    args = (np.int64(trace.n_pages), vo, vsat, vstart, ao, page, atime, bool(strategy.move_on_fault),
             bool(strategy.create_on_ground), push, np.int64(strategy.lead_ns), select,
             params, counters, held_at_end, pages_end, snap_off, snap, bool(snapshots))
     no_events = np.zeros(0, dtype=EVENT_DTYPE)
@@ -154,7 +155,7 @@ def replay(trace: Trace, strategy: Strategy, *, events: bool = False,
         # Second pass: the same deterministic replay, now writing the log (sized
         # exactly from the first pass's counters).
         counters2 = np.zeros_like(counters)
-        kernel(np.int64(trace.n_pages), vo, vstart, ao, page, atime,
+        kernel(np.int64(trace.n_pages), vo, vsat, vstart, ao, page, atime,
                bool(strategy.move_on_fault), bool(strategy.create_on_ground), push,
                np.int64(strategy.lead_ns), select, params, counters2,
                np.zeros(v, np.int32), np.zeros(v, np.int32), snap_off,

@@ -10,7 +10,9 @@ Shape contract (n = sessions, v = visits in all, a = accesses in all):
 
 - ``visit_offsets``    int64 (n + 1,)  visits of session s: ``visit_offsets[s]:visit_offsets[s+1]``
 - ``visit_satellite``  int32 (v,)      serving satellite of each visit; in the paper's
-  trail model the visit number 0..H stands in for the satellite
+  trail model the visit number 0..H stands in for the satellite. Two visits in a row
+  of one session are at two satellites (one stay is one visit); a session may come
+  back to a satellite later (an orbit on), and the pages it left there are local again
 - ``visit_start_ns``   int64 (v,)      scenario time at which the visit starts (the handover)
 - ``access_offsets``   int64 (v + 1,)  accesses of visit k: ``access_offsets[k]:access_offsets[k+1]``
 - ``access_page``      int32 (a,)      page index in [0, n_pages) of each access
@@ -53,6 +55,14 @@ class Trace:
                 raise ValueError(
                     f"{name} has shape {getattr(self, name).shape}, want ({n_visits},)"
                 )
+        sat = self.visit_satellite
+        stay = np.flatnonzero(sat[1:] == sat[:-1]) + 1  # visits at their predecessor's satellite
+        stay = stay[~np.isin(stay, vo)]  # a session's first visit has no predecessor
+        if stay.size:
+            g = int(stay[0])
+            s = int(np.searchsorted(vo, g, side="right")) - 1
+            raise ValueError(f"session {s}: visits {g - int(vo[s]) - 1} and {g - int(vo[s])} are both at "
+                             f"satellite {int(sat[g])}; one stay with a satellite is one visit")
         if ao.shape != (n_visits + 1,) or ao[0] != 0 or np.any(np.diff(ao) < 0):
             raise ValueError(f"access_offsets must have shape ({n_visits + 1},), start at 0 "
                              "and be non-decreasing")

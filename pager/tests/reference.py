@@ -70,11 +70,19 @@ COUNTERS = ("accesses", "hits", "created", "created_on_ground", "fault_moves",
             "trail_hops", "remote_trail_hops")
 
 
-def replay_session(n_pages, visits, *, move_on_fault=True, create_on_ground=False,
+def replay_session(n_pages, visits, *, sats=None, move_on_fault=True, create_on_ground=False,
                    select=None, push=False, lead_ns=0, log_creations=False) -> SessionResult:
-    """``visits``: list of (start_ns, [(page, time_ns), ...]). ``select(owner, uses,
-    last_use, new_pos) -> pages`` is the handover rule (None: nothing moves).
+    """``visits``: list of (start_ns, [(page, time_ns), ...]); ``sats``: the serving
+    satellite of each visit (None: a new one each visit, the paper's trail). The page
+    table names satellites, so a page held by an earlier visit of the satellite serving
+    now is where it is used: a hit, or a handover that moves nothing. ``select(owner,
+    uses, last_use, new_pos) -> pages`` is the handover rule (None: nothing moves).
     Event from/to are trail positions."""
+    sats = list(range(len(visits))) if sats is None else list(sats)
+
+    def here(o, pos):  # held by the satellite serving at trail position pos
+        return o >= 0 and sats[o] == sats[pos]
+
     c = dict.fromkeys(COUNTERS, 0)
     owner = [NOWHERE] * n_pages
     uses = [0] * n_pages
@@ -92,6 +100,9 @@ def replay_session(n_pages, visits, *, move_on_fault=True, create_on_ground=Fals
                 held[pos] += 1
                 if o >= 0:
                     held[o] -= 1
+                if here(o, pos):
+                    continue
+                if o >= 0:
                     c["trail_hops"] += pos - o
                 else:
                     c["ground_transfers"] += 1
@@ -103,8 +114,12 @@ def replay_session(n_pages, visits, *, move_on_fault=True, create_on_ground=Fals
             uses[p] += 1
             last[p] = pos
             o = owner[p]
-            if o == pos:
+            if here(o, pos):
                 c["hits"] += 1
+                if move_on_fault and o != pos:
+                    owner[p] = pos
+                    held[o] -= 1
+                    held[pos] += 1
             elif o == NOWHERE:
                 if create_on_ground:
                     owner[p] = GROUND
@@ -141,7 +156,8 @@ def replay_session(n_pages, visits, *, move_on_fault=True, create_on_ground=Fals
 
 
 def trace_sessions(trace):
-    """A Trace as a list of sessions in ``replay_session``'s input form."""
+    """A Trace as a list of sessions in ``replay_session``'s input form (their
+    satellites: ``trace_satellites``)."""
     out = []
     vo, ao = trace.visit_offsets.tolist(), trace.access_offsets.tolist()
     pages, times = trace.access_page.tolist(), trace.access_time_ns.tolist()
@@ -153,6 +169,12 @@ def trace_sessions(trace):
                                                strict=True))))
         out.append(visits)
     return out
+
+
+def trace_satellites(trace):
+    """Per session of a Trace: the serving satellite of each visit."""
+    vo, sats = trace.visit_offsets.tolist(), trace.visit_satellite.tolist()
+    return [sats[vo[s]:vo[s + 1]] for s in range(trace.n_sessions)]
 
 
 def select_all(owner, uses, last, new_pos):

@@ -16,8 +16,9 @@ NOWHERE = -1
 class _PlainSession:
     """One session's page table, in dicts."""
 
-    def __init__(self, recent: int):
+    def __init__(self, recent: int, sats: list[int]):
         self.recent = recent
+        self.sats = sats  # serving satellite per visit: the table names satellites
         self.owner: dict[int, int] = {}
         self.last: dict[int, int] = {}
         self.copied: dict[int, int] = {}
@@ -28,9 +29,14 @@ class _PlainSession:
     def selected(self, new_pos: int) -> list[int]:
         return sorted(p for p, lv in self.last.items() if new_pos - self.recent <= lv < new_pos)
 
+    def held_by(self, p: int, pos: int) -> bool:
+        """Whether the satellite of visit pos holds page p (an earlier visit of it too)."""
+        return p in self.owner and self.sats[self.owner[p]] == self.sats[pos]
+
     def access(self, p: int, pos: int, t: int) -> None:
         self.last[p] = pos
-        if self.owner.get(p, NOWHERE) == pos:
+        if self.held_by(p, pos):
+            self.owner[p] = pos
             self.c["hits"] += 1
         elif p not in self.owner:
             self.owner[p] = pos
@@ -43,6 +49,8 @@ class _PlainSession:
 
     def copy_ahead(self, to_pos: int, t: int) -> None:
         for q in self.selected(to_pos):
+            if self.held_by(q, to_pos):
+                continue
             self.copied[q] = self.owner[q]
             self.moves.append((q, self.owner[q], to_pos, t))
             self.c["push"] += 1
@@ -53,8 +61,9 @@ class _PlainSession:
             o = self.owner[p]
             if o == pos:
                 continue
+            here = self.held_by(p, pos)
             self.owner[p] = pos
-            if self.copied.get(p) == o and p not in self.dirty:
+            if here or (self.copied.get(p) == o and p not in self.dirty):
                 continue
             self.moves.append((p, o, pos, t))
             self.c["push"] += 1
@@ -69,7 +78,7 @@ def plain_staged(trace: pager.Trace, recent: int, lead_ns: int) -> list[tuple]:
     out = []
     for s in range(trace.n_sessions):
         v0, v1 = int(trace.visit_offsets[s]), int(trace.visit_offsets[s + 1])
-        ss = _PlainSession(recent)
+        ss = _PlainSession(recent, trace.visit_satellite[v0:v1].tolist())
         for pos in range(v1 - v0):
             g = v0 + pos
             start = int(trace.visit_start_ns[g])
@@ -97,8 +106,9 @@ def random_trace(rng, n_sessions=60, n_pages=20, write_fraction=0.3):
     for _ in range(n_sessions):
         nv = int(rng.integers(0, 7))
         t = int(rng.integers(0, 10_000))
-        for _ in range(nv):
-            sats.append(int(rng.integers(0, 150)))
+        for k in range(nv):
+            # few satellites, so that sessions come back to one; never twice in a row
+            sats.append(int(rng.integers(0, 6)) if k == 0 else (sats[-1] + int(rng.integers(1, 6))) % 6)
             starts.append(t)
             length = int(rng.integers(1, 3000))  # some visits shorter than the lead
             na = int(rng.integers(0, 40))

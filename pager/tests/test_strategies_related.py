@@ -20,7 +20,7 @@ def random_trace(seed=0, n_sessions=30, n_pages=50):
     nv = rng.integers(1, 6, n_sessions)
     vo = np.concatenate([[0], np.cumsum(nv)])
     v = int(vo[-1])
-    sat = rng.integers(0, 20, v).astype(np.int32)
+    sat = (np.cumsum(rng.integers(1, 20, v)) % 20).astype(np.int32)  # never twice in a row
     start = np.concatenate([s * 10**13 + np.arange(k) * 10**11 for s, k in enumerate(nv)])
     na = rng.integers(0, 40, v)
     ao = np.concatenate([[0], np.cumsum(na)])

@@ -55,36 +55,46 @@ def _check_paper(gateway, seed, tls_dir):
 
 
 def _check_relayed_hops(cluster):
-    """Sessions whose trails jump across planes: every page fault costs the ISL hops
-    orbit_model computes between the two satellites (a plain scalar replay of the
-    model is the authority for which page moves when)."""
+    """Sessions whose trails jump across planes, and one that comes back to its
+    satellites (an orbit on, as at high latitude): every page fault costs the ISL hops
+    orbit_model computes between the two satellites, and a page the serving satellite
+    holds from an earlier visit is local (a plain scalar replay of the model, which
+    names satellites, is the authority for which page moves when; the engine agrees)."""
     const = Constellation.from_spec(cluster.constellation, epoch="2022-09-14T00:00:00Z")
     hops = IslNetwork(const).hop_matrix(0)
     rng = np.random.default_rng(3)
     trails = [rng.choice(150, size=5, replace=False) for _ in range(3)]
-    n_pages, per_visit, v = 60, 40, 5
-    pages = rng.integers(0, n_pages, size=(3, v, per_visit)).astype(np.int32)
+    a, b, c = rng.choice(150, size=3, replace=False)
+    trails.append(np.array([a, b, a, c, a]))
+    n_s, n_pages, per_visit, v = len(trails), 60, 40, 5
+    pages = rng.integers(0, n_pages, size=(n_s, v, per_visit)).astype(np.int32)
     trace = pager.Trace(
         n_pages=n_pages,
-        visit_offsets=np.arange(4, dtype=np.int64) * v,
+        visit_offsets=np.arange(n_s + 1, dtype=np.int64) * v,
         visit_satellite=np.concatenate(trails).astype(np.int32),
-        visit_start_ns=np.tile(np.arange(v, dtype=np.int64) * 10**9, 3),
-        access_offsets=np.arange(3 * v + 1, dtype=np.int64) * per_visit,
+        visit_start_ns=np.tile(np.arange(v, dtype=np.int64) * 10**9, n_s),
+        access_offsets=np.arange(n_s * v + 1, dtype=np.int64) * per_visit,
         access_page=pages.reshape(-1),
-        access_time_ns=np.tile((np.arange(v)[:, None] * 10**9 + np.arange(per_visit)).reshape(-1), 3),
+        access_time_ns=np.tile((np.arange(v)[:, None] * 10**9 + np.arange(per_visit)).reshape(-1), n_s),
     )
-    want_moves = want_hops = 0
-    for s in range(3):
-        owner = {}
+    want_moves = want_hops = back = 0
+    for s in range(n_s):
+        held_by = {}  # page -> (satellite, visit) that holds it
         for k in range(v):
+            here = int(trails[s][k])
             for p in pages[s, k]:
-                if p in owner and owner[p] != k:
+                sat, visit = held_by.get(p, (here, k))
+                if sat != here:
                     want_moves += 1
-                    want_hops += int(hops[trails[s][owner[p]], trails[s][k]])
-                owner[p] = k
+                    want_hops += int(hops[sat, here])
+                back += visit < k and sat == here  # left here by an earlier visit
+                held_by[p] = (here, k)
+    assert back > 0  # the return is exercised
+    eng = pager.replay(trace, pager.OnDemand())
+    assert int(eng.counters["fault_moves"].sum()) == want_moves
     got = replay_trace(trace, "on-demand", target=cluster.gateway, tls_dir=cluster.tls_dir)
     assert (got["ondemand_moves"], got["ondemand_hops"]) == (want_moves, want_hops)
-    assert got["accesses"] == 3 * v * per_visit
+    assert got["accesses"] == n_s * v * per_visit
     assert got["pages_deleted"] == got["pages_created"]
 
 
