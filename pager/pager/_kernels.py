@@ -223,12 +223,6 @@ def _run_visit(pages, times, lo, hi, pos, sat, owner, uses, last_use, held, move
         last_use[p] = pos
         if o == pos:
             hits += 1
-        elif o >= 0 and sat[o] == sat[pos]:
-            hits += 1
-            if move_on_fault:  # the page is the new visit's where it is
-                owner[p] = pos
-                held[o] -= 1
-                held[pos] += 1
         elif o == NOWHERE:
             if create_on_ground:
                 owner[p] = GROUND
@@ -245,6 +239,12 @@ def _run_visit(pages, times, lo, hi, pos, sat, owner, uses, last_use, held, move
                 if record and log_creations:
                     _put(ev, k, s, p, NOWHERE, g, times[a], KIND_CREATE)
                     k += 1
+        elif o >= 0 and sat[o] == sat[pos]:
+            hits += 1
+            if move_on_fault:  # the page is the new visit's where it is
+                owner[p] = pos
+                held[o] -= 1
+                held[pos] += 1
         elif move_on_fault:
             owner[p] = pos
             held[pos] += 1

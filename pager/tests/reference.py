@@ -79,10 +79,6 @@ def replay_session(n_pages, visits, *, sats=None, move_on_fault=True, create_on_
     uses, last_use, new_pos) -> pages`` is the handover rule (None: nothing moves).
     Event from/to are trail positions."""
     sats = list(range(len(visits))) if sats is None else list(sats)
-
-    def here(o, pos):  # held by the satellite serving at trail position pos
-        return o >= 0 and sats[o] == sats[pos]
-
     c = dict.fromkeys(COUNTERS, 0)
     owner = [NOWHERE] * n_pages
     uses = [0] * n_pages
@@ -100,7 +96,7 @@ def replay_session(n_pages, visits, *, sats=None, move_on_fault=True, create_on_
                 held[pos] += 1
                 if o >= 0:
                     held[o] -= 1
-                if here(o, pos):
+                if o >= 0 and sats[o] == sats[pos]:  # there already: nothing moves
                     continue
                 if o >= 0:
                     c["trail_hops"] += pos - o
@@ -114,9 +110,11 @@ def replay_session(n_pages, visits, *, sats=None, move_on_fault=True, create_on_
             uses[p] += 1
             last[p] = pos
             o = owner[p]
-            if here(o, pos):
+            if o == pos:
                 c["hits"] += 1
-                if move_on_fault and o != pos:
+            elif o >= 0 and sats[o] == sats[pos]:  # left here by an earlier visit
+                c["hits"] += 1
+                if move_on_fault:
                     owner[p] = pos
                     held[o] -= 1
                     held[pos] += 1
