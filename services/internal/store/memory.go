@@ -157,6 +157,12 @@ func (m *Memory) DeleteFrames(ctx context.Context, session string, pages []uint3
 		return 0, err
 	}
 	defer m.mu.Unlock()
+	return m.dropFrames(session, pages), nil
+}
+
+// dropFrames deletes the frames of pages that session has here and counts
+// them; m.mu is held.
+func (m *Memory) dropFrames(session string, pages []uint32) int {
 	f := m.frames[session]
 	n := 0
 	for _, p := range pages {
@@ -168,7 +174,7 @@ func (m *Memory) DeleteFrames(ctx context.Context, session string, pages []uint3
 	if f != nil && len(f) == 0 {
 		delete(m.frames, session)
 	}
-	return n, nil
+	return n
 }
 
 func (m *Memory) CountFrames(ctx context.Context, session string) (int, error) {
@@ -260,18 +266,7 @@ func (m *Memory) ReleaseFrames(ctx context.Context, session string, pages []uint
 			}
 		}
 	}
-	f := m.frames[session]
-	n := 0
-	for _, p := range pages {
-		if _, ok := f[p]; ok {
-			delete(f, p)
-			n++
-		}
-	}
-	if f != nil && len(f) == 0 {
-		delete(m.frames, session)
-	}
-	return n, nil
+	return m.dropFrames(session, pages), nil
 }
 
 func stillOwned(session string, page, self uint32) error {

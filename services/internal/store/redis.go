@@ -33,26 +33,19 @@ if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
 for i = 2, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], ARGV[1]) end
 return 0`)
 
-// adoptScript: KEYS t:<s>, f:<s>; ARGV owner, then page, data pairs. Writes
-// frames and owners together, or nothing when the table is missing.
+// adoptScript: KEYS t:<s>, f:<s> [, f:<answers>]; ARGV owner [, answer field,
+// answer data], then page, data pairs. Writes frames and owners (and the answer,
+// when its key is given) together, or nothing when the table is missing: a
+// script runs atomically.
 var adoptScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
-for i = 2, #ARGV, 2 do
+local first = 2
+if #KEYS == 3 then first = 4 end
+for i = first, #ARGV, 2 do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
 end
-return 0`)
-
-// adoptAnsweredScript: KEYS t:<s>, f:<s>, f:<answers>; ARGV owner, answer
-// field, answer data, then page, data pairs. adoptScript plus the answer, all
-// or nothing (a script runs atomically).
-var adoptAnsweredScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], '-') == 0 then return -1 end
-for i = 4, #ARGV, 2 do
-  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1])
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
-end
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+if #KEYS == 3 then redis.call('HSET', KEYS[3], ARGV[2], ARGV[3]) end
 return 0`)
 
 // releaseScript: KEYS t:<s>, f:<s>; ARGV self, then pages. Refuses (returns
@@ -318,30 +311,35 @@ func (r *Redis) DropFrames(ctx context.Context, session string) (int, error) {
 }
 
 func (r *Redis) AdoptFrames(ctx context.Context, session string, frames []Frame, owner uint32) error {
-	args := make([]any, 0, 1+2*len(frames))
-	args = append(args, strconv.FormatUint(uint64(owner), 10))
-	for _, f := range frames {
-		args = append(args, pageField(f.Page), f.Data)
-	}
-	n, err := adoptScript.Run(ctx, r.c, []string{tkey(session), fkey(session)}, args...).Int()
-	if err != nil {
-		return wrap(err, "adopt frames")
-	}
-	if n < 0 {
-		return unknown(session)
-	}
-	return nil
+	return r.adopt(ctx, session, frames, owner, nil, "adopt frames")
 }
 
 func (r *Redis) AdoptAnswered(ctx context.Context, session string, frames []Frame, owner uint32, answers string, answer Frame) error {
+	return r.adopt(ctx, session, frames, owner, &answered{answers, answer}, "adopt frames with an answer")
+}
+
+// answered is the reply stored with an adopt (AdoptAnswered).
+type answered struct {
+	session string
+	frame   Frame
+}
+
+// adopt runs adoptScript: frames stored and owned by owner, and a, when not
+// nil, stored in a's session, all or nothing.
+func (r *Redis) adopt(ctx context.Context, session string, frames []Frame, owner uint32, a *answered, what string) error {
+	keys := []string{tkey(session), fkey(session)}
 	args := make([]any, 0, 3+2*len(frames))
-	args = append(args, strconv.FormatUint(uint64(owner), 10), pageField(answer.Page), answer.Data)
+	args = append(args, strconv.FormatUint(uint64(owner), 10))
+	if a != nil {
+		keys = append(keys, fkey(a.session))
+		args = append(args, pageField(a.frame.Page), a.frame.Data)
+	}
 	for _, f := range frames {
 		args = append(args, pageField(f.Page), f.Data)
 	}
-	n, err := adoptAnsweredScript.Run(ctx, r.c, []string{tkey(session), fkey(session), fkey(answers)}, args...).Int()
+	n, err := adoptScript.Run(ctx, r.c, keys, args...).Int()
 	if err != nil {
-		return wrap(err, "adopt frames with an answer")
+		return wrap(err, what)
 	}
 	if n < 0 {
 		return unknown(session)
