@@ -89,8 +89,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from satpage.cluster import cluster_down, cluster_up
-from satpage.cluster.driver import _free_port_base
+from satpage.cluster import cluster_down, up_on_free_ports
 from satpage.cluster.local import DEFAULT_CONSTELLATION, find_binary
 
 
@@ -178,8 +177,8 @@ def bench_cluster(constellation: str, name: str, **kw):
     temporary state directory, stopped on the way out: yields (state, port base,
     the file of its pids that satload's --cpu-pids meters)."""
     with tempfile.TemporaryDirectory(prefix=f"satpage-bench-{name}-") as tmp:
-        base = _free_port_base(constellation)
-        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, **kw)
+        st = up_on_free_ports(constellation, state_dir=Path(tmp), **kw)
+        base = st.port_base
         try:
             pid_file = Path(tmp) / "pids.txt"
             pid_file.write_text("\n".join(str(p.pid) for p in st.processes))
@@ -564,7 +563,6 @@ def main() -> int:
         return 0 if all(emulation_ok(r) for rs in emu.values() for r in rs) else 1
 
     with tempfile.TemporaryDirectory(prefix="satpage-bench-") as tmp:
-        base = _free_port_base(args.constellation)
         t0 = time.perf_counter()
         import datetime as dt
 
@@ -572,8 +570,9 @@ def main() -> int:
 
         eph = Path(tmp) / "ephemeris.bin"
         write_live_ephemeris(eph, args.constellation, dt.datetime.now(dt.UTC).replace(microsecond=0), 2.0)
-        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=base,
-                        live={"ephemeris": str(eph), "speed": 1.0}, emulate_links=False)
+        st = up_on_free_ports(args.constellation, state_dir=Path(tmp),
+                              live={"ephemeris": str(eph), "speed": 1.0}, emulate_links=False)
+        base = st.port_base
         print(f"cluster up: {st.satellites} satellites, {len(st.processes)} processes "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         try:

@@ -5,6 +5,7 @@ what `up` started."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 import pager
 from orbit_model import Constellation, IslNetwork
 from satpage.cli import app
-from satpage.cluster import cluster_status, load_state, replay_trace
+from satpage.cluster import cluster_down, cluster_status, load_state, replay_trace
 from satpage.cluster.driver import _free_port_base
 from satpage.cluster.local import LocalCluster, free_port_base
 from satpage.comparator import compare_figures
@@ -207,12 +208,11 @@ def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, clu
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from bench_services import hops_ok, satload
 
-    from satpage.cluster import cluster_down, cluster_up
+    from satpage.cluster import up_on_free_ports
 
     spec = "walker-star:6/2/1:500:87"
-    base = free_port_base(6)
-    st = cluster_up(spec, state_dir=tmp_path, port_base=base, emulate_links=False, store="memory",
-                    daemon="floornode")
+    st = up_on_free_ports(spec, state_dir=tmp_path, emulate_links=False, store="memory", daemon="floornode")
+    base = st.port_base
     try:
         assert {p.role for p in st.processes} == {"satnode", "gateway"}
         assert all(Path(p.argv[0]).name == "floornode" for p in st.processes if p.role == "satnode")
@@ -228,6 +228,28 @@ def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, clu
         assert all(r["accesses"] > 0 and hops_ok(r) for r in series), series
     finally:
         cluster_down(tmp_path)
+
+
+def test_a_port_range_taken_before_the_cluster_binds_it_is_left_for_another(tmp_path, monkeypatch,
+                                                                         cluster_binaries):
+    """Another process (one that does not book ports) holds a port of the range that
+    free_port_base handed out: up_on_free_ports starts the cluster on the next range."""
+    from satpage.cluster import local
+
+    spec = "walker-star:4/2/0:500:87"
+    first, second = free_port_base(4), free_port_base(4)
+    bases = iter([first, second])
+    monkeypatch.setattr(local, "free_port_base", lambda n, gateways=1: next(bases))
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", first + 3))  # satellite 1's port
+        squatter.listen(1)
+        with pytest.raises(local.PortsTaken, match=str(first + 3)):
+            local.cluster_up(spec, state_dir=tmp_path / "a", port_base=first, store="memory")
+        st = local.up_on_free_ports(spec, state_dir=tmp_path / "b", store="memory", emulate_links=False)
+        try:
+            assert st.port_base == second and cluster_status(tmp_path / "b")["running"]
+        finally:
+            cluster_down(tmp_path / "b")
 
 
 @pytest.mark.skipif(os.environ.get("SATPAGE_CLUSTER_DIR") is not None,

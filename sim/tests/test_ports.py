@@ -61,3 +61,17 @@ def test_a_port_with_a_listener_counts_taken():
         srv.bind(("127.0.0.1", 0))
         srv.listen(1)
         assert not _port_free(srv.getsockname()[1])
+
+
+def test_a_daemon_that_could_not_bind_its_port_is_ports_taken_and_others_are_not(tmp_path):
+    from satpage.cluster.local import PortsTaken, _exited
+
+    log = tmp_path / "satnode-1.log"
+    log.write_text('{"level":"WARN","msg":"the floor under a page fault"}\n'
+                   'floornode: listen on "127.0.0.1:18424": listen tcp 127.0.0.1:18424: bind: '
+                   "address already in use\n")
+    err = _exited("satnode 1 (pid 7) exited while waiting for satnodes to listen", log)
+    assert isinstance(err, PortsTaken) and "18424" in str(err) and str(log) in str(err)
+    log.write_text("satnode: --replicas 9: more than the satellites\n")
+    err = _exited("satnode 1 (pid 7) exited at once", log)
+    assert type(err) is OSError and "--replicas 9" in str(err)

@@ -27,12 +27,14 @@ from satpage.cluster.local import (
     DEFAULT_PORT_BASE,
     ClusterState,
     LocalCluster,
+    PortsTaken,
     ProcessRecord,
     cluster_down,
     cluster_status,
     cluster_up,
     default_state_dir,
     load_state,
+    up_on_free_ports,
 )
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "DEFAULT_PORT_BASE",
     "ClusterState",
     "LocalCluster",
+    "PortsTaken",
     "ProcessRecord",
     "SessionCounts",
     "cluster_down",
@@ -51,4 +54,5 @@ __all__ = [
     "replay_sessions",
     "replay_trace",
     "resolve_target",
+    "up_on_free_ports",
 ]

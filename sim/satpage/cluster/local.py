@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_PORT_BASE",
     "ClusterState",
     "LocalCluster",
+    "PortsTaken",
     "ProcessRecord",
     "RunDir",
     "cluster_down",
@@ -46,6 +47,7 @@ __all__ = [
     "load_state",
     "run_state_dir",
     "satellites_in",
+    "up_on_free_ports",
 ]
 
 log = logging.getLogger(__name__)
@@ -358,8 +360,22 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
     if ticks is None:
         # a daemon that refuses its flags exits within milliseconds: its reason is in the log
         _reap(proc.pid, wait=True)
-        raise OSError(f"{_label(role, index)} exited at once; {log_file}: {_log_tail(log_file)}")
+        raise _exited(f"{_label(role, index)} exited at once", log_file)
     return ProcessRecord(role, index, proc.pid, ticks, argv, str(log_file))
+
+
+class PortsTaken(OSError):
+    """A port of the cluster's range is in use: at cluster_up's check, or taken by
+    another process between that check and a daemon's bind. Another range may do
+    (up_on_free_ports)."""
+
+
+def _exited(what: str, log_file: Path | str) -> OSError:
+    """The error of a daemon that exited while starting, with its log's tail; PortsTaken
+    when it could not bind its port."""
+    tail = _log_tail(log_file)
+    cls = PortsTaken if "address already in use" in tail else OSError
+    return cls(f"{what}; {log_file}: {tail}")
 
 
 def _label(role: str, index: int) -> str:
@@ -378,8 +394,7 @@ def _wait(what: str, check, timeout_s: float, records: list[ProcessRecord]) -> N
         dead = [r for r in records if not _alive(r)]
         if dead:
             r = dead[0]
-            raise OSError(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for {what}; "
-                          f"{r.log_file}: {_log_tail(r.log_file)}")
+            raise _exited(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for {what}", r.log_file)
         if time.monotonic() > deadline:
             raise OSError(f"timed out after {timeout_s:.0f} s waiting for {what}")
         time.sleep(0.05)
@@ -523,8 +538,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         raise ValueError(f"port base {port_base}: ports {ports[0]}..{ports[-1]} must lie in 1024..65535")
     taken = [p for p in ports if not _port_free(p)]
     if taken:
-        raise OSError(f"ports {taken[:5]}{'...' if len(taken) > 5 else ''} on 127.0.0.1 are in use: "
-                      "pick another --port-base")
+        raise PortsTaken(f"ports {taken[:5]}{'...' if len(taken) > 5 else ''} on 127.0.0.1 are in use: "
+                         "pick another --port-base")
     satnode, gateway = find_binary(daemon), find_binary("gateway")
     redis_bin = find_binary("redis-server") if store == "redis" else None
     log_dir, redis_dir = sdir / "logs", sdir / "redis"
@@ -628,9 +643,8 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
             dead = [r for r in records if not _alive(r)]
             if bad and dead:
                 r = dead[0]
-                tail = Path(r.log_file).read_text(errors="replace")[-400:] if Path(r.log_file).exists() else ""
-                raise OSError(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for SERVING; "
-                              f"{r.log_file}: {tail.strip()}")
+                raise _exited(f"{_label(r.role, r.index)} (pid {r.pid}) exited while waiting for SERVING",
+                              r.log_file)
             if bad and time.monotonic() > deadline:
                 raise OSError(f"not SERVING by gRPC health after {timeout_s:.0f} s: {bad[:5]}")
             if bad:
@@ -642,6 +656,22 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
         register_tls_dir(a, state.tls_dir)  # replays in this process find the material
     log.info("cluster up: %d satellites, gateways %s, state %s", n, ", ".join(state.gateway_addrs), sdir)
     return state
+
+
+def up_on_free_ports(constellation: str = DEFAULT_CONSTELLATION, *, attempts: int = 3,
+                     **kwargs) -> ClusterState:
+    """``cluster_up`` (its keyword arguments but port_base) on a range free_port_base
+    picks. Ranges are booked among satpage's processes, but any other process may take
+    a port between the check and a daemon's bind: then another range, up to
+    ``attempts`` in all."""
+    n, gateways = satellites_in(constellation), kwargs.get("gateways", 1)
+    for _ in range(attempts - 1):
+        base = free_port_base(n, gateways=gateways)
+        try:
+            return cluster_up(constellation, port_base=base, **kwargs)
+        except PortsTaken as exc:
+            log.warning("port range at %d taken while the cluster started (%s): another range", base, exc)
+    return cluster_up(constellation, port_base=free_port_base(n, gateways=gateways), **kwargs)
 
 
 def _server_names(n: int) -> list[str]:
@@ -787,7 +817,7 @@ class LocalCluster:
         """``cluster_up`` (its keyword arguments) on a free port range unless port_base is
         given; the cluster is owned: ``down`` (or leaving a with-block) stops it."""
         if port_base is None:
-            port_base = free_port_base(satellites_in(constellation), gateways=kwargs.get("gateways", 1))
+            return cls(up_on_free_ports(constellation, state_dir=state_dir, **kwargs), owned=True)
         return cls(cluster_up(constellation, state_dir=state_dir, port_base=port_base, **kwargs),
                    owned=True)
 
