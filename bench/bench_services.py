@@ -89,7 +89,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from satpage.cluster import cluster_down, up_on_free_ports
+from satpage.cluster import cluster_down, cluster_up
 from satpage.cluster.local import DEFAULT_CONSTELLATION, find_binary
 
 
@@ -177,7 +177,7 @@ def bench_cluster(constellation: str, name: str, **kw):
     temporary state directory, stopped on the way out: yields (state, port base,
     the file of its pids that satload's --cpu-pids meters)."""
     with tempfile.TemporaryDirectory(prefix=f"satpage-bench-{name}-") as tmp:
-        st = up_on_free_ports(constellation, state_dir=Path(tmp), **kw)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=None, **kw)
         base = st.port_base
         try:
             pid_file = Path(tmp) / "pids.txt"
@@ -570,8 +570,8 @@ def main() -> int:
 
         eph = Path(tmp) / "ephemeris.bin"
         write_live_ephemeris(eph, args.constellation, dt.datetime.now(dt.UTC).replace(microsecond=0), 2.0)
-        st = up_on_free_ports(args.constellation, state_dir=Path(tmp),
-                              live={"ephemeris": str(eph), "speed": 1.0}, emulate_links=False)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=None,
+                        live={"ephemeris": str(eph), "speed": 1.0}, emulate_links=False)
         base = st.port_base
         print(f"cluster up: {st.satellites} satellites, {len(st.processes)} processes "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)

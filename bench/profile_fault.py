@@ -65,7 +65,7 @@ from pathlib import Path
 
 from bench_services import floor_cluster, satload
 
-from satpage.cluster import cluster_down, up_on_free_ports
+from satpage.cluster import cluster_down, cluster_up
 from satpage.cluster.local import DEFAULT_CONSTELLATION
 
 # Stack contents -> bucket, first match wins (Go symbols as perf prints them).
@@ -429,7 +429,7 @@ def main() -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="satpage-profile-"))
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="satpage-profile-cluster-") as tmp:
-        st = up_on_free_ports(args.constellation, state_dir=Path(tmp), pprof=True, emulate_links=False)
+        st = cluster_up(args.constellation, state_dir=Path(tmp), port_base=None, pprof=True, emulate_links=False)
         base = st.port_base
         n = st.satellites
         try:

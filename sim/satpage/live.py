@@ -50,7 +50,7 @@ def write_live_ephemeris(path: Path, constellation: str, epoch: dt.datetime, hou
     return Path(path).stat().st_size
 
 
-def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int, speed: float,
+def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int | None, speed: float,
             epoch: dt.datetime | None = None, hours: float = 24.0, store: str = "redis",
             policy: str = "highest", sticky: bool = True, min_elevation_deg: float = 10.0,
             idle_timeout_s: float = 3600.0, insecure: bool = False,
@@ -59,7 +59,8 @@ def live_up(constellation: str, *, state_dir: Path | None = None, port_base: int
             emulate_links: bool = True):
     """Write an ephemeris of ``hours`` from ``epoch`` (default: now, to the second) into the
     state directory and start the local cluster with a live gateway (mutual TLS unless
-    ``insecure``, as ``cluster_up``); ``idle_timeout_s`` is the gateway's ``--session-idle``.
+    ``insecure``, as ``cluster_up``, port_base None too); ``idle_timeout_s`` is the gateway's
+    ``--session-idle``.
     With a latitude cut-off below 90 deg the satnodes route on an ISL schedule of the same
     ``hours`` (``write_live_isl_schedule``), as ``compare --backend cluster`` gives them.
     ``push_lead_s`` (constellation seconds, the gateway's ``--push-lead``): push-ahead copies a

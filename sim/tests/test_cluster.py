@@ -208,10 +208,11 @@ def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, clu
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from bench_services import hops_ok, satload
 
-    from satpage.cluster import up_on_free_ports
+    from satpage.cluster import cluster_up
 
     spec = "walker-star:6/2/1:500:87"
-    st = up_on_free_ports(spec, state_dir=tmp_path, emulate_links=False, store="memory", daemon="floornode")
+    st = cluster_up(spec, state_dir=tmp_path, port_base=None, emulate_links=False, store="memory",
+                    daemon="floornode")
     base = st.port_base
     try:
         assert {p.role for p in st.processes} == {"satnode", "gateway"}
@@ -233,7 +234,7 @@ def test_a_floor_cluster_answers_the_load_generator_as_satnodes_do(tmp_path, clu
 def test_a_port_range_taken_before_the_cluster_binds_it_is_left_for_another(tmp_path, monkeypatch,
                                                                          cluster_binaries):
     """Another process (one that does not book ports) holds a port of the range that
-    free_port_base handed out: up_on_free_ports starts the cluster on the next range."""
+    free_port_base handed out: cluster_up with no port base starts on the next range."""
     from satpage.cluster import local
 
     spec = "walker-star:4/2/0:500:87"
@@ -245,7 +246,8 @@ def test_a_port_range_taken_before_the_cluster_binds_it_is_left_for_another(tmp_
         squatter.listen(1)
         with pytest.raises(local.PortsTaken, match=str(first + 3)):
             local.cluster_up(spec, state_dir=tmp_path / "a", port_base=first, store="memory")
-        st = local.up_on_free_ports(spec, state_dir=tmp_path / "b", store="memory", emulate_links=False)
+        st = local.cluster_up(spec, state_dir=tmp_path / "b", port_base=None, store="memory",
+                              emulate_links=False)
         try:
             assert st.port_base == second and cluster_status(tmp_path / "b")["running"]
         finally:

@@ -34,7 +34,6 @@ from satpage.cluster.local import (
     cluster_up,
     default_state_dir,
     load_state,
-    up_on_free_ports,
 )
 
 __all__ = [
@@ -54,5 +53,4 @@ __all__ = [
     "replay_sessions",
     "replay_trace",
     "resolve_target",
-    "up_on_free_ports",
 ]

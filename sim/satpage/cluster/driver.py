@@ -24,7 +24,6 @@ from satpage.cluster.local import (
     cluster_up,
     load_state,
     schedule_digest,
-    up_on_free_ports,
 )
 
 __all__ = ["STRATEGIES", "SessionCounts", "local_state", "replay_paper", "replay_sessions",
@@ -116,11 +115,11 @@ def resolve_target(target: str | None, constellation: str | None = None,
         finally:
             _LOCAL.pop(state.gateway, None)
         return
-    base = int(os.environ.get("SATPAGE_CLUSTER_PORT_BASE", "0"))
+    base = int(os.environ.get("SATPAGE_CLUSTER_PORT_BASE", "0")) or None  # None: a free range
     with tempfile.TemporaryDirectory(prefix="satpage-cluster-") as tmp:
         log.info("starting a local cluster (%s) for this replay", constellation)
-        kw = dict(state_dir=Path(tmp), isl_schedule=isl_schedule, replicas=replicas, **(links or {}))
-        st = cluster_up(constellation, port_base=base, **kw) if base else up_on_free_ports(constellation, **kw)
+        st = cluster_up(constellation, state_dir=Path(tmp), port_base=base, isl_schedule=isl_schedule,
+                        replicas=replicas, **(links or {}))
         _LOCAL[st.gateway] = st
         try:
             yield st.gateway

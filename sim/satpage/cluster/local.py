@@ -47,7 +47,6 @@ __all__ = [
     "load_state",
     "run_state_dir",
     "satellites_in",
-    "up_on_free_ports",
 ]
 
 log = logging.getLogger(__name__)
@@ -367,7 +366,7 @@ def _spawn(role: str, index: int, argv: list[str], log_dir: Path,
 class PortsTaken(OSError):
     """A port of the cluster's range is in use: at cluster_up's check, or taken by
     another process between that check and a daemon's bind. Another range may do
-    (up_on_free_ports)."""
+    (cluster_up with no port base)."""
 
 
 def _exited(what: str, log_file: Path | str) -> OSError:
@@ -467,7 +466,7 @@ def write_positions(path: Path, constellation: str, epoch: str | None, hours: fl
 
 
 def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | None = None,
-               port_base: int = DEFAULT_PORT_BASE, store: str = "redis",
+               port_base: int | None = DEFAULT_PORT_BASE, store: str = "redis",
                isl_schedule: Path | None = None, timeout_s: float = 120.0,
                insecure: bool = False, live: dict | None = None,
                replicas: int = 1, tls_dir: Path | None = None, emulate_links: bool = True,
@@ -486,9 +485,12 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     tls_dir brings your own material in the same layout instead (checked for the
     files each daemon needs before anything starts).
 
+    port_base None: a range free_port_base picks, and another when a port of it is
+    taken while the daemons start (PortsTaken), three in all.
+
     Raises OSError when a cluster is already recorded in state_dir and running, when
-    a port is taken, or when a process does not come up (the ones started are
-    stopped again).
+    a port is taken (PortsTaken), or when a process does not come up (the ones
+    started are stopped again).
 
     pprof serves the Go profiler on every satnode's metrics port (``--pprof``;
     bench/profile_fault.py reads it).
@@ -514,6 +516,12 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     scenario's epoch) written into the state directory, or by the live ephemeris;
     every directed ISL carries ``isl_capacity_gbps`` and every hop adds
     ``per_hop_processing_ms`` each way (the engine's terms of the same names)."""
+    if port_base is None:
+        return _up_on_free_ports(
+            constellation, state_dir=state_dir, store=store, isl_schedule=isl_schedule, timeout_s=timeout_s,
+            insecure=insecure, live=live, replicas=replicas, tls_dir=tls_dir, emulate_links=emulate_links,
+            link_epoch=link_epoch, link_hours=link_hours, isl_capacity_gbps=isl_capacity_gbps,
+            per_hop_processing_ms=per_hop_processing_ms, pprof=pprof, gateways=gateways, daemon=daemon)
     n = satellites_in(constellation)
     if store not in ("redis", "memory"):
         raise ValueError(f"store must be redis or memory, got {store!r}")
@@ -658,8 +666,7 @@ def cluster_up(constellation: str = DEFAULT_CONSTELLATION, *, state_dir: Path | 
     return state
 
 
-def up_on_free_ports(constellation: str = DEFAULT_CONSTELLATION, *, attempts: int = 3,
-                     **kwargs) -> ClusterState:
+def _up_on_free_ports(constellation: str, *, attempts: int = 3, **kwargs) -> ClusterState:
     """``cluster_up`` (its keyword arguments but port_base) on a range free_port_base
     picks. Ranges are booked among satpage's processes, but any other process may take
     a port between the check and a daemon's bind: then another range, up to
@@ -816,8 +823,6 @@ class LocalCluster:
            port_base: int | None = None, **kwargs) -> LocalCluster:
         """``cluster_up`` (its keyword arguments) on a free port range unless port_base is
         given; the cluster is owned: ``down`` (or leaving a with-block) stops it."""
-        if port_base is None:
-            return cls(up_on_free_ports(constellation, state_dir=state_dir, **kwargs), owned=True)
         return cls(cluster_up(constellation, state_dir=state_dir, port_base=port_base, **kwargs),
                    owned=True)
 

@@ -195,7 +195,6 @@ def demo(
 ) -> None:
     """Run a bounded workload of clients at the given places; print the handovers each saw and
     the costs (movements, page-hops, fault latency on the wire)."""
-    from satpage.cluster.driver import _free_port_base
     from satpage.live import live_up, run_demo
 
     setup_logging(verbose)
@@ -218,9 +217,8 @@ def demo(
                                      tls_dir=tls_dir)
         else:
             with tempfile.TemporaryDirectory(prefix="satpage-live-") as tmp:
-                base = port_base or _free_port_base(constellation)
                 hours = max(1.0, minutes / 60 + 0.5)
-                live_up(constellation, state_dir=Path(tmp), port_base=base, speed=speed, hours=hours, store=store,
+                live_up(constellation, state_dir=Path(tmp), port_base=port_base or None, speed=speed, hours=hours, store=store,
                         push_lead_s=lead_s, interval_s=interval_s, phase_s=phase_s,
                         emulate_links=emulate_links)
                 try:
